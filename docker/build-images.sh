@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# make images: makes sure a Kafka 4.3.1 image and a Toxiproxy 2.12.0 image are present locally.
+# The official tags are used when they are present or can be pulled; otherwise offline stand-ins are
+# built: verity/kafka:4.3.1 (official jars from Maven on a debootstrapped Debian bookworm + OpenJDK 17)
+# and verity/toxiproxy:2.12.0 (the server from the Go module, static, FROM scratch).
+# An image already present is reused, so on a warm machine this takes seconds.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+log() { printf 'images: %s\n' "$*" >&2; }
+have() { docker image inspect "$1" >/dev/null 2>&1; }
+# Pulling fails at once where no registry is reachable; a short timeout covers a hanging one.
+try_pull() { timeout 60 docker pull -q "$1" >/dev/null 2>&1; }
+
+KAFKA_OFFICIAL=apache/kafka:4.3.1
+TOXI_OFFICIAL=ghcr.io/shopify/toxiproxy:2.12.0
+KAFKA_STANDIN=verity/kafka:4.3.1
+TOXI_STANDIN=verity/toxiproxy:2.12.0
+BASE=verity/debian-jre17:bookworm
+WORK=${VERITY_BUILD_DIR:-${TMPDIR:-/tmp}/verity-image-build}
+export DOCKER_BUILDKIT=0 # the legacy builder needs no buildx plugin and no registry
+
+build_base() {
+  have "$BASE" && { log "base $BASE present"; return; }
+  command -v debootstrap >/dev/null 2>&1 || {
+    log "installing debootstrap (apt-get)"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >&2 ||
+      { apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >&2; }
+  }
+  local mirror rootfs=$WORK/rootfs
+  mirror=${DEBIAN_MIRROR:-$("$here/debian-mirror.sh")}
+  log "building $BASE with debootstrap (bookworm, openjdk-17-jre-headless); takes a few minutes"
+  rm -rf "$rootfs"; mkdir -p "$WORK"
+  debootstrap --variant=minbase --include=openjdk-17-jre-headless,bash,procps,ca-certificates,netbase \
+    bookworm "$rootfs" "$mirror" >"$WORK/debootstrap.log" 2>&1 ||
+    { tail -n 20 "$WORK/debootstrap.log" >&2; log "debootstrap failed (full log: $WORK/debootstrap.log)"; exit 1; }
+  rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
+  tar -C "$rootfs" -c . | docker import \
+    -c 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+    -c 'ENV JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64' - "$BASE" >/dev/null
+  rm -rf "$rootfs"
+  log "built $BASE"
+}
+
+build_kafka() {
+  build_base
+  local ctx=$WORK/kafka
+  rm -rf "$ctx"; mkdir -p "$ctx/libs"
+  log "collecting the Apache Kafka 4.3.1 jars with Maven"
+  mvn -q -B -f "$here/kafka/pom.xml" dependency:copy-dependencies \
+    -DoutputDirectory="$ctx/libs" -DincludeScope=runtime >&2
+  cp "$here/kafka/"{Dockerfile,run,server.properties,log4j2.yaml,tools-log4j2.yaml} "$ctx/"
+  docker build -q --build-arg BASE="$BASE" -t "$KAFKA_STANDIN" "$ctx" >/dev/null
+  rm -rf "$ctx"
+  log "built $KAFKA_STANDIN"
+}
+
+build_toxiproxy() {
+  local ctx=$WORK/toxiproxy
+  rm -rf "$ctx"; mkdir -p "$ctx"
+  log "building the Toxiproxy 2.12.0 server from its Go module (static)"
+  CGO_ENABLED=0 GOBIN="$ctx" go install -trimpath -ldflags='-s -w' \
+    github.com/Shopify/toxiproxy/v2/cmd/server@v2.12.0 >&2
+  mv "$ctx/server" "$ctx/toxiproxy"
+  cp "$here/toxiproxy/Dockerfile" "$ctx/"
+  docker build -q -t "$TOXI_STANDIN" "$ctx" >/dev/null
+  rm -rf "$ctx"
+  log "built $TOXI_STANDIN"
+}
+
+ensure() { # ensure OFFICIAL STANDIN BUILDER
+  if have "$1"; then log "using $1 (present)"; return; fi
+  if have "$2"; then log "using $2 (present)"; return; fi
+  if [ "${VERITY_TRY_PULL:-1}" = 1 ] && try_pull "$1"; then log "pulled $1"; return; fi
+  log "$1 cannot be pulled here: building the offline stand-in $2"
+  "$3"
+}
+
+ensure "$KAFKA_OFFICIAL" "$KAFKA_STANDIN" build_kafka
+ensure "$TOXI_OFFICIAL" "$TOXI_STANDIN" build_toxiproxy
