@@ -5,6 +5,7 @@ package history
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 )
@@ -130,6 +131,11 @@ type Op struct {
 
 // Payload is the op's value. Only the field that matches the op's F is set; Raw keeps any
 // other payload (nemesis targets, assign/subscribe arguments, crash reasons) as it was written.
+//
+// A Payload marshals as its one set field, or as null when none is set. It has no UnmarshalJSON
+// of its own because the JSON does not say which field it is: Op.UnmarshalJSON and Reader pick the
+// typed field that the op's F names ("send" -> Send, "txn" -> Txn, "poll" -> Poll, "final-read" ->
+// FinalRead, "rpw" -> RPW) and keep every other f's value in Raw.
 type Payload struct {
 	Send      *Record    // send
 	Txn       *Txn       // txn
@@ -185,4 +191,201 @@ type Faults struct {
 	Links [][2]string    `json:"links,omitempty"`
 	Toxic map[string]any `json:"toxic,omitempty"`
 	Note  string         `json:"note,omitempty"`
+}
+
+// MarshalJSON encodes the one set field (Raw verbatim but compacted), or null when none is set.
+// It is an error to set more than one field, since a reader could only ever see one of them.
+func (p Payload) MarshalJSON() ([]byte, error) {
+	return appendPayload(nil, "", &p)
+}
+
+// UnmarshalJSON decodes one event line's object, including the payload that F selects (see
+// Payload). It applies the same checks as Reader to a single line: i, p, type and f are
+// required, type must be one of the four Types, and of must name an earlier i.
+func (op *Op) UnmarshalJSON(b []byte) error {
+	// The payload's type depends on f, which may come after value in the object, so value is
+	// kept raw and decoded once the whole object has been read.
+	var aux struct {
+		Index   *int64          `json:"i"`
+		Time    int64           `json:"t"`
+		Process *Process        `json:"p"`
+		Type    Type            `json:"type"`
+		F       string          `json:"f"`
+		Of      *int64          `json:"of"`
+		Value   json.RawMessage `json:"value"`
+		Error   string          `json:"error"`
+	}
+	if err := json.Unmarshal(b, &aux); err != nil {
+		return err
+	}
+	switch {
+	case aux.Index == nil:
+		return errors.New(`missing "i"`)
+	case aux.Process == nil:
+		return errors.New(`missing "p"`)
+	case aux.Type == "":
+		return errors.New(`missing "type"`)
+	case aux.F == "":
+		return errors.New(`missing "f"`)
+	}
+	v, err := unmarshalPayload(aux.F, aux.Value)
+	if err != nil {
+		return fmt.Errorf("%s value: %w", aux.F, err)
+	}
+	o := Op{
+		Index:   *aux.Index,
+		Time:    aux.Time,
+		Process: *aux.Process,
+		Type:    aux.Type,
+		F:       aux.F,
+		Of:      aux.Of,
+		Value:   v,
+		Error:   aux.Error,
+	}
+	if err := o.check(); err != nil {
+		return err
+	}
+	*op = o
+	return nil
+}
+
+// unmarshalPayload decodes an op's value with encoding/json into the field that f selects.
+func unmarshalPayload(f string, raw json.RawMessage) (Payload, error) {
+	var p Payload
+	if len(raw) == 0 || string(raw) == "null" {
+		return p, nil
+	}
+	var err error
+	switch f {
+	case FSend:
+		p.Send = new(Record)
+		err = json.Unmarshal(raw, p.Send)
+	case FTxn:
+		p.Txn = new(Txn)
+		err = json.Unmarshal(raw, p.Txn)
+	case FPoll:
+		p.Poll = new(Poll)
+		err = json.Unmarshal(raw, p.Poll)
+	case FFinalRead:
+		p.FinalRead = new(FinalRead)
+		err = json.Unmarshal(raw, p.FinalRead)
+	case FRPW:
+		p.RPW = new(RPW)
+		err = json.Unmarshal(raw, p.RPW)
+	default:
+		// json.RawMessage.UnmarshalJSON already copied the bytes out of the input.
+		p.Raw = raw
+	}
+	if err != nil {
+		return Payload{}, err
+	}
+	return p, nil
+}
+
+// validType reports whether t is one of the four event types of the format.
+func validType(t Type) bool {
+	switch t {
+	case Invoke, OK, Fail, Info:
+		return true
+	}
+	return false
+}
+
+// check validates what a single op line must satisfy on its own, wherever it comes from (the
+// writer, the reader, encoding/json). Order across lines (i strictly increasing) is the
+// reader's and writer's business.
+func (op *Op) check() error {
+	if err := op.checkShape(); err != nil {
+		return err
+	}
+	return op.checkOf()
+}
+
+// checkShape is the part of check that does not depend on i, so that the writer can run it
+// before it takes its lock and assigns i.
+func (op *Op) checkShape() error {
+	switch {
+	case !validType(op.Type):
+		return fmt.Errorf("unknown type %q (want invoke, ok, fail or info)", op.Type)
+	case op.F == "":
+		return errors.New(`missing "f"`)
+	case op.Of != nil && op.Type == Invoke:
+		return fmt.Errorf(`"of" on an invoke (of %d)`, *op.Of)
+	}
+	return nil
+}
+
+// checkOf checks i and that of names an earlier op: a completion cannot precede its invoke.
+func (op *Op) checkOf() error {
+	switch {
+	case op.Index < 0:
+		return fmt.Errorf("negative i %d", op.Index)
+	case op.Of != nil && (*op.Of < 0 || *op.Of >= op.Index):
+		return fmt.Errorf(`"of" %d does not name an earlier op than i %d`, *op.Of, op.Index)
+	}
+	return nil
+}
+
+// Clone returns a deep copy of op that shares no memory with it: what a caller of Reader.Next
+// uses to keep an op beyond the next call.
+func (op Op) Clone() Op {
+	if op.Of != nil {
+		of := *op.Of
+		op.Of = &of
+	}
+	v := &op.Value
+	if v.Send != nil {
+		r := cloneRecord(*v.Send)
+		v.Send = &r
+	}
+	if v.Txn != nil {
+		t := *v.Txn
+		t.Records = cloneRecords(t.Records)
+		v.Txn = &t
+	}
+	if v.Poll != nil {
+		p := *v.Poll
+		p.Records = cloneRecords(p.Records)
+		v.Poll = &p
+	}
+	if v.FinalRead != nil {
+		fr := *v.FinalRead
+		fr.Records = cloneRecords(fr.Records)
+		v.FinalRead = &fr
+	}
+	if v.RPW != nil {
+		r := *v.RPW
+		r.Input = cloneRecords(r.Input)
+		r.Output = cloneRecords(r.Output)
+		v.RPW = &r
+	}
+	if v.Raw != nil {
+		v.Raw = append(json.RawMessage{}, v.Raw...)
+	}
+	return op
+}
+
+func cloneRecord(r Record) Record {
+	if r.Offset != nil {
+		return r.At(*r.Offset)
+	}
+	return r
+}
+
+// cloneRecords keeps nil and empty apart, as encoding/json does (null and []). The offsets get
+// one backing array between them rather than an allocation each.
+func cloneRecords(rs []Record) []Record {
+	if rs == nil {
+		return nil
+	}
+	out := make([]Record, len(rs))
+	offs := make([]int64, len(rs))
+	for i, r := range rs {
+		out[i] = r
+		if r.Offset != nil {
+			offs[i] = *r.Offset
+			out[i].Offset = &offs[i]
+		}
+	}
+	return out
 }

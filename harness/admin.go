@@ -1,0 +1,441 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/IBM/sarama"
+)
+
+// KafkaVersion is the protocol version Verity's sarama clients speak.
+var kafkaVersion = sarama.V4_3_1_0
+
+// SaramaConfig returns a sarama configuration for this cluster's Kafka version with timeouts
+// short enough for fault tests. Callers adjust it (acks, idempotence, ...) before use.
+func SaramaConfig(clientID string) *sarama.Config {
+	cfg := sarama.NewConfig()
+	cfg.Version = kafkaVersion
+	cfg.ClientID = clientID
+	cfg.Net.DialTimeout = 5 * time.Second
+	cfg.Net.ReadTimeout = 10 * time.Second
+	cfg.Net.WriteTimeout = 5 * time.Second
+	cfg.Metadata.Retry.Max = 2
+	cfg.Metadata.Retry.Backoff = 200 * time.Millisecond
+	cfg.Admin.Timeout = 10 * time.Second
+	return cfg
+}
+
+// TopicSpec is a topic to create.
+type TopicSpec struct {
+	Name       string
+	Partitions int32 // default 1
+	RF         int   // default: number of brokers
+	MinISR     int   // min.insync.replicas; 0 leaves the broker's default
+	// Unclean sets unclean.leader.election.enable when not nil.
+	Unclean *bool
+	// Config holds any other topic settings.
+	Config map[string]string
+}
+
+// PartitionState is one partition as the brokers describe it.
+type PartitionState struct {
+	Topic       string
+	Partition   int32
+	Leader      int32 // -1 when there is none
+	LeaderEpoch int32
+	Replicas    []int32
+	ISR         []int32
+	Offline     []int32
+	// ELR (eligible leader replicas, KIP-966) is nil: the Metadata API that sarama speaks does
+	// not carry it (only DescribeTopicPartitions does), so the harness does not report it.
+	ELR []int32
+}
+
+// Offsets of one partition.
+type Offsets struct {
+	Earliest      int64
+	HighWatermark int64 // end offset for read_uncommitted
+	LastStable    int64 // end offset for read_committed (LSO)
+}
+
+type adminClient struct {
+	client sarama.Client
+	admin  sarama.ClusterAdmin
+}
+
+func (a *adminClient) close() {
+	_ = a.admin.Close() // also closes the client
+}
+
+// adminClient returns the cluster's shared admin client, creating it on first success.
+func (c *Cluster) adminClient() (*adminClient, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.admin != nil {
+		return c.admin, nil
+	}
+	cl, err := sarama.NewClient(c.bootstrap, SaramaConfig("verity-admin-"+c.spec.RunID))
+	if err != nil {
+		return nil, fmt.Errorf("connecting an admin client to %v: %w", c.bootstrap, err)
+	}
+	ad, err := sarama.NewClusterAdminFromClient(cl)
+	if err != nil {
+		_ = cl.Close()
+		return nil, fmt.Errorf("creating the admin client: %w", err)
+	}
+	c.admin = &adminClient{client: cl, admin: ad}
+	return c.admin, nil
+}
+
+func (a *adminClient) registeredBrokers() ([]int32, error) {
+	bs, _, err := a.admin.DescribeCluster()
+	if err != nil {
+		return nil, err
+	}
+	var ids []int32
+	for _, b := range bs {
+		ids = append(ids, b.ID())
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+func (a *adminClient) createTopic(t TopicSpec) error {
+	cfg := map[string]*string{}
+	set := func(k, v string) { cfg[k] = &v }
+	if t.MinISR > 0 {
+		set("min.insync.replicas", strconv.Itoa(t.MinISR))
+	}
+	if t.Unclean != nil {
+		set("unclean.leader.election.enable", strconv.FormatBool(*t.Unclean))
+	}
+	for k, v := range t.Config {
+		set(k, v)
+	}
+	err := a.admin.CreateTopic(t.Name, &sarama.TopicDetail{
+		NumPartitions: t.Partitions, ReplicationFactor: int16(t.RF), ConfigEntries: cfg,
+	}, false)
+	if errors.Is(err, sarama.ErrTopicAlreadyExists) {
+		return nil
+	}
+	return err
+}
+
+// CreateTopic creates a topic and waits until every partition has a leader and its full ISR.
+// A topic that already exists is left as it is.
+func (c *Cluster) CreateTopic(ctx context.Context, t TopicSpec) error {
+	if t.Partitions <= 0 {
+		t.Partitions = 1
+	}
+	if t.RF <= 0 {
+		t.RF = len(c.Brokers())
+	}
+	a, err := c.adminClient()
+	if err != nil {
+		return err
+	}
+	if err := a.createTopic(t); err != nil {
+		return fmt.Errorf("creating topic %s: %w", t.Name, err)
+	}
+	err = poll(ctx, 200*time.Millisecond, func() (bool, error) {
+		ps, err := c.describe(ctx, t.Name)
+		if err != nil || len(ps) < int(t.Partitions) {
+			return false, nil
+		}
+		for _, p := range ps {
+			if p.Leader < 0 || len(p.ISR) < t.RF {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for topic %s to have leaders and full ISRs: %w", t.Name, err)
+	}
+	return nil
+}
+
+// Describe returns the state of every partition of topic, as the brokers that the harness has
+// not cut off from the controllers report it (an isolated broker's metadata is stale); where they
+// disagree, the answer with the highest leader epoch wins.
+func (c *Cluster) Describe(ctx context.Context, topic string) ([]PartitionState, error) {
+	ps, err := c.describe(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("describing topic %s: %w", topic, err)
+	}
+	return ps, nil
+}
+
+// DescribePartition returns one partition's state.
+func (c *Cluster) DescribePartition(ctx context.Context, topic string, partition int32) (PartitionState, error) {
+	ps, err := c.Describe(ctx, topic)
+	if err != nil {
+		return PartitionState{}, err
+	}
+	for _, p := range ps {
+		if p.Partition == partition {
+			return p, nil
+		}
+	}
+	return PartitionState{}, fmt.Errorf("topic %s has no partition %d", topic, partition)
+}
+
+// WaitPartition polls a partition's state until cond holds or ctx ends, and returns the last
+// state seen.
+func (c *Cluster) WaitPartition(ctx context.Context, topic string, partition int32, cond func(PartitionState) bool) (PartitionState, error) {
+	var last PartitionState
+	var lastErr error
+	err := poll(ctx, 250*time.Millisecond, func() (bool, error) {
+		p, err := c.DescribePartition(ctx, topic, partition)
+		if err != nil {
+			lastErr = err
+			return false, nil
+		}
+		last = p
+		return cond(p), nil
+	})
+	if err != nil {
+		return last, fmt.Errorf("waiting on %s-%d (last state %+v, last error %v): %w", topic, partition, last, lastErr, err)
+	}
+	return last, nil
+}
+
+// trustedBrokers are the running brokers that clients can reach and that the harness has not cut
+// off from any controller: their metadata is current.
+func (c *Cluster) trustedBrokers() []int32 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var ids []int32
+	for _, b := range c.members {
+		if !b.isBroker() || c.state[b.ID] != NodeRunning {
+			continue
+		}
+		if _, cut := c.cuts[Link{ClientEndpoint, b.ID}]; cut {
+			continue
+		}
+		ok := true
+		for _, ctl := range c.members {
+			if ctl.isController() && ctl.ID != b.ID {
+				_, out := c.cuts[Link{b.ID, ctl.ID}]
+				_, in := c.cuts[Link{ctl.ID, b.ID}]
+				if out || in {
+					ok = false
+				}
+			}
+		}
+		if ok {
+			ids = append(ids, int32(b.ID))
+		}
+	}
+	return ids
+}
+
+func (c *Cluster) describe(ctx context.Context, topic string) ([]PartitionState, error) {
+	a, err := c.adminClient()
+	if err != nil {
+		return nil, err
+	}
+	brokers := c.trustedBrokers()
+	if len(brokers) == 0 {
+		return nil, errors.New("no broker is running, reachable and in touch with the controllers")
+	}
+	type answer struct {
+		parts []*sarama.PartitionMetadata
+		err   error
+	}
+	answers := make([]answer, len(brokers))
+	var wg sync.WaitGroup
+	for i, id := range brokers {
+		wg.Go(func() {
+			answers[i].parts, answers[i].err = a.metadataFrom(id, topic)
+		})
+	}
+	wg.Wait()
+	best := map[int32]*sarama.PartitionMetadata{}
+	var errs []error
+	for _, an := range answers {
+		if an.err != nil {
+			errs = append(errs, an.err)
+			continue
+		}
+		for _, p := range an.parts {
+			if cur, ok := best[p.ID]; !ok || p.LeaderEpoch > cur.LeaderEpoch {
+				best[p.ID] = p
+			}
+		}
+	}
+	if len(best) == 0 {
+		if len(errs) == 0 {
+			errs = append(errs, fmt.Errorf("topic %s has no partitions", topic))
+		}
+		return nil, errors.Join(errs...)
+	}
+	out := make([]PartitionState, 0, len(best))
+	for _, p := range best {
+		out = append(out, PartitionState{
+			Topic: topic, Partition: p.ID, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
+			Replicas: sortedCopy(p.Replicas), ISR: sortedCopy(p.Isr), Offline: sortedCopy(p.OfflineReplicas),
+		})
+	}
+	slices.SortFunc(out, func(x, y PartitionState) int { return int(x.Partition - y.Partition) })
+	return out, ctx.Err()
+}
+
+func sortedCopy(s []int32) []int32 {
+	out := slices.Clone(s)
+	slices.Sort(out)
+	return out
+}
+
+// metadataFrom asks one broker for a topic's partition metadata.
+func (a *adminClient) metadataFrom(id int32, topic string) ([]*sarama.PartitionMetadata, error) {
+	b, err := a.broker(id)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := b.GetMetadata(sarama.NewMetadataRequest(kafkaVersion, []string{topic}))
+	if err != nil {
+		_ = b.Close() // reconnect next time
+		return nil, fmt.Errorf("metadata from broker %d: %w", id, err)
+	}
+	for _, t := range resp.Topics {
+		if t.Name == topic {
+			if t.Err != sarama.ErrNoError {
+				return nil, fmt.Errorf("metadata from broker %d: topic %s: %w", id, topic, t.Err)
+			}
+			return t.Partitions, nil
+		}
+	}
+	return nil, fmt.Errorf("metadata from broker %d: no topic %s", id, topic)
+}
+
+func (a *adminClient) broker(id int32) (*sarama.Broker, error) {
+	b, err := a.client.Broker(id)
+	if err != nil {
+		if rerr := a.client.RefreshMetadata(); rerr != nil {
+			return nil, fmt.Errorf("broker %d: %w", id, err)
+		}
+		if b, err = a.client.Broker(id); err != nil {
+			return nil, fmt.Errorf("broker %d: %w", id, err)
+		}
+	}
+	if ok, _ := b.Connected(); !ok {
+		if err := b.Open(a.client.Config()); err != nil && !errors.Is(err, sarama.ErrAlreadyConnected) {
+			return nil, fmt.Errorf("connecting to broker %d: %w", id, err)
+		}
+	}
+	return b, nil
+}
+
+// Offsets returns a partition's earliest offset, high watermark and last stable offset, asked of
+// its current leader.
+func (c *Cluster) Offsets(ctx context.Context, topic string, partition int32) (Offsets, error) {
+	p, err := c.DescribePartition(ctx, topic, partition)
+	if err != nil {
+		return Offsets{}, err
+	}
+	if p.Leader < 0 {
+		return Offsets{}, fmt.Errorf("offsets of %s-%d: the partition has no leader", topic, partition)
+	}
+	a, err := c.adminClient()
+	if err != nil {
+		return Offsets{}, err
+	}
+	b, err := a.broker(p.Leader)
+	if err != nil {
+		return Offsets{}, err
+	}
+	get := func(ts int64, iso sarama.IsolationLevel) (int64, error) {
+		req := sarama.NewOffsetRequest(kafkaVersion)
+		req.IsolationLevel = iso
+		req.AddBlock(topic, partition, ts, 1)
+		resp, err := b.GetAvailableOffsets(req)
+		if err != nil {
+			_ = b.Close()
+			return -1, err
+		}
+		blk := resp.GetBlock(topic, partition)
+		if blk == nil {
+			return -1, errors.New("no offset in the answer")
+		}
+		if blk.Err != sarama.ErrNoError {
+			return -1, blk.Err
+		}
+		return blk.Offset, nil
+	}
+	var o Offsets
+	if o.Earliest, err = get(sarama.OffsetOldest, sarama.ReadUncommitted); err == nil {
+		if o.HighWatermark, err = get(sarama.OffsetNewest, sarama.ReadUncommitted); err == nil {
+			o.LastStable, err = get(sarama.OffsetNewest, sarama.ReadCommitted)
+		}
+	}
+	if err != nil {
+		return Offsets{}, fmt.Errorf("offsets of %s-%d from leader %d: %w", topic, partition, p.Leader, err)
+	}
+	return o, nil
+}
+
+// RegisteredBrokers lists the brokers the cluster reports as registered and alive.
+func (c *Cluster) RegisteredBrokers(ctx context.Context) ([]int32, error) {
+	a, err := c.adminClient()
+	if err != nil {
+		return nil, err
+	}
+	ids, err := a.registeredBrokers()
+	if err != nil {
+		return nil, fmt.Errorf("describing the cluster: %w", err)
+	}
+	return ids, ctx.Err()
+}
+
+// WaitHealthy waits until every node runs, every broker is registered, and every partition of
+// every topic has its full ISR (ISR = replicas). It returns what was still wrong on timeout.
+func (c *Cluster) WaitHealthy(ctx context.Context) error {
+	last := ""
+	err := poll(ctx, 500*time.Millisecond, func() (bool, error) {
+		for id, s := range c.NodeStates() {
+			if s != NodeRunning {
+				last = fmt.Sprintf("node %d is %s", id, s)
+				return false, nil
+			}
+		}
+		reg, err := c.RegisteredBrokers(ctx)
+		if err != nil || len(reg) < len(c.Brokers()) {
+			last = fmt.Sprintf("registered brokers %v of %v (%v)", reg, c.Brokers(), err)
+			return false, nil
+		}
+		a, err := c.adminClient()
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		topics, err := a.admin.ListTopics()
+		if err != nil {
+			last = "listing topics: " + err.Error()
+			return false, nil
+		}
+		for t := range topics {
+			ps, err := c.describe(ctx, t)
+			if err != nil {
+				last = err.Error()
+				return false, nil
+			}
+			for _, p := range ps {
+				if p.Leader < 0 || len(p.ISR) < len(p.Replicas) {
+					last = fmt.Sprintf("%s-%d: leader %d, ISR %v of replicas %v", t, p.Partition, p.Leader, p.ISR, p.Replicas)
+					return false, nil
+				}
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("cluster not healthy (%s): %w", last, err)
+	}
+	return nil
+}

@@ -1,0 +1,633 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/netip"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2/client"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/client"
+	"github.com/testcontainers/testcontainers-go"
+	tcnetwork "github.com/testcontainers/testcontainers-go/network"
+	"github.com/testcontainers/testcontainers-go/wait"
+)
+
+// Cluster is a running Kafka cluster. Its methods are safe for concurrent use.
+type Cluster struct {
+	spec    Spec
+	log     *slog.Logger
+	eng     *engine
+	images  Images
+	members []member
+	labels  map[string]string
+
+	core  *testcontainers.DockerNetwork
+	links map[int]*testcontainers.DockerNetwork
+
+	clientProxy *proxyBox         // proxy-client: client->node links
+	nodeProxies map[int]*proxyBox // proxy-i: links from node i
+	nodes       map[int]*Node
+	bootstrap   []string // host addresses of the client proxies
+
+	clientHostPorts map[int]int // broker id -> host port of client->id
+
+	adminOnce sync.Once
+	admin     *adminClient
+	adminErr  error
+
+	mu    sync.Mutex
+	state map[int]NodeState
+	cuts  map[Link]CutKind
+
+	closeOnce  sync.Once
+	closeErr   error
+	stopSignal func()
+
+	// ReadyIn is how long Start took from its call to a ready cluster.
+	ReadyIn time.Duration
+}
+
+// Node is one Kafka process in its container.
+type Node struct {
+	ID        int
+	Role      Role
+	Name      string // container name
+	Volume    string // data volume name
+	container testcontainers.Container
+}
+
+// NodeState is what the harness last did to a node.
+type NodeState string
+
+const (
+	NodeRunning NodeState = "running"
+	NodeStopped NodeState = "stopped" // killed or stopped; data kept
+	NodePaused  NodeState = "paused"
+)
+
+type proxyBox struct {
+	name      string
+	container testcontainers.Container
+	api       *toxiproxy.Client
+	apiAddr   string
+}
+
+// Start brings up a cluster as spec says and returns when it is ready: every broker registered
+// and a probe topic with RF = number of brokers has its full ISR. On any error everything already
+// started is removed, and the error says what to do.
+func Start(ctx context.Context, spec Spec) (_ *Cluster, err error) {
+	began := time.Now()
+	spec = spec.withDefaults()
+	if err := spec.validate(); err != nil {
+		return nil, err
+	}
+	log := spec.Logger.With("run", spec.RunID)
+	if spec.ArtifactDir == "" {
+		spec.ArtifactDir = filepath.Join(os.TempDir(), "verity-"+spec.RunID)
+	}
+	eng, err := connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	images, err := eng.chooseImages(ctx, spec, log)
+	if err != nil {
+		_ = eng.Close()
+		return nil, err
+	}
+	c := &Cluster{
+		spec: spec, log: log, eng: eng, images: images, members: spec.members(),
+		labels:      map[string]string{Label: spec.RunID},
+		links:       map[int]*testcontainers.DockerNetwork{},
+		nodeProxies: map[int]*proxyBox{},
+		nodes:       map[int]*Node{},
+		state:       map[int]NodeState{},
+		cuts:        map[Link]CutKind{},
+	}
+	if !spec.NoSignalCleanup {
+		c.cleanupOnSignal()
+	}
+	defer func() {
+		if err != nil {
+			// Remove whatever was started, with a context that the caller's cancellation
+			// (Ctrl-C, a deadline) does not also cut short.
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+			defer cancel()
+			if cerr := c.Close(cctx); cerr != nil {
+				log.Error("cleaning up after a failed start", "err", cerr)
+			}
+		}
+	}()
+
+	log.Info("starting cluster", "nodes", spec.Nodes, "dedicated_controllers", spec.DedicatedControllers,
+		"kafka_image", images.Kafka, "deviations", spec.Deviations())
+	if err := c.createNetworks(ctx); err != nil {
+		return nil, err
+	}
+	if err := c.startProxies(ctx); err != nil {
+		return nil, err
+	}
+	if err := c.startNodes(ctx); err != nil {
+		return nil, err
+	}
+	rctx, cancel := context.WithTimeout(ctx, spec.ReadyTimeout)
+	defer cancel()
+	if err := c.waitReady(rctx); err != nil {
+		return nil, err
+	}
+	c.ReadyIn = time.Since(began)
+	log.Info("cluster ready", "in", c.ReadyIn.Round(time.Millisecond), "bootstrap", c.bootstrap)
+	return c, nil
+}
+
+// RunID is the id that labels every resource of the cluster.
+func (c *Cluster) RunID() string { return c.spec.RunID }
+
+// Spec is the spec the cluster was started with, defaults filled in.
+func (c *Cluster) Spec() Spec { return c.spec }
+
+// Images are the images the cluster runs.
+func (c *Cluster) Images() Images { return c.images }
+
+// Bootstrap is the list of client addresses (host:port on this machine), one per broker.
+func (c *Cluster) Bootstrap() []string { return append([]string(nil), c.bootstrap...) }
+
+// Brokers lists the broker ids, ascending.
+func (c *Cluster) Brokers() []int {
+	var ids []int
+	for _, m := range c.members {
+		if m.isBroker() {
+			ids = append(ids, m.ID)
+		}
+	}
+	return ids
+}
+
+// Controllers lists the controller ids (the combined nodes, or the dedicated controllers).
+func (c *Cluster) Controllers() []int {
+	var ids []int
+	for _, m := range c.members {
+		if m.isController() {
+			ids = append(ids, m.ID)
+		}
+	}
+	return ids
+}
+
+// Node returns the node with id, or nil.
+func (c *Cluster) Node(id int) *Node { return c.nodes[id] }
+
+// Deviations lists the cluster's departures from Kafka's defaults.
+func (c *Cluster) Deviations() []string { return c.spec.Deviations() }
+
+// ArtifactDir is where Close saves node logs.
+func (c *Cluster) ArtifactDir() string { return c.spec.ArtifactDir }
+
+func (c *Cluster) createNetworks(ctx context.Context) error {
+	nw, err := tcnetwork.New(ctx, tcnetwork.WithLabels(c.labels))
+	if err != nil {
+		return fmt.Errorf("creating the core network: %w", err)
+	}
+	c.core = nw
+	for _, m := range c.members {
+		nw, err := tcnetwork.New(ctx, tcnetwork.WithLabels(c.labels))
+		if err != nil {
+			return fmt.Errorf("creating the link network of node %d: %w", m.ID, err)
+		}
+		c.links[m.ID] = nw
+	}
+	return nil
+}
+
+func (c *Cluster) containerName(what string) string { return "verity-" + c.spec.RunID + "-" + what }
+
+// startProxies starts proxy-client and one proxy container per member, in parallel, then creates
+// their proxies. proxy-client comes first in effect: the host ports it publishes are what the
+// brokers advertise to clients, so they must be known before any node starts.
+func (c *Cluster) startProxies(ctx context.Context) error {
+	type result struct {
+		id  int // 0 = client
+		box *proxyBox
+		err error
+	}
+	ch := make(chan result)
+	starts := 0
+	start := func(id int, req testcontainers.ContainerRequest) {
+		starts++
+		go func() {
+			box, err := c.startProxy(ctx, req)
+			ch <- result{id, box, err}
+		}()
+	}
+	var exposed []string
+	for _, m := range c.members {
+		if m.isBroker() {
+			exposed = append(exposed, fmt.Sprintf("%d/tcp", clientProxyBase+m.ID))
+		}
+	}
+	start(0, testcontainers.ContainerRequest{
+		Name:           c.containerName("proxy-client"),
+		Networks:       []string{c.core.Name},
+		NetworkAliases: map[string][]string{c.core.Name: {"proxy-client"}},
+		ExposedPorts:   exposed,
+	})
+	for _, m := range c.members {
+		var aliases []string
+		for _, j := range c.members {
+			aliases = append(aliases, fmt.Sprintf("kafka-%d", j.ID))
+		}
+		link := c.links[m.ID].Name
+		start(m.ID, testcontainers.ContainerRequest{
+			Name:           c.containerName(fmt.Sprintf("proxy-%d", m.ID)),
+			Networks:       []string{c.core.Name, link},
+			NetworkAliases: map[string][]string{c.core.Name: {fmt.Sprintf("proxy-%d", m.ID)}, link: aliases},
+		})
+	}
+	var errs []error
+	for range starts {
+		r := <-ch
+		if r.err != nil {
+			errs = append(errs, r.err)
+			continue
+		}
+		if r.id == 0 {
+			c.clientProxy = r.box
+		} else {
+			c.nodeProxies[r.id] = r.box
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+
+	// The client proxies: host port of 9000+j -> node-j:9092.
+	hostPorts := map[int]int{}
+	var clientProxies []toxiproxy.Proxy
+	for _, m := range c.members {
+		if !m.isBroker() {
+			continue
+		}
+		p, err := c.clientProxy.container.MappedPort(ctx, fmt.Sprintf("%d/tcp", clientProxyBase+m.ID))
+		if err != nil {
+			return fmt.Errorf("reading the host port for client->%d: %w", m.ID, err)
+		}
+		hostPorts[m.ID] = int(p.Num())
+		c.bootstrap = append(c.bootstrap, fmt.Sprintf("127.0.0.1:%d", p.Num()))
+		clientProxies = append(clientProxies, toxiproxy.Proxy{
+			Name: proxyName(ClientEndpoint, m.ID, "client"), Enabled: true,
+			Listen:   fmt.Sprintf("0.0.0.0:%d", clientProxyBase+m.ID),
+			Upstream: fmt.Sprintf("node-%d:%d", m.ID, clientPort),
+		})
+	}
+	if _, err := c.clientProxy.api.Populate(clientProxies); err != nil {
+		return fmt.Errorf("creating the client proxies: %w", err)
+	}
+	c.clientHostPorts = hostPorts
+
+	// proxy-i: i->j for every member j (self-links too: a combined node reaches its own quorum
+	// address through its own proxy).
+	for _, from := range c.members {
+		var ps []toxiproxy.Proxy
+		for _, to := range c.members {
+			if to.isBroker() && from.isBroker() {
+				ps = append(ps, toxiproxy.Proxy{
+					Name: proxyName(from.ID, to.ID, "internal"), Enabled: true,
+					Listen:   fmt.Sprintf("0.0.0.0:%d", internalProxyBase+to.ID),
+					Upstream: fmt.Sprintf("node-%d:%d", to.ID, internalPort),
+				})
+			}
+			if to.isController() {
+				ps = append(ps, toxiproxy.Proxy{
+					Name: proxyName(from.ID, to.ID, "controller"), Enabled: true,
+					Listen:   fmt.Sprintf("0.0.0.0:%d", controlProxyBase+to.ID),
+					Upstream: fmt.Sprintf("node-%d:%d", to.ID, controllerPort),
+				})
+			}
+		}
+		if _, err := c.nodeProxies[from.ID].api.Populate(ps); err != nil {
+			return fmt.Errorf("creating the proxies of node %d: %w", from.ID, err)
+		}
+	}
+	return nil
+}
+
+func (c *Cluster) startProxy(ctx context.Context, req testcontainers.ContainerRequest) (*proxyBox, error) {
+	req.Image = c.images.Toxiproxy
+	req.Labels = c.labels
+	req.ExposedPorts = append(req.ExposedPorts, fmt.Sprintf("%d/tcp", toxiAPIPort))
+	req.WaitingFor = wait.ForHTTP("/version").WithPort(fmt.Sprintf("%d/tcp", toxiAPIPort)).
+		WithForcedIPv4LocalHost().WithStartupTimeout(time.Minute)
+	exposed := req.ExposedPorts
+	req.HostConfigModifier = func(hc *container.HostConfig) {
+		// Publish on 127.0.0.1 only: nothing of a test cluster should be reachable from other
+		// machines, and Docker 20.10 may give the IPv4 and IPv6 bindings of one port different
+		// host ports, so a single IPv4 binding keeps "the" mapped port unambiguous.
+		hc.PortBindings = network.PortMap{}
+		for _, e := range exposed {
+			hc.PortBindings[network.MustParsePort(e)] = []network.PortBinding{{HostIP: netip.MustParseAddr("127.0.0.1")}}
+		}
+	}
+	ctr, err := testcontainers.GenericContainer(ctx, testcontainers.GenericContainerRequest{
+		ContainerRequest: req, Started: true, Logger: tcLogger{c.log},
+	})
+	if err != nil {
+		return nil, c.explainStartError("starting "+req.Name, err)
+	}
+	p, err := ctr.MappedPort(ctx, fmt.Sprintf("%d/tcp", toxiAPIPort))
+	if err != nil {
+		return nil, fmt.Errorf("reading the Toxiproxy API port of %s: %w", req.Name, err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", p.Num())
+	return &proxyBox{name: req.Name, container: ctr, api: toxiproxy.NewClient(addr), apiAddr: addr}, nil
+}
+
+func (c *Cluster) startNodes(ctx context.Context) error {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	for _, m := range c.members {
+		node := &Node{ID: m.ID, Role: m.Role, Name: c.containerName(fmt.Sprintf("node-%d", m.ID)),
+			Volume: c.containerName(fmt.Sprintf("node-%d-data", m.ID))}
+		if _, err := c.eng.VolumeCreate(ctx, client.VolumeCreateOptions{Name: node.Volume, Labels: c.labels}); err != nil {
+			return fmt.Errorf("creating the data volume of node %d: %w", m.ID, err)
+		}
+		c.nodes[m.ID] = node
+		wg.Go(func() {
+			link := c.links[m.ID].Name
+			ctr, err := testcontainers.GenericContainer(ctx, testcontainers.GenericContainerRequest{
+				ContainerRequest: testcontainers.ContainerRequest{
+					Image:          c.images.Kafka,
+					Name:           node.Name,
+					Labels:         c.labels,
+					Env:            c.spec.nodeEnv(m, c.clientHostPorts),
+					Networks:       []string{c.core.Name, link},
+					NetworkAliases: map[string][]string{c.core.Name: {fmt.Sprintf("node-%d", m.ID)}},
+					HostConfigModifier: func(hc *container.HostConfig) {
+						// Named, labelled volume for the data (kept across stop/start, wiped by
+						// WipeDisk); tmpfs over the image's other volumes so that no anonymous,
+						// unlabelled volume is ever created.
+						hc.Binds = append(hc.Binds, node.Volume+":"+dataDir)
+						hc.Tmpfs = map[string]string{"/etc/kafka/secrets": "", "/mnt/shared/config": ""}
+					},
+				},
+				Started: true, Logger: tcLogger{c.log},
+			})
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, c.explainStartError(fmt.Sprintf("starting node %d", m.ID), err))
+				return
+			}
+			node.container = ctr
+			c.state[m.ID] = NodeRunning
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// explainStartError adds what to do to the engine's errors that have a known cause.
+func (c *Cluster) explainStartError(what string, err error) error {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "port is already allocated") || strings.Contains(msg, "address already in use"):
+		return fmt.Errorf("%s: a host port is already in use (%w); stop whatever holds it or run `make clean` to remove leftover Verity containers", what, err)
+	case strings.Contains(msg, "No such image") || strings.Contains(msg, "pull access denied") || strings.Contains(msg, "manifest unknown"):
+		return fmt.Errorf("%s: %w: %v; run `make images`", what, ErrImage, err)
+	case strings.Contains(msg, "Cannot connect to the Docker daemon") || strings.Contains(msg, "connection refused"):
+		return fmt.Errorf("%s: %w (%v); start it with `make engine`", what, ErrEngine, err)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// waitReady polls until every broker is registered and a probe topic with RF = brokers has its
+// full ISR, or ctx ends. A node container that exits meanwhile ends the wait at once.
+func (c *Cluster) waitReady(ctx context.Context) error {
+	brokers := c.Brokers()
+	const probe = "__verity_probe"
+	last := "no answer from any broker yet"
+	err := poll(ctx, 500*time.Millisecond, func() (bool, error) {
+		if err := c.checkNodesAlive(ctx); err != nil {
+			return false, err
+		}
+		a, err := c.adminClient()
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		registered, err := a.registeredBrokers()
+		if err != nil || len(registered) < len(brokers) {
+			last = fmt.Sprintf("%d of %d brokers registered (%v)", len(registered), len(brokers), err)
+			return false, nil
+		}
+		if err := a.createTopic(TopicSpec{Name: probe, Partitions: 1, RF: len(brokers)}); err != nil {
+			last = "creating the probe topic: " + err.Error()
+			return false, nil
+		}
+		parts, err := c.describe(ctx, probe)
+		if err != nil || len(parts) == 0 {
+			last = fmt.Sprintf("describing the probe topic: %v", err)
+			return false, nil
+		}
+		for _, p := range parts {
+			if len(p.ISR) < len(brokers) {
+				last = fmt.Sprintf("probe topic ISR %v of %d", p.ISR, len(brokers))
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("cluster not ready within %s (last: %s); node logs will be in %s; the machine may be overloaded: raise Spec.ReadyTimeout or run fewer things at once",
+				c.spec.ReadyTimeout, last, filepath.Join(c.spec.ArtifactDir, "logs"))
+		}
+		return fmt.Errorf("waiting for the cluster to be ready: %w", err)
+	}
+	return nil
+}
+
+// checkNodesAlive fails when a node the harness believes running has exited on its own.
+func (c *Cluster) checkNodesAlive(ctx context.Context) error {
+	for _, n := range c.nodes {
+		if c.nodeState(n.ID) != NodeRunning || n.container == nil {
+			continue
+		}
+		st, err := n.container.State(ctx)
+		if err != nil {
+			return fmt.Errorf("inspecting node %d: %w", n.ID, err)
+		}
+		if !st.Running && !st.Paused {
+			return fmt.Errorf("node %d exited (code %d) before the cluster was ready; last log lines:\n%s",
+				n.ID, st.ExitCode, c.tailLog(ctx, n.container, 15))
+		}
+	}
+	return nil
+}
+
+func (c *Cluster) tailLog(ctx context.Context, ctr testcontainers.Container, lines int) string {
+	rc, err := ctr.Logs(ctx)
+	if err != nil {
+		return "(log unavailable: " + err.Error() + ")"
+	}
+	defer rc.Close()
+	b, _ := io.ReadAll(rc)
+	all := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(all) > lines {
+		all = all[len(all)-lines:]
+	}
+	return strings.Join(all, "\n")
+}
+
+func (c *Cluster) nodeState(id int) NodeState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.state[id]
+}
+
+func (c *Cluster) setNodeState(id int, s NodeState) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.state[id] = s
+}
+
+// NodeStates is a copy of what the harness last did to each node.
+func (c *Cluster) NodeStates() map[int]NodeState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[int]NodeState, len(c.state))
+	for k, v := range c.state {
+		out[k] = v
+	}
+	return out
+}
+
+// Close saves every node's and proxy's log into ArtifactDir/logs, then removes every container,
+// network and volume of the run. It is idempotent, and safe to call after a failed or
+// interrupted Start.
+func (c *Cluster) Close(ctx context.Context) error {
+	c.closeOnce.Do(func() {
+		if c.stopSignal != nil {
+			c.stopSignal()
+		}
+		// Removal must happen even when the caller's context is already cancelled (Ctrl-C).
+		ctx = context.WithoutCancel(ctx)
+		if c.admin != nil {
+			c.admin.close()
+		}
+		var errs []error
+		if err := c.saveLogs(ctx); err != nil {
+			errs = append(errs, err)
+		}
+		rm, err := reap(ctx, c.eng, c.spec.RunID)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		c.log.Info("cluster removed", "containers", rm.Containers, "networks", rm.Networks, "volumes", rm.Volumes,
+			"logs", filepath.Join(c.spec.ArtifactDir, "logs"))
+		errs = append(errs, c.eng.Close())
+		c.closeErr = errors.Join(errs...)
+	})
+	return c.closeErr
+}
+
+func (c *Cluster) saveLogs(ctx context.Context) error {
+	dir := filepath.Join(c.spec.ArtifactDir, "logs")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("creating the log directory: %w", err)
+	}
+	save := func(name string, ctr testcontainers.Container) error {
+		if ctr == nil {
+			return nil
+		}
+		rc, err := ctr.Logs(ctx)
+		if err != nil {
+			return fmt.Errorf("reading the log of %s: %w", name, err)
+		}
+		defer rc.Close()
+		f, err := os.Create(filepath.Join(dir, name+".log"))
+		if err != nil {
+			return fmt.Errorf("saving the log of %s: %w", name, err)
+		}
+		_, err = io.Copy(f, rc)
+		return errors.Join(err, f.Close())
+	}
+	var errs []error
+	for _, n := range c.nodes {
+		errs = append(errs, save(fmt.Sprintf("node-%d", n.ID), n.container))
+	}
+	if c.clientProxy != nil {
+		errs = append(errs, save("proxy-client", c.clientProxy.container))
+	}
+	for id, p := range c.nodeProxies {
+		errs = append(errs, save("proxy-"+strconv.Itoa(id), p.container))
+	}
+	return errors.Join(errs...)
+}
+
+// cleanupOnSignal removes the cluster when the process gets SIGINT or SIGTERM, then lets the
+// signal do what it would have done (the handler unregisters itself and re-raises it).
+func (c *Cluster) cleanupOnSignal() {
+	ch := make(chan os.Signal, 1)
+	done := make(chan struct{})
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	var once sync.Once
+	c.stopSignal = func() {
+		once.Do(func() {
+			signal.Stop(ch)
+			close(done)
+		})
+	}
+	go func() {
+		select {
+		case sig := <-ch:
+			c.log.Warn("signal received: removing the cluster", "signal", sig)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			_ = c.Close(ctx)
+			cancel()
+			if p, err := os.FindProcess(os.Getpid()); err == nil {
+				_ = p.Signal(sig)
+			}
+		case <-done:
+		}
+	}()
+}
+
+// poll calls cond every interval until it returns true or an error, or ctx ends.
+func poll(ctx context.Context, interval time.Duration, cond func() (bool, error)) error {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		ok, err := cond()
+		if err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// tcLogger sends testcontainers' chatter to slog at debug level.
+type tcLogger struct{ log *slog.Logger }
+
+func (l tcLogger) Printf(format string, v ...any) {
+	l.log.Debug(strings.TrimSpace(fmt.Sprintf(format, v...)), "from", "testcontainers")
+}

@@ -1,0 +1,139 @@
+package harness
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/moby/moby/client"
+	"github.com/testcontainers/testcontainers-go"
+)
+
+// Image tags. The official ones are used when present locally; otherwise the offline stand-ins
+// that `make images` builds (docker/build-images.sh).
+const (
+	OfficialKafkaImage     = "apache/kafka:4.3.1"
+	OfficialToxiproxyImage = "ghcr.io/shopify/toxiproxy:2.12.0"
+	StandInKafkaImage      = "verity/kafka:4.3.1"
+	StandInToxiproxyImage  = "verity/toxiproxy:2.12.0"
+)
+
+// ErrEngine is wrapped by every error that comes from an unreachable Docker engine.
+var ErrEngine = errors.New("no Docker engine answers")
+
+// ErrImage is wrapped by errors about a missing image.
+var ErrImage = errors.New("image missing")
+
+// engine is a Docker API client. Ryuk is disabled: the harness removes what it creates itself
+// (Close, Reap), and the Ryuk image cannot be pulled where no registry is reachable.
+type engine struct {
+	*testcontainers.DockerClient
+}
+
+func connect(ctx context.Context) (*engine, error) {
+	// testcontainers reads these once, on first use, so they must be set before any container
+	// call. Without the host override it guesses the engine's host from the default gateway (on
+	// these machines an address nothing listens on) instead of this machine, where the harness
+	// publishes every port.
+	for k, v := range map[string]string{"TESTCONTAINERS_RYUK_DISABLED": "true", "TESTCONTAINERS_HOST_OVERRIDE": "127.0.0.1"} {
+		if os.Getenv(k) == "" {
+			if err := os.Setenv(k, v); err != nil {
+				return nil, fmt.Errorf("setting %s: %w", k, err)
+			}
+		}
+	}
+	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v; start one with `make engine` (scripts/engine.sh) and try again", ErrEngine, err)
+	}
+	if _, err := cli.Ping(ctx, client.PingOptions{}); err != nil {
+		_ = cli.Close()
+		return nil, fmt.Errorf("%w (%v); start one with `make engine` (scripts/engine.sh) and try again", ErrEngine, err)
+	}
+	return &engine{cli}, nil
+}
+
+func (e *engine) hasImage(ctx context.Context, ref string) bool {
+	_, err := e.ImageInspect(ctx, ref)
+	return err == nil
+}
+
+// Images says which images a run uses and why.
+type Images struct {
+	Kafka, Toxiproxy string
+	Why              string
+}
+
+// ChooseImages picks the images: VERITY_KAFKA_IMAGE / VERITY_TOXIPROXY_IMAGE (or the spec's
+// fields) if set, else the official tags if present locally, else the stand-ins. An image that is
+// not present locally is an error that says how to get it.
+func ChooseImages(ctx context.Context, spec Spec) (Images, error) {
+	e, err := connect(ctx)
+	if err != nil {
+		return Images{}, err
+	}
+	defer e.Close()
+	return e.chooseImages(ctx, spec, spec.Logger)
+}
+
+func (e *engine) chooseImages(ctx context.Context, spec Spec, log *slog.Logger) (Images, error) {
+	pick := func(explicit, env, official, standIn string) (string, string, error) {
+		if explicit == "" {
+			explicit = os.Getenv(env)
+		}
+		if explicit != "" {
+			if !e.hasImage(ctx, explicit) {
+				return "", "", fmt.Errorf("%w: %s (asked for by %s) is not present locally; build or load it, or unset %s", ErrImage, explicit, env, env)
+			}
+			return explicit, "set by " + env, nil
+		}
+		if e.hasImage(ctx, official) {
+			return official, "official, present locally", nil
+		}
+		if e.hasImage(ctx, standIn) {
+			return standIn, "offline stand-in (" + official + " not present)", nil
+		}
+		return "", "", fmt.Errorf("%w: neither %s nor %s is present; run `make images` and try again", ErrImage, official, standIn)
+	}
+	k, kwhy, err := pick(spec.KafkaImage, "VERITY_KAFKA_IMAGE", OfficialKafkaImage, StandInKafkaImage)
+	if err != nil {
+		return Images{}, err
+	}
+	t, twhy, err := pick(spec.ToxiproxyImage, "VERITY_TOXIPROXY_IMAGE", OfficialToxiproxyImage, StandInToxiproxyImage)
+	if err != nil {
+		return Images{}, err
+	}
+	im := Images{Kafka: k, Toxiproxy: t, Why: fmt.Sprintf("kafka: %s; toxiproxy: %s", kwhy, twhy)}
+	if log != nil {
+		log.Info("images chosen", "kafka", k, "kafka_why", kwhy, "toxiproxy", t, "toxiproxy_why", twhy)
+	}
+	return im, nil
+}
+
+// Ping reports whether a Docker engine answers, with an error that says what to do if not.
+func Ping(ctx context.Context) error {
+	e, err := connect(ctx)
+	if err != nil {
+		return err
+	}
+	return e.Close()
+}
+
+func newRunID() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on Linux
+	return hex.EncodeToString(b[:])
+}
+
+// clusterID derives a KRaft cluster id (22 characters of base64url of 16 bytes) from the run id,
+// so that a run's nodes agree on it and a re-formatted node (disk loss) gets the same one.
+func clusterID(runID string) string {
+	sum := sha256.Sum256([]byte("verity:" + runID))
+	return base64.RawURLEncoding.EncodeToString(sum[:16])
+}

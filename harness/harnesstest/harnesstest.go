@@ -1,0 +1,71 @@
+// Package harnesstest starts real clusters inside Go tests: skipped under -short, a failure (never
+// a skip) when CI=true and no Docker engine answers, removed by t.Cleanup, with node logs under
+// the test's artifact directory.
+package harnesstest
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/verity-kafka/verity/harness"
+)
+
+// RequireDocker skips t under -short; otherwise it fails t (CI=true) or skips it (elsewhere) when
+// no Docker engine answers, so that a CI run without an engine can never look green.
+func RequireDocker(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs Docker and a real Kafka cluster; skipped under -short")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := harness.Ping(ctx); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true and Docker is not usable: %v", err)
+		}
+		t.Skipf("Docker is not usable (%v); run `make engine` first, or `make test` which does", err)
+	}
+}
+
+// Start starts a cluster for t and removes it when t ends (pass, fail or panic). Node logs go to
+// t.ArtifactDir() (kept with -artifacts) unless spec.ArtifactDir is set.
+func Start(t testing.TB, spec harness.Spec) *harness.Cluster {
+	t.Helper()
+	RequireDocker(t)
+	if spec.ArtifactDir == "" {
+		if tt, ok := t.(interface{ ArtifactDir() string }); ok {
+			spec.ArtifactDir = tt.ArtifactDir()
+		} else {
+			spec.ArtifactDir = t.TempDir()
+		}
+	}
+	if spec.Logger == nil {
+		spec.Logger = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	ctx := context.Background()
+	c, err := harness.Start(ctx, spec)
+	if err != nil {
+		t.Fatalf("starting the cluster: %v", err)
+	}
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := c.Close(cctx); err != nil {
+			t.Errorf("removing the cluster: %v", err)
+		}
+	})
+	t.Logf("cluster %s ready in %s (bootstrap %v, images %s)", c.RunID(), c.ReadyIn.Round(time.Millisecond), c.Bootstrap(), c.Images().Why)
+	return c
+}
+
+// testWriter sends slog output to t.Log while the test runs.
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Helper()
+	w.t.Log(string(p[:len(p)-min(1, len(p))]))
+	return len(p), nil
+}

@@ -1,0 +1,181 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+)
+
+// stopTimeout bounds a graceful stop: Kafka's controlled shutdown moves leadership away first,
+// which takes a few seconds; after this the engine sends SIGKILL.
+const stopTimeout = 60 * time.Second
+
+func (c *Cluster) node(id int) (*Node, error) {
+	n := c.nodes[id]
+	if n == nil || n.container == nil {
+		return nil, fmt.Errorf("no node %d in this cluster (nodes: brokers %v, controllers %v)", id, c.Brokers(), c.Controllers())
+	}
+	return n, nil
+}
+
+// Kill sends SIGKILL to node id's broker process (a crash: nothing is flushed) and returns once
+// the container has stopped. Its data stays for Start.
+func (c *Cluster) Kill(ctx context.Context, id int) error {
+	n, err := c.node(id)
+	if err != nil {
+		return err
+	}
+	if c.nodeState(id) == NodePaused {
+		// A frozen process cannot take a signal until it is thawed.
+		if _, err := c.eng.ContainerUnpause(ctx, n.container.GetContainerID(), client.ContainerUnpauseOptions{}); err != nil {
+			return fmt.Errorf("killing node %d: unpausing it first: %w", id, err)
+		}
+	}
+	if _, err := c.eng.ContainerKill(ctx, n.container.GetContainerID(), client.ContainerKillOptions{Signal: "KILL"}); err != nil {
+		return fmt.Errorf("killing node %d: %w", id, err)
+	}
+	c.setNodeState(id, NodeStopped)
+	return c.waitContainer(ctx, n, false)
+}
+
+// Stop sends SIGTERM (a clean shutdown) and waits until the node has stopped.
+func (c *Cluster) Stop(ctx context.Context, id int) error {
+	n, err := c.node(id)
+	if err != nil {
+		return err
+	}
+	secs := int(stopTimeout.Seconds())
+	if _, err := c.eng.ContainerStop(ctx, n.container.GetContainerID(), client.ContainerStopOptions{Timeout: &secs}); err != nil {
+		return fmt.Errorf("stopping node %d: %w", id, err)
+	}
+	c.setNodeState(id, NodeStopped)
+	return nil
+}
+
+// Start starts a stopped or killed node with the data it had, and returns once its process runs
+// (not once it has rejoined: see WaitHealthy and WaitPartition).
+func (c *Cluster) Start(ctx context.Context, id int) error {
+	n, err := c.node(id)
+	if err != nil {
+		return err
+	}
+	if _, err := c.eng.ContainerStart(ctx, n.container.GetContainerID(), client.ContainerStartOptions{}); err != nil {
+		return fmt.Errorf("starting node %d: %w", id, err)
+	}
+	c.setNodeState(id, NodeRunning)
+	return c.waitContainer(ctx, n, true)
+}
+
+// Restart stops node id cleanly (SIGTERM) and starts it again; hard kills it (SIGKILL) instead.
+func (c *Cluster) Restart(ctx context.Context, id int, hard bool) error {
+	stop := c.Stop
+	if hard {
+		stop = c.Kill
+	}
+	if err := stop(ctx, id); err != nil {
+		return err
+	}
+	return c.Start(ctx, id)
+}
+
+// Pause freezes every process of node id (cgroup freezer): connections stay open, nothing answers.
+func (c *Cluster) Pause(ctx context.Context, id int) error {
+	n, err := c.node(id)
+	if err != nil {
+		return err
+	}
+	if _, err := c.eng.ContainerPause(ctx, n.container.GetContainerID(), client.ContainerPauseOptions{}); err != nil {
+		return fmt.Errorf("pausing node %d: %w", id, err)
+	}
+	c.setNodeState(id, NodePaused)
+	return nil
+}
+
+// Resume thaws a paused node.
+func (c *Cluster) Resume(ctx context.Context, id int) error {
+	n, err := c.node(id)
+	if err != nil {
+		return err
+	}
+	if _, err := c.eng.ContainerUnpause(ctx, n.container.GetContainerID(), client.ContainerUnpauseOptions{}); err != nil {
+		return fmt.Errorf("resuming node %d: %w", id, err)
+	}
+	c.setNodeState(id, NodeRunning)
+	return nil
+}
+
+// WipeDisk is permanent disk loss: node id is killed, everything in its data directory is
+// deleted, and it is started again, empty (it formats its storage anew with the cluster's id and
+// must refill from the leaders).
+func (c *Cluster) WipeDisk(ctx context.Context, id int) error {
+	n, err := c.node(id)
+	if err != nil {
+		return err
+	}
+	if c.nodeState(id) != NodeStopped {
+		if err := c.Kill(ctx, id); err != nil {
+			return fmt.Errorf("wiping node %d: %w", id, err)
+		}
+	}
+	if err := c.wipeVolume(ctx, n); err != nil {
+		return fmt.Errorf("wiping node %d: %w", id, err)
+	}
+	return c.Start(ctx, id)
+}
+
+// wipeVolume empties a node's data volume with a short-lived container of the Kafka image (the
+// node's own container is stopped and cannot run anything).
+func (c *Cluster) wipeVolume(ctx context.Context, n *Node) error {
+	created, err := c.eng.ContainerCreate(ctx, client.ContainerCreateOptions{
+		Name: n.Name + "-wipe",
+		Config: &container.Config{
+			Image:      c.images.Kafka,
+			User:       "root",
+			Entrypoint: []string{"/bin/sh", "-c", "find /data -mindepth 1 -delete && ls -A /data | wc -l"},
+			Labels:     c.labels,
+		},
+		HostConfig: &container.HostConfig{Binds: []string{n.Volume + ":/data"}},
+	})
+	if err != nil {
+		return fmt.Errorf("creating the wipe container: %w", err)
+	}
+	id := created.ID
+	defer func() {
+		_, _ = c.eng.ContainerRemove(context.WithoutCancel(ctx), id, client.ContainerRemoveOptions{Force: true})
+	}()
+	if _, err := c.eng.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
+		return fmt.Errorf("starting the wipe container: %w", err)
+	}
+	w := c.eng.ContainerWait(ctx, id, client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
+	select {
+	case r := <-w.Result:
+		if r.StatusCode != 0 {
+			return fmt.Errorf("the wipe container exited with %d", r.StatusCode)
+		}
+	case err := <-w.Error:
+		return fmt.Errorf("waiting for the wipe container: %w", err)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
+}
+
+// waitContainer polls the engine until node n's container is (not) running.
+func (c *Cluster) waitContainer(ctx context.Context, n *Node, running bool) error {
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	err := poll(wctx, 50*time.Millisecond, func() (bool, error) {
+		st, err := n.container.State(wctx)
+		if err != nil {
+			return false, err
+		}
+		return st.Running == running, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for node %d to be %s: %w", n.ID, map[bool]string{true: "running", false: "stopped"}[running], err)
+	}
+	return nil
+}

@@ -1,0 +1,939 @@
+package history
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// decoder is a hand-written JSON decoder for op lines. The checker reads histories of millions
+// of events, and encoding/json's reflection would dominate its run time, so this decoder knows
+// the schema: it fills Op and the typed payloads directly from the line bytes, allocating only
+// the strings and little else. It accepts exactly the JSON grammar (RFC 8259) — anything
+// encoding/json rejects as syntax it rejects too — and decodes what encoding/json would, with
+// these deliberate differences: member names match exactly (encoding/json also matches them
+// case-insensitively), and null for a string or number field reads as its zero value.
+// Unknown members are skipped (after validating them), so new fields can be added to the
+// format without breaking older readers.
+type decoder struct {
+	buf []byte // the line being decoded
+	pos int    // next byte of buf to read
+
+	scratch []byte // unescaped string contents, valid until the next string is read
+	keybuf  []byte // unescaped member names (rare: names are plain ASCII)
+
+	// strs interns short strings that recur on many lines (topics, keys, isolation levels,
+	// error texts), so that they cost one allocation per run instead of one per use.
+	strs map[string]string
+
+	// ints hands out the targets of Offset and Of pointers. Slots are handed out once and
+	// never reused, so those pointers stay valid for as long as the caller keeps them; taking
+	// them from a chunk saves an allocation per record.
+	ints []int64
+
+	// The payloads of the latest op, reused by the next op with the same f (see Reader.Next),
+	// and the backing arrays of their record lists, which survive a null list in between.
+	send                                     Record
+	txn                                      Txn
+	poll                                     Poll
+	fr                                       FinalRead
+	rpw                                      RPW
+	txnRecs, pollRecs, frRecs, rpwIn, rpwOut []Record
+}
+
+const (
+	maxInternLen = 64      // longer strings are unlikely to repeat (record values are unique)
+	maxInterned  = 1 << 14 // bound the map when keys turn out to be unique after all
+	intChunk     = 512     // Offset/Of targets allocated at a time
+	maxDepth     = 10000   // nesting limit for skipped values, as encoding/json has
+)
+
+func newDecoder() *decoder {
+	return &decoder{strs: make(map[string]string)}
+}
+
+// errorf returns an error located at the decoder's position (1-based byte in the line).
+func (d *decoder) errorf(format string, args ...any) error {
+	return fmt.Errorf("byte %d: %s", d.pos+1, fmt.Sprintf(format, args...))
+}
+
+// errEnd is the error for input that stops in the middle of a value.
+func (d *decoder) errEnd() error {
+	return fmt.Errorf("byte %d: unexpected end of line", d.pos+1)
+}
+
+func (d *decoder) ws() {
+	for d.pos < len(d.buf) {
+		switch d.buf[d.pos] {
+		case ' ', '\t', '\n', '\r':
+			d.pos++
+		default:
+			return
+		}
+	}
+}
+
+// null consumes a null literal if one comes next.
+func (d *decoder) null() bool {
+	d.ws()
+	if d.pos+4 <= len(d.buf) && string(d.buf[d.pos:d.pos+4]) == "null" {
+		d.pos += 4
+		return true
+	}
+	return false
+}
+
+// open consumes c ('{' or '[') after optional whitespace.
+func (d *decoder) open(c byte, what string) error {
+	d.ws()
+	if d.pos >= len(d.buf) {
+		return d.errEnd()
+	}
+	if d.buf[d.pos] != c {
+		return d.errorf("%s: expected %q, found %s", what, c, d.found())
+	}
+	d.pos++
+	return nil
+}
+
+// found describes the byte at pos for error messages.
+func (d *decoder) found() string {
+	if d.pos >= len(d.buf) {
+		return "end of line"
+	}
+	return fmt.Sprintf("%q", d.buf[d.pos])
+}
+
+// member advances to the next member of an object whose '{' has been consumed and returns its
+// name, or ok == false at the closing '}'. first is true for the first call on an object. The
+// name is valid until the next call.
+func (d *decoder) member(first bool) (name []byte, ok bool, err error) {
+	d.ws()
+	if d.pos >= len(d.buf) {
+		return nil, false, d.errEnd()
+	}
+	c := d.buf[d.pos]
+	if c == '}' {
+		d.pos++
+		return nil, false, nil
+	}
+	if !first {
+		if c != ',' {
+			return nil, false, d.errorf("expected ',' or '}' in object, found %s", d.found())
+		}
+		d.pos++
+		d.ws()
+	}
+	if d.pos >= len(d.buf) {
+		return nil, false, d.errEnd()
+	}
+	if d.buf[d.pos] != '"' {
+		return nil, false, d.errorf("expected a member name, found %s", d.found())
+	}
+	name, err = d.strBytes(&d.keybuf)
+	if err != nil {
+		return nil, false, err
+	}
+	d.ws()
+	if d.pos >= len(d.buf) {
+		return nil, false, d.errEnd()
+	}
+	if d.buf[d.pos] != ':' {
+		return nil, false, d.errorf("expected ':' after member name, found %s", d.found())
+	}
+	d.pos++
+	return name, true, nil
+}
+
+// element advances to the next element of an array whose '[' has been consumed, or returns
+// ok == false at the closing ']'.
+func (d *decoder) element(first bool) (ok bool, err error) {
+	d.ws()
+	if d.pos >= len(d.buf) {
+		return false, d.errEnd()
+	}
+	c := d.buf[d.pos]
+	if c == ']' {
+		d.pos++
+		return false, nil
+	}
+	if !first {
+		if c != ',' {
+			return false, d.errorf("expected ',' or ']' in array, found %s", d.found())
+		}
+		d.pos++
+	}
+	return true, nil
+}
+
+// strBytes reads a string and returns its contents: a subslice of the line when it needs no
+// unescaping, else the unescaped bytes in *tmp. Either way the result is only valid until the
+// next read into the same buffer.
+func (d *decoder) strBytes(tmp *[]byte) ([]byte, error) {
+	d.ws()
+	if d.pos >= len(d.buf) {
+		return nil, d.errEnd()
+	}
+	if d.buf[d.pos] != '"' {
+		return nil, d.errorf("expected a string, found %s", d.found())
+	}
+	start := d.pos + 1
+	for i := start; i < len(d.buf); i++ {
+		c := d.buf[i]
+		if c == '"' {
+			d.pos = i + 1
+			return d.buf[start:i], nil
+		}
+		if c == '\\' || c < 0x20 || c >= utf8.RuneSelf {
+			return d.strSlow(start, i, tmp)
+		}
+	}
+	d.pos = len(d.buf)
+	return nil, d.errEnd()
+}
+
+// strSlow continues strBytes from i, the first byte that is not plain ASCII, unescaping into
+// *tmp with the rules of encoding/json: invalid UTF-8 and unpaired surrogates become U+FFFD.
+func (d *decoder) strSlow(start, i int, tmp *[]byte) ([]byte, error) {
+	s := append((*tmp)[:0], d.buf[start:i]...)
+	defer func() { *tmp = s[:0] }()
+	b := d.buf
+	for i < len(b) {
+		c := b[i]
+		switch {
+		case c == '"':
+			d.pos = i + 1
+			return s, nil
+		case c == '\\':
+			if i+1 >= len(b) {
+				d.pos = len(b)
+				return nil, d.errEnd()
+			}
+			switch e := b[i+1]; e {
+			case '"', '\\', '/':
+				s = append(s, e)
+			case 'b':
+				s = append(s, '\b')
+			case 'f':
+				s = append(s, '\f')
+			case 'n':
+				s = append(s, '\n')
+			case 'r':
+				s = append(s, '\r')
+			case 't':
+				s = append(s, '\t')
+			case 'u':
+				r := hex4(b[i+2:])
+				if r < 0 {
+					d.pos = i
+					return nil, d.errorf(`invalid \u escape in string`)
+				}
+				i += 6
+				if utf16.IsSurrogate(r) {
+					// Only a high surrogate followed by a low one makes a pair; any other
+					// surrogate stands alone and becomes U+FFFD, as in encoding/json.
+					r2 := rune(-1)
+					if i+1 < len(b) && b[i] == '\\' && b[i+1] == 'u' {
+						r2 = hex4(b[i+2:])
+					}
+					if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
+						r = dec
+						i += 6
+					} else {
+						r = utf8.RuneError
+					}
+				}
+				s = utf8.AppendRune(s, r)
+				continue
+			default:
+				d.pos = i
+				return nil, d.errorf("invalid escape %q in string", e)
+			}
+			i += 2
+		case c < 0x20:
+			d.pos = i
+			return nil, d.errorf("control character %q in string", c)
+		case c < utf8.RuneSelf:
+			s = append(s, c)
+			i++
+		default:
+			r, size := utf8.DecodeRune(b[i:])
+			if r == utf8.RuneError && size == 1 {
+				s = append(s, "\uFFFD"...)
+			} else {
+				s = append(s, b[i:i+size]...)
+			}
+			i += size
+		}
+	}
+	d.pos = len(b)
+	return nil, d.errEnd()
+}
+
+// hex4 decodes the four hex digits at the start of b, or returns -1.
+func hex4(b []byte) rune {
+	if len(b) < 4 {
+		return -1
+	}
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		case 'A' <= c && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return -1
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
+}
+
+// str reads a string value, or null as "", into a new string (record values are unique, so
+// interning them would only cost).
+func (d *decoder) str() (string, error) {
+	if d.null() {
+		return "", nil
+	}
+	b, err := d.strBytes(&d.scratch)
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
+
+// istr reads a string value, or null as "", interning short ones.
+func (d *decoder) istr() (string, error) {
+	if d.null() {
+		return "", nil
+	}
+	b, err := d.strBytes(&d.scratch)
+	if err != nil {
+		return "", err
+	}
+	return d.intern(b), nil
+}
+
+func (d *decoder) intern(b []byte) string {
+	if len(b) > maxInternLen {
+		return string(b)
+	}
+	if s, ok := d.strs[string(b)]; ok { // the compiler does not allocate for this lookup
+		return s
+	}
+	s := string(b)
+	if len(d.strs) < maxInterned {
+		d.strs[s] = s
+	}
+	return s
+}
+
+// int reads an integer. JSON numbers with a fraction or exponent are valid JSON but not
+// integers, and are rejected as encoding/json rejects them for an integer field.
+func (d *decoder) int() (int64, error) {
+	d.ws()
+	b, i := d.buf, d.pos
+	neg := i < len(b) && b[i] == '-'
+	if neg {
+		i++
+	}
+	if i >= len(b) {
+		d.pos = i
+		return 0, d.errEnd()
+	}
+	var u uint64
+	switch c := b[i]; {
+	case c == '0':
+		i++
+	case '1' <= c && c <= '9':
+		digits := 0
+		for ; i < len(b) && '0' <= b[i] && b[i] <= '9'; i++ {
+			// 19 digits always fit in a uint64; a 20th may not, and no int64 has more.
+			if digits++; digits > 19 {
+				return 0, d.errorf("integer out of range")
+			}
+			u = u*10 + uint64(b[i]-'0')
+		}
+	default:
+		return 0, d.errorf("expected an integer, found %s", d.found())
+	}
+	if i < len(b) && (b[i] == '.' || b[i] == 'e' || b[i] == 'E') {
+		return 0, d.errorf("expected an integer, found a fraction or exponent")
+	}
+	if (!neg && u > math.MaxInt64) || (neg && u > 1<<63) {
+		return 0, d.errorf("integer out of range")
+	}
+	d.pos = i
+	if neg {
+		return -int64(u), nil
+	}
+	return int64(u), nil
+}
+
+// int32 reads an integer that must fit in an int32 (a partition number), or null as 0.
+func (d *decoder) int32() (int32, error) {
+	if d.null() {
+		return 0, nil
+	}
+	start := d.pos
+	v, err := d.int()
+	if err != nil {
+		return 0, err
+	}
+	if v < math.MinInt32 || v > math.MaxInt32 {
+		d.pos = start
+		return 0, d.errorf("integer %d out of range for a partition", v)
+	}
+	return int32(v), nil
+}
+
+// int64OrNull reads an integer, or null as 0.
+func (d *decoder) int64OrNull() (int64, error) {
+	if d.null() {
+		return 0, nil
+	}
+	return d.int()
+}
+
+// intPtr reads an integer into a fresh target, or null as nil.
+func (d *decoder) intPtr() (*int64, error) {
+	if d.null() {
+		return nil, nil
+	}
+	v, err := d.int()
+	if err != nil {
+		return nil, err
+	}
+	if len(d.ints) == 0 {
+		d.ints = make([]int64, intChunk)
+	}
+	p := &d.ints[0]
+	*p = v
+	d.ints = d.ints[1:]
+	return p, nil
+}
+
+// bool reads true or false, or null as false.
+func (d *decoder) bool() (bool, error) {
+	d.ws()
+	b := d.buf[d.pos:]
+	switch {
+	case len(b) >= 4 && string(b[:4]) == "true":
+		d.pos += 4
+		return true, nil
+	case len(b) >= 5 && string(b[:5]) == "false":
+		d.pos += 5
+		return false, nil
+	case len(b) >= 4 && string(b[:4]) == "null":
+		d.pos += 4
+		return false, nil
+	}
+	return false, d.errorf("expected true or false, found %s", d.found())
+}
+
+// skip validates and skips any JSON value.
+func (d *decoder) skip() error {
+	return d.skipDepth(0)
+}
+
+func (d *decoder) skipDepth(depth int) error {
+	d.ws()
+	if d.pos >= len(d.buf) {
+		return d.errEnd()
+	}
+	switch c := d.buf[d.pos]; {
+	case c == '{' || c == '[':
+		if depth >= maxDepth {
+			return d.errorf("nested deeper than %d", maxDepth)
+		}
+		d.pos++
+		for first := true; ; first = false {
+			var ok bool
+			var err error
+			if c == '{' {
+				_, ok, err = d.member(first)
+			} else {
+				ok, err = d.element(first)
+			}
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return nil
+			}
+			if err := d.skipDepth(depth + 1); err != nil {
+				return err
+			}
+		}
+	case c == '"':
+		_, err := d.strBytes(&d.scratch)
+		return err
+	case c == '-' || ('0' <= c && c <= '9'):
+		return d.skipNumber()
+	case c == 't':
+		return d.literal("true")
+	case c == 'f':
+		return d.literal("false")
+	case c == 'n':
+		return d.literal("null")
+	}
+	return d.errorf("expected a value, found %s", d.found())
+}
+
+func (d *decoder) literal(lit string) error {
+	if d.pos+len(lit) > len(d.buf) || string(d.buf[d.pos:d.pos+len(lit)]) != lit {
+		return d.errorf("invalid literal (expected %s)", lit)
+	}
+	d.pos += len(lit)
+	return nil
+}
+
+// skipNumber skips a number with the full grammar -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+func (d *decoder) skipNumber() error {
+	b, i := d.buf, d.pos
+	digits := func() bool {
+		n := i
+		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+			i++
+		}
+		return i > n
+	}
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case !digits():
+		d.pos = i
+		return d.errorf("invalid number")
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if !digits() {
+			d.pos = i
+			return d.errorf("invalid number: no digits after '.'")
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if !digits() {
+			d.pos = i
+			return d.errorf("invalid number: no digits in exponent")
+		}
+	}
+	d.pos = i
+	return nil
+}
+
+// Fields of an op line that must be present.
+const (
+	hasI = 1 << iota
+	hasP
+	hasType
+	hasF
+	hasAll = hasI | hasP | hasType | hasF
+)
+
+// op decodes line into op. op's previous contents are discarded; its payload points into the
+// decoder's reusable payloads.
+func (d *decoder) op(line []byte, op *Op) error {
+	d.buf, d.pos = line, 0
+	*op = Op{}
+	if err := d.open('{', "op"); err != nil {
+		return err
+	}
+	var has int
+	valStart := -1 // where the last "value" member starts, -1 if none
+	decodedF := "" // the f its payload was decoded for, "" if not decoded yet
+	for first := true; ; first = false {
+		name, ok, err := d.member(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(name) {
+		case "i":
+			if d.null() {
+				has &^= hasI
+				continue
+			}
+			if op.Index, err = d.int(); err != nil {
+				return fmt.Errorf(`"i": %w`, err)
+			}
+			has |= hasI
+		case "t":
+			if op.Time, err = d.int64OrNull(); err != nil {
+				return fmt.Errorf(`"t": %w`, err)
+			}
+		case "p":
+			if d.null() {
+				has &^= hasP
+				continue
+			}
+			if err := d.process(&op.Process); err != nil {
+				return fmt.Errorf(`"p": %w`, err)
+			}
+			has |= hasP
+		case "type":
+			if err := d.opType(&op.Type); err != nil {
+				return fmt.Errorf(`"type": %w`, err)
+			}
+			has |= hasType
+			if op.Type == "" {
+				has &^= hasType
+			}
+		case "f":
+			if op.F, err = d.opF(); err != nil {
+				return fmt.Errorf(`"f": %w`, err)
+			}
+			has |= hasF
+			if op.F == "" {
+				has &^= hasF
+			}
+		case "of":
+			if op.Of, err = d.intPtr(); err != nil {
+				return fmt.Errorf(`"of": %w`, err)
+			}
+		case "value":
+			// f usually comes first, and then the payload is decoded in place; otherwise it
+			// is validated now and decoded once f is known.
+			d.ws()
+			valStart = d.pos
+			decodedF = ""
+			if op.F != "" {
+				if err := d.payload(op.F, &op.Value); err != nil {
+					return fmt.Errorf("%s value: %w", op.F, err)
+				}
+				decodedF = op.F
+			} else if err := d.skip(); err != nil {
+				return fmt.Errorf("value: %w", err)
+			}
+		case "error":
+			if op.Error, err = d.istr(); err != nil {
+				return fmt.Errorf(`"error": %w`, err)
+			}
+		default:
+			if err := d.skip(); err != nil {
+				return fmt.Errorf("%q: %w", name, err)
+			}
+		}
+	}
+	d.ws()
+	if d.pos < len(d.buf) {
+		return d.errorf("unexpected %s after the op's object", d.found())
+	}
+	if has != hasAll {
+		for _, m := range []struct {
+			bit  int
+			name string
+		}{{hasI, "i"}, {hasP, "p"}, {hasType, "type"}, {hasF, "f"}} {
+			if has&m.bit == 0 {
+				return fmt.Errorf("missing %q", m.name)
+			}
+		}
+	}
+	if valStart >= 0 && decodedF != op.F {
+		d.pos = valStart
+		op.Value = Payload{}
+		if err := d.payload(op.F, &op.Value); err != nil {
+			return fmt.Errorf("%s value: %w", op.F, err)
+		}
+	}
+	if valStart < 0 {
+		op.Value = Payload{}
+	}
+	return op.check()
+}
+
+func (d *decoder) process(p *Process) error {
+	d.ws()
+	if d.pos < len(d.buf) && d.buf[d.pos] == '"' {
+		b, err := d.strBytes(&d.scratch)
+		if err != nil {
+			return err
+		}
+		if string(b) != NemesisProcess {
+			return fmt.Errorf("process %q: want an integer or %q", b, NemesisProcess)
+		}
+		*p = NemesisP()
+		return nil
+	}
+	v, err := d.int()
+	if err != nil {
+		return err
+	}
+	if v != int64(int(v)) {
+		return fmt.Errorf("process %d out of range", v)
+	}
+	*p = Client(int(v))
+	return nil
+}
+
+func (d *decoder) opType(t *Type) error {
+	if d.null() {
+		*t = ""
+		return nil
+	}
+	b, err := d.strBytes(&d.scratch)
+	if err != nil {
+		return err
+	}
+	switch Type(b) {
+	case Invoke:
+		*t = Invoke
+	case OK:
+		*t = OK
+	case Fail:
+		*t = Fail
+	case Info:
+		*t = Info
+	default:
+		return fmt.Errorf("unknown type %q (want invoke, ok, fail or info)", b)
+	}
+	return nil
+}
+
+func (d *decoder) opF() (string, error) {
+	if d.null() {
+		return "", nil
+	}
+	b, err := d.strBytes(&d.scratch)
+	if err != nil {
+		return "", err
+	}
+	// The common names map to the package's constants without a map lookup.
+	switch string(b) {
+	case FSend:
+		return FSend, nil
+	case FTxn:
+		return FTxn, nil
+	case FPoll:
+		return FPoll, nil
+	case FFinalRead:
+		return FFinalRead, nil
+	case FRPW:
+		return FRPW, nil
+	}
+	return d.intern(b), nil
+}
+
+// payload decodes a value into the field of v that f selects, reusing the decoder's payloads.
+func (d *decoder) payload(f string, v *Payload) error {
+	*v = Payload{}
+	if d.null() {
+		return nil
+	}
+	var err error
+	switch f {
+	case FSend:
+		v.Send = &d.send
+		err = d.record(v.Send)
+	case FTxn:
+		v.Txn = &d.txn
+		err = d.txnValue(v.Txn)
+	case FPoll:
+		v.Poll = &d.poll
+		err = d.pollValue(v.Poll)
+	case FFinalRead:
+		v.FinalRead = &d.fr
+		err = d.finalRead(v.FinalRead)
+	case FRPW:
+		v.RPW = &d.rpw
+		err = d.rpwValue(v.RPW)
+	default:
+		d.ws()
+		start := d.pos
+		if err = d.skip(); err == nil {
+			// Copied: Raw must outlive the line buffer. Nemesis events are rare.
+			v.Raw = append(json.RawMessage(nil), d.buf[start:d.pos]...)
+		}
+	}
+	return err
+}
+
+func (d *decoder) record(r *Record) error {
+	*r = Record{}
+	if err := d.open('{', "record"); err != nil {
+		return err
+	}
+	for first := true; ; first = false {
+		name, ok, err := d.member(first)
+		if err != nil || !ok {
+			return err
+		}
+		switch string(name) {
+		case "topic":
+			r.Topic, err = d.istr()
+		case "partition":
+			r.Partition, err = d.int32()
+		case "offset":
+			r.Offset, err = d.intPtr()
+		case "key":
+			r.Key, err = d.istr()
+		case "value":
+			r.Value, err = d.str()
+		default:
+			err = d.skip()
+		}
+		if err != nil {
+			return fmt.Errorf("record %q: %w", name, err)
+		}
+	}
+}
+
+// records reads an array of records into the backing array *cache (which it grows and keeps
+// for the next call), or null as nil. An empty array is an empty non-nil slice, as
+// encoding/json makes it.
+func (d *decoder) records(cache *[]Record) ([]Record, error) {
+	if d.null() {
+		return nil, nil
+	}
+	if err := d.open('[', "records"); err != nil {
+		return nil, err
+	}
+	dst := (*cache)[:0]
+	if dst == nil {
+		dst = []Record{}
+	}
+	for first := true; ; first = false {
+		ok, err := d.element(first)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			*cache = dst
+			return dst, nil
+		}
+		if len(dst) < cap(dst) {
+			dst = dst[:len(dst)+1]
+		} else {
+			dst = append(dst, Record{})
+		}
+		if err := d.record(&dst[len(dst)-1]); err != nil {
+			return nil, fmt.Errorf("record %d: %w", len(dst)-1, err)
+		}
+	}
+}
+
+func (d *decoder) txnValue(t *Txn) error {
+	*t = Txn{}
+	if err := d.open('{', "txn"); err != nil {
+		return err
+	}
+	for first := true; ; first = false {
+		name, ok, err := d.member(first)
+		if err != nil || !ok {
+			return err
+		}
+		switch string(name) {
+		case "txn_id":
+			t.TxnID, err = d.istr()
+		case "records":
+			t.Records, err = d.records(&d.txnRecs)
+		case "intent":
+			t.Intent, err = d.istr()
+		default:
+			err = d.skip()
+		}
+		if err != nil {
+			return fmt.Errorf("%q: %w", name, err)
+		}
+	}
+}
+
+func (d *decoder) pollValue(p *Poll) error {
+	*p = Poll{}
+	if err := d.open('{', "poll"); err != nil {
+		return err
+	}
+	for first := true; ; first = false {
+		name, ok, err := d.member(first)
+		if err != nil || !ok {
+			return err
+		}
+		switch string(name) {
+		case "isolation":
+			p.Isolation, err = d.istr()
+		case "group":
+			p.Group, err = d.istr()
+		case "records":
+			p.Records, err = d.records(&d.pollRecs)
+		default:
+			err = d.skip()
+		}
+		if err != nil {
+			return fmt.Errorf("%q: %w", name, err)
+		}
+	}
+}
+
+func (d *decoder) finalRead(fr *FinalRead) error {
+	*fr = FinalRead{}
+	if err := d.open('{', "final-read"); err != nil {
+		return err
+	}
+	for first := true; ; first = false {
+		name, ok, err := d.member(first)
+		if err != nil || !ok {
+			return err
+		}
+		switch string(name) {
+		case "topic":
+			fr.Topic, err = d.istr()
+		case "partition":
+			fr.Partition, err = d.int32()
+		case "isolation":
+			fr.Isolation, err = d.istr()
+		case "from":
+			fr.From, err = d.int64OrNull()
+		case "end":
+			fr.End, err = d.int64OrNull()
+		case "records":
+			fr.Records, err = d.records(&d.frRecs)
+		case "incomplete":
+			fr.Incomplete, err = d.bool()
+		default:
+			err = d.skip()
+		}
+		if err != nil {
+			return fmt.Errorf("%q: %w", name, err)
+		}
+	}
+}
+
+func (d *decoder) rpwValue(r *RPW) error {
+	*r = RPW{}
+	if err := d.open('{', "rpw"); err != nil {
+		return err
+	}
+	for first := true; ; first = false {
+		name, ok, err := d.member(first)
+		if err != nil || !ok {
+			return err
+		}
+		switch string(name) {
+		case "input":
+			r.Input, err = d.records(&d.rpwIn)
+		case "output":
+			r.Output, err = d.records(&d.rpwOut)
+		case "txn_id":
+			r.TxnID, err = d.istr()
+		default:
+			err = d.skip()
+		}
+		if err != nil {
+			return fmt.Errorf("%q: %w", name, err)
+		}
+	}
+}

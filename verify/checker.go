@@ -1,0 +1,342 @@
+// Package verify checks a Verity history for the anomalies of shared/design/guarantees.md and
+// judges each against what Kafka documents for the run's configuration.
+//
+// A Checker reads the history once, in file order, and keeps compact state: an id per record
+// value, each partition's log as inferred from every offset that sends, polls and final reads
+// report, and per-transaction outcomes. Each anomaly family is one checker (its own file) that
+// either notes evidence while the ops stream past (inconsistent-offset, duplicate,
+// nonmonotonic-poll, unexpected-ack) or looks at the finished state (lost-write, reorder, …).
+// Findings carry the op indices that prove them; the guarantee table (package guarantee)
+// judges each, and the verdict follows.
+package verify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/verify/guarantee"
+	"github.com/verity-kafka/verity/verify/results"
+)
+
+// Source yields a history's ops in file order, io.EOF at the end. *history.Reader is one; Next
+// may reuse op's buffers, which the checker copies from as needed.
+type Source interface {
+	Next(op *history.Op) error
+}
+
+// Options tune a check.
+type Options struct {
+	// MaxExamples bounds the examples kept per anomaly (default 10).
+	MaxExamples int
+	// Logger receives progress and oddities of the history (default: discard).
+	Logger *slog.Logger
+}
+
+// Checker accumulates one history. Feed every op with Add, in file order, then call Results.
+// A Checker is not safe for concurrent use.
+type Checker struct {
+	cfg    guarantee.Config
+	opts   Options
+	log    *slog.Logger
+	faults faultState
+
+	vals  values
+	parts partitions
+	procs map[int]*proc
+	async map[int64]*pending // invokes not matched yet, beyond each process's latest
+	free  []*pending
+
+	txns     []txn
+	txnIDs   map[string]uint32
+	txnOwner []txnOwner // by interned transactional.id
+	txnUsed  map[txnUse]struct{}
+	rpwIn    []uint32 // inputs of rpw ops, sliced by txn.inStart/inLen
+	eos      eosState
+
+	ord   uint32 // ordinal of the next op
+	delta int64  // history index minus ordinal, as of the last jump
+	jumps []jump
+
+	findings  []finding
+	conflicts map[conflictKey]struct{}
+	skips     []skipCand
+	isr       isrState
+	stats     statsState
+	torn      int
+	lastTime  int64
+	ops       int64
+	oversized bool // more ops than ordinals: the rest were ignored
+}
+
+type txnOwner struct {
+	proc  int32
+	since uint32 // ordinal of its first op with the id
+}
+
+type txnUse struct {
+	id   uint32
+	proc int32
+}
+
+// jump records that from ordinal ord on, the history's index is ord+delta. A history whose
+// indices run 0, 1, 2, … (all of them) has no jumps.
+type jump struct {
+	ord   uint32
+	delta int64
+}
+
+// New returns a Checker that judges with cfg.
+func New(cfg guarantee.Config, opts Options) *Checker {
+	if opts.MaxExamples <= 0 {
+		opts.MaxExamples = 10
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	c := &Checker{
+		cfg:       cfg,
+		opts:      opts,
+		log:       log,
+		faults:    newFaultState(cfg),
+		vals:      newValues(),
+		parts:     newPartitions(),
+		procs:     map[int]*proc{},
+		async:     map[int64]*pending{},
+		txnIDs:    map[string]uint32{},
+		txnUsed:   map[txnUse]struct{}{},
+		conflicts: map[conflictKey]struct{}{},
+		eos:       newEOSState(),
+	}
+	c.stats.init()
+	return c
+}
+
+// SetTorn notes that the history's last line was torn (1-based line number), for the report.
+func (c *Checker) SetTorn(line int) { c.torn = line }
+
+// Check feeds every op of src to a new Checker for cfg and returns the results. Reading errors
+// are returned with what was being done; ctx cancels a long check.
+func Check(ctx context.Context, src Source, cfg guarantee.Config, opts Options) (*Checker, error) {
+	c := New(cfg, opts)
+	var op history.Op
+	for n := 0; ; n++ {
+		if n&0xffff == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("checking the history: %w", err)
+			}
+		}
+		err := src.Next(&op)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading op %d of the history: %w", n+1, err)
+		}
+		c.Add(&op)
+	}
+	return c, nil
+}
+
+// opIndex turns an ordinal back into the history's "i".
+func (c *Checker) opIndex(ord uint32) int64 {
+	lo, hi := 0, len(c.jumps)
+	for lo < hi {
+		m := (lo + hi) / 2
+		if c.jumps[m].ord <= ord {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo == 0 {
+		return int64(ord)
+	}
+	return int64(ord) + c.jumps[lo-1].delta
+}
+
+func (c *Checker) proc(id int) *proc {
+	p := c.procs[id]
+	if p == nil {
+		p = &proc{id: id, gen: 1}
+		c.procs[id] = p
+	}
+	return p
+}
+
+func (c *Checker) newPending() *pending {
+	if n := len(c.free); n > 0 {
+		p := c.free[n-1]
+		c.free = c.free[:n-1]
+		return p
+	}
+	return &pending{}
+}
+
+func (c *Checker) release(p *pending) {
+	vals := p.vals[:0]
+	*p = pending{vals: vals}
+	c.free = append(c.free, p)
+}
+
+// Add takes the next op of the history. It copies what it keeps, so op may be reused.
+func (c *Checker) Add(op *history.Op) {
+	if c.ord == none {
+		c.oversized = true
+		return
+	}
+	ord := c.ord
+	c.ord++
+	c.ops++
+	if d := op.Index - int64(ord); d != c.delta {
+		c.delta = d
+		c.jumps = append(c.jumps, jump{ord: ord, delta: d})
+	}
+	if op.Time > c.lastTime {
+		c.lastTime = op.Time
+	}
+	k := kindOf(op.F)
+	if k == fISR {
+		c.isr.observe(c, op, ord)
+	}
+	if op.Process.Nemesis {
+		c.faults.observe(op)
+		c.stats.nemesis(op)
+		return
+	}
+	p := c.proc(op.Process.ID)
+	switch op.Type {
+	case history.Invoke:
+		c.invoke(p, k, op, ord)
+	case history.OK, history.Fail, history.Info:
+		c.complete(p, k, op, ord)
+	default:
+		c.log.Debug("op of unknown type ignored", "i", op.Index, "type", op.Type)
+	}
+}
+
+func (c *Checker) invoke(p *proc, k fkind, op *history.Op, ord uint32) {
+	if k == fOther || k == fISR {
+		p.reset(op.F)
+		if isCrash(op.F) {
+			c.forgetTxnIDs(p)
+		}
+	}
+	pd := c.newPending()
+	pd.index, pd.ord, pd.time, pd.f, pd.proc = op.Index, ord, op.Time, k, p
+	pd.tp, pd.txn = 0, none
+	if p.sync != nil {
+		// An async producer has many ops in flight; its completions name their invoke.
+		c.async[p.sync.index] = p.sync
+	}
+	p.sync = pd
+	switch k {
+	case fSend:
+		if r := op.Value.Send; r != nil {
+			v := c.vals.intern(r.Value)
+			c.write(v, ord, p, kindSend, none, 0)
+			pd.vals = append(pd.vals, v)
+			pd.tp = c.parts.id(r.Topic, r.Partition)
+			pd.isrEpoch = c.isr.epochAt(pd.tp)
+		}
+	case fTxn:
+		if t := op.Value.Txn; t != nil {
+			pd.txn = c.newTxn(p, t.TxnID, ord, t.Intent == history.IntentAbort, false)
+			c.writeTxnRecords(pd, p, t.Records, ord)
+		}
+	case fRPW:
+		if r := op.Value.RPW; r != nil {
+			pd.txn = c.newTxn(p, r.TxnID, ord, false, true)
+			c.writeTxnRecords(pd, p, r.Output, ord)
+			c.rpwInputs(pd, p, r.Input, ord)
+		}
+	case fFinal:
+		if fr := op.Value.FinalRead; fr != nil {
+			pd.tp = c.parts.id(fr.Topic, fr.Partition)
+			pd.iso = isoOf(fr.Isolation, isoRU)
+		}
+	}
+}
+
+// take finds the invoke that op completes.
+func (c *Checker) take(p *proc, op *history.Op) *pending {
+	if op.Of != nil {
+		if p.sync != nil && p.sync.index == *op.Of {
+			pd := p.sync
+			p.sync = nil
+			return pd
+		}
+		if pd, ok := c.async[*op.Of]; ok && pd.proc == p {
+			delete(c.async, *op.Of)
+			return pd
+		}
+		return nil
+	}
+	pd := p.sync
+	p.sync = nil
+	return pd
+}
+
+func (c *Checker) complete(p *proc, k fkind, op *history.Op, ord uint32) {
+	pd := c.take(p, op)
+	if pd != nil && pd.f != k {
+		// A completion of another f than the invoke it would close: the history is not
+		// well formed here. Keep the invoke open (it will count as never completed) and
+		// take the completion on its own.
+		c.log.Debug("completion does not match its invoke", "i", op.Index, "f", op.F)
+		c.async[pd.index] = pd
+		pd = nil
+	}
+	c.stats.complete(op, k, pd)
+	if k == fOther || k == fISR {
+		p.reset(op.F)
+		if isCrash(op.F) {
+			c.forgetTxnIDs(p)
+		}
+	}
+	switch k {
+	case fSend:
+		c.completeSend(p, pd, op, ord)
+	case fTxn, fRPW:
+		c.completeTxn(p, pd, k, op, ord)
+	case fPoll:
+		c.completePoll(p, op, ord)
+	case fFinal:
+		c.completeFinal(pd, op, ord)
+	}
+	if pd != nil {
+		c.release(pd)
+	}
+}
+
+// reset forgets a consumer's positions: any op of a process other than the data ops (assign,
+// subscribe, a rebalance note, a seek, a crash) may move them legitimately.
+func (p *proc) reset(string) { p.gen++ }
+
+func isCrash(f string) bool { return f == history.FCrash }
+
+func outcomeOf(t history.Type) uint16 {
+	switch t {
+	case history.OK:
+		return outOK
+	case history.Fail:
+		return outFail
+	case history.Info:
+		return outInfo
+	}
+	return outPending
+}
+
+func isoOf(s string, def int) int {
+	switch s {
+	case history.ReadCommitted:
+		return isoRC
+	case history.ReadUncommitted:
+		return isoRU
+	}
+	return def
+}

@@ -1,0 +1,237 @@
+package guarantee
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Anomaly is the name of an anomaly family, as shared/design/guarantees.md spells it.
+type Anomaly string
+
+// The anomaly families the checker reports.
+const (
+	LostWrite          Anomaly = "lost-write"
+	LostObserved       Anomaly = "lost-observed"
+	Duplicate          Anomaly = "duplicate"
+	Reorder            Anomaly = "reorder"
+	InconsistentOffset Anomaly = "inconsistent-offset"
+	AbortedRead        Anomaly = "aborted-read"
+	PartialTransaction Anomaly = "partial-transaction"
+	ZombieWrite        Anomaly = "zombie-write"
+	EOSMissing         Anomaly = "eos-missing"
+	EOSDuplicate       Anomaly = "eos-duplicate"
+	NonmonotonicPoll   Anomaly = "nonmonotonic-poll"
+	PollSkip           Anomaly = "poll-skip"
+	UnexpectedAck      Anomaly = "unexpected-ack"
+)
+
+// Anomalies lists every family in report order.
+func Anomalies() []Anomaly {
+	return []Anomaly{LostWrite, LostObserved, Duplicate, Reorder, InconsistentOffset, AbortedRead,
+		PartialTransaction, ZombieWrite, EOSMissing, EOSDuplicate, NonmonotonicPoll, PollSkip, UnexpectedAck}
+}
+
+// Judgement is what the table says of an anomaly under a configuration.
+type Judgement int
+
+const (
+	// Unknown: no documented guarantee covers the configuration; the verdict cannot be pass.
+	Unknown Judgement = iota
+	// Permitted: the documents allow it; it is counted and reported, and does not fail the run.
+	Permitted
+	// Forbidden: the documents rule it out; one occurrence fails the run.
+	Forbidden
+)
+
+func (j Judgement) String() string {
+	switch j {
+	case Permitted:
+		return "permitted"
+	case Forbidden:
+		return "forbidden"
+	}
+	return "unknown"
+}
+
+// Writer kinds: the op that wrote a record.
+const (
+	WriterSend = "send"
+	WriterTxn  = "txn"
+	WriterRPW  = "rpw"
+)
+
+// Facts are the circumstances of one finding: the settings of the producer that wrote the
+// record concerned, of its topic, the faults of the run, and the reader's isolation.
+type Facts struct {
+	// HasWriter is false when no op in the history wrote the record; Producer is then zero.
+	HasWriter  bool
+	Producer   ProducerSettings
+	WriterKind string // WriterSend, WriterTxn or WriterRPW
+	// Resent: the value was written by more than one op (an application resend, a new
+	// producer instance sending it again, or a transaction retried with the same payload).
+	Resent    bool
+	Topic     TopicSettings
+	Faults    Faults
+	Isolation string // the reader's isolation level, where a reader is concerned
+}
+
+// Rule is one row of the guarantee table: when Match holds for a finding's Facts, the anomaly
+// is judged Judgement, for the reason Why.
+type Rule struct {
+	Anomaly   Anomaly
+	When      string // the condition in words, for listings
+	Match     func(Facts) bool
+	Judgement Judgement
+	// Why may name settings in braces — {acks} {idempotence} {in_flight} {retries} {rf}
+	// {min_isr} {unclean} {isolation} {disk_nodes} {producer_conflict} {topic_conflict} —
+	// which Explain fills in from the Facts.
+	Why string
+}
+
+// Decision is the table's answer for one finding.
+type Decision struct {
+	Judgement Judgement
+	Why       string
+	Rule      int // index into Rules(); -1 when no row matched
+}
+
+// Predicates the rows share. Each says why it is what it is, since the table is the place a
+// reader goes to learn what Kafka promises.
+func always(Facts) bool             { return true }
+func noWriter(f Facts) bool         { return !f.HasWriter }
+func producerConflict(f Facts) bool { return f.HasWriter && f.Producer.Conflict != "" }
+func topicConflict(f Facts) bool    { return f.Topic.Conflict != "" }
+func acks(a Acks) func(Facts) bool  { return func(f Facts) bool { return f.Producer.Acks == a } }
+func weakAcks(f Facts) bool         { return f.HasWriter && f.Producer.Acks != AcksAll }
+func idempotent(f Facts) bool       { return f.Producer.Idempotent }
+func inFlightOne(f Facts) bool      { return f.Producer.MaxInFlight == 1 }
+func retries(f Facts) bool          { return f.Producer.Retries > 0 }
+func resent(f Facts) bool           { return f.Resent }
+func failedSend(f Facts) bool       { return f.WriterKind == WriterSend }
+func readUncommitted(f Facts) bool  { return f.Isolation == ReadUncommitted }
+
+// truncation: an out-of-sync replica may lead (configured, or forced by the nemesis), and the
+// log is then cut back to what that replica had.
+func truncation(f Facts) bool { return f.Topic.Unclean || f.Faults.UncleanElection }
+
+// diskBeyond: a disk loss that the configuration does not promise to survive — a single copy,
+// an ISR allowed to shrink to the leader alone, or as many lost disks as min.insync.replicas.
+func diskBeyond(f Facts) bool {
+	return f.Faults.DiskLoss() && (f.Topic.RF == 1 || f.Topic.MinISR == 1 || f.Faults.diskNodes() >= f.Topic.MinISR)
+}
+func diskLoss(f Facts) bool     { return f.Faults.DiskLoss() }
+func minISROne(f Facts) bool    { return f.Topic.MinISR == 1 || f.Topic.RF == 1 }
+func diskWeakAcks(f Facts) bool { return f.Faults.DiskLoss() && weakAcks(f) }
+func truncOrDisk(f Facts) bool  { return truncation(f) || diskBeyond(f) }
+func and(a, b func(Facts) bool) func(Facts) bool {
+	return func(f Facts) bool { return a(f) && b(f) }
+}
+
+const (
+	whyProducerConflict = "producer settings no documented guarantee covers: {producer_conflict}"
+	whyTopicConflict    = "topic settings no documented guarantee covers: {topic_conflict}"
+	whyNoWriter         = "no op in the history wrote this value, so the producer settings that judge it are unknown"
+	whyTruncation       = "unclean.leader.election.enable={unclean} or a forced unclean election: an out-of-sync replica may become leader and the log is truncated to it"
+	whyDiskBeyond       = "disk loss on {disk_nodes} broker(s) with replication.factor={rf}, min.insync.replicas={min_isr}: beyond the documented guarantee, records below the high watermark may have lived only on the lost disk"
+)
+
+// rules is the guarantee table of shared/design/guarantees.md. Rows are tried in order; the
+// first whose Match holds decides. Every family ends in a catch-all row, so "no row matched"
+// only happens for a name the table does not know.
+var rules = []Rule{
+	// Durability of acknowledged writes.
+	{LostWrite, "no writer", noWriter, Unknown, whyNoWriter},
+	{LostWrite, "producer settings conflict", producerConflict, Unknown, whyProducerConflict},
+	{LostWrite, "acks=0", acks(0), Permitted, "acks=0: the producer does not wait for the broker, so nothing is acknowledged and loss is permitted"},
+	{LostWrite, "acks=1", acks(1), Permitted, "acks=1: the leader acknowledges before followers copy the record; loss of acknowledged writes is permitted when the leader fails"},
+	{LostWrite, "topic settings conflict", topicConflict, Unknown, whyTopicConflict},
+	{LostWrite, "unclean election possible", truncation, Permitted, whyTruncation + "; loss permitted"},
+	{LostWrite, "RF=1 and disk loss", and(diskLoss, func(f Facts) bool { return f.Topic.RF == 1 }), Permitted, "replication.factor=1 with disk loss: the only copy was lost; loss permitted"},
+	{LostWrite, "min ISR 1 and disk loss", and(diskLoss, minISROne), Permitted, "acks=all, min.insync.replicas=1 with disk loss: the ISR may shrink to the leader alone and still acknowledge, and that leader's disk was lost; loss permitted"},
+	{LostWrite, "disk loss on min ISR brokers", diskBeyond, Permitted, "acks=all, min.insync.replicas={min_isr} with disk loss on {disk_nodes} brokers: beyond the documented guarantee; loss permitted"},
+	{LostWrite, "min ISR 1, no disk loss", minISROne, Forbidden, "acks=all, replication.factor={rf}, min.insync.replicas={min_isr}, unclean=false, no disk lost: an acknowledged write is on the leader's disk and no out-of-sync replica may lead, so it must survive broker failures"},
+	{LostWrite, "acks=all, min ISR >= 2", always, Forbidden, "acks=all, min.insync.replicas={min_isr}, unclean=false: an acknowledged write is on every ISR member (at least {min_isr}) and must survive one broker loss"},
+
+	{LostObserved, "topic settings conflict", topicConflict, Unknown, whyTopicConflict},
+	{LostObserved, "unclean election possible", truncation, Permitted, whyTruncation + ", so even a record a consumer saw may be cut"},
+	{LostObserved, "disk loss beyond the guarantee", diskBeyond, Permitted, whyDiskBeyond},
+	{LostObserved, "disk loss, writer acks<all", diskWeakAcks, Permitted, "acks={acks} with disk loss: an acks<all write is accepted while the ISR is the leader alone, and a consumer can see it there before the leader's disk is lost"},
+	{LostObserved, "otherwise", always, Forbidden, "a record a consumer observed was below the high watermark, on every ISR member; without an unclean election or disk loss beyond the guarantee it must not disappear or change at its offset"},
+
+	// Duplicates and order.
+	{Duplicate, "value sent again by the application", resent, Permitted, "the application sent this value again after a failed or unknown send: a new send is a new record in every configuration (idempotence covers the producer's own retries only)"},
+	{Duplicate, "no writer", noWriter, Unknown, whyNoWriter},
+	{Duplicate, "producer settings conflict", producerConflict, Unknown, whyProducerConflict},
+	{Duplicate, "unclean election possible", truncation, Permitted, whyTruncation + ", dropping the broker's record of producer sequences: a retried batch that a reader saw at its first offset may be appended again"},
+	{Duplicate, "idempotent", idempotent, Forbidden, "enable.idempotence=true: the broker de-duplicates the producer's retries by producer id, epoch and sequence within one producer session"},
+	{Duplicate, "not idempotent, retries>0", retries, Permitted, "enable.idempotence=false, retries={retries}: when an acknowledgement is lost the producer retries and the record is appended again"},
+	{Duplicate, "not idempotent, retries=0", always, Forbidden, "enable.idempotence=false, retries=0: each record is sent once, so nothing may append it twice"},
+
+	{Reorder, "no writer", noWriter, Unknown, whyNoWriter},
+	{Reorder, "producer settings conflict", producerConflict, Unknown, whyProducerConflict},
+	{Reorder, "idempotent", idempotent, Forbidden, "enable.idempotence=true: sequence numbers keep one producer session's batches in send order within a partition (max.in.flight={in_flight})"},
+	{Reorder, "not idempotent, in-flight 1", inFlightOne, Forbidden, "enable.idempotence=false, max.in.flight.requests.per.connection=1: one request at a time cannot be overtaken"},
+	{Reorder, "not idempotent, retries>0, in-flight>1", retries, Permitted, "enable.idempotence=false, retries={retries}, max.in.flight.requests.per.connection={in_flight}: a retried batch may land after a later one"},
+	{Reorder, "not idempotent, retries=0", always, Forbidden, "enable.idempotence=false, retries=0: a failed batch is not retried, so acknowledged batches keep their send order"},
+
+	{InconsistentOffset, "topic settings conflict", topicConflict, Unknown, whyTopicConflict},
+	{InconsistentOffset, "unclean election possible", truncation, Permitted, whyTruncation + " and the freed offsets are reused by later records"},
+	{InconsistentOffset, "writer acks<all", weakAcks, Permitted, "acks={acks}: a write acknowledged before it was replicated can be truncated on leader failover and its offset reused"},
+	{InconsistentOffset, "disk loss beyond the guarantee", diskBeyond, Permitted, whyDiskBeyond + ", and their offsets reused"},
+	{InconsistentOffset, "otherwise", always, Forbidden, "an offset holds one record for the life of the log: unless the log is truncated (unclean election, disk loss beyond the guarantee, an acks<all write lost on failover) every report of an offset names the same record"},
+
+	// Transactions.
+	{AbortedRead, "a failed plain send was read", failedSend, Forbidden, "a send that completed fail definitely did not happen: no reader may see its record"},
+	{AbortedRead, "read_uncommitted reader", readUncommitted, Permitted, "isolation.level=read_uncommitted: readers may see records of aborted and open transactions"},
+	{AbortedRead, "read_committed reader", always, Forbidden, "isolation.level=read_committed: records of aborted transactions stay in the log, but their abort markers hide them from read_committed readers"},
+
+	{PartialTransaction, "always", always, Forbidden, "transactions are atomic across partitions and topics: a read_committed reader sees all records of a committed transaction or none of them"},
+	{ZombieWrite, "always", always, Forbidden, "initTransactions by a new instance with the same transactional.id bumps the epoch and fences the old one: none of the old instance's later records may become visible as committed"},
+	{EOSMissing, "always", always, Forbidden, "exactly-once read-process-write (offsets sent in the transaction, read_committed downstream): each committed input record yields its output in the committed output"},
+	{EOSDuplicate, "always", always, Forbidden, "exactly-once read-process-write: each committed input record yields its output exactly once, and group offsets move only with committed transactions"},
+
+	// Consumers.
+	{NonmonotonicPoll, "log truncation possible", truncOrDisk, Permitted, "the log may be truncated (unclean election or disk loss beyond the guarantee): a consumer whose position is past the new end is reset (OFFSET_OUT_OF_RANGE)"},
+	{NonmonotonicPoll, "otherwise", always, Forbidden, "a consumer's position in a partition only moves forward between rebalances and seeks"},
+	{PollSkip, "log truncation possible", truncOrDisk, Permitted, "the log may be truncated (unclean election or disk loss beyond the guarantee): a consumer whose position is past the new end is reset (OFFSET_OUT_OF_RANGE)"},
+	{PollSkip, "otherwise", always, Forbidden, "between rebalances and seeks a consumer reads, in offset order, every record its isolation level shows (offsets taken by transaction markers are not records)"},
+
+	{UnexpectedAck, "writer acks<all", weakAcks, Permitted, "acks={acks}: min.insync.replicas applies to acks=all writes only"},
+	{UnexpectedAck, "acks=all", always, Forbidden, "acks=all: the leader must reject writes with NOT_ENOUGH_REPLICAS while the ISR has fewer than min.insync.replicas members"},
+}
+
+// Rules returns a copy of the guarantee table, in the order rows are tried.
+func Rules() []Rule { return append([]Rule(nil), rules...) }
+
+// Judge looks anomaly a up in the table for the circumstances f.
+func Judge(a Anomaly, f Facts) Decision {
+	for i, r := range rules {
+		if r.Anomaly == a && r.Match(f) {
+			return Decision{Judgement: r.Judgement, Why: Explain(r.Why, f), Rule: i}
+		}
+	}
+	return Decision{Judgement: Unknown, Rule: -1,
+		Why: fmt.Sprintf("no row of the guarantee table covers %q", a)}
+}
+
+// Explain fills the {placeholders} of a rule's Why from f.
+func Explain(why string, f Facts) string {
+	if !strings.Contains(why, "{") {
+		return why
+	}
+	p := f.Producer
+	return strings.NewReplacer(
+		"{acks}", p.Acks.String(),
+		"{idempotence}", strconv.FormatBool(p.Idempotent),
+		"{in_flight}", strconv.Itoa(p.MaxInFlight),
+		"{retries}", strconv.Itoa(p.Retries),
+		"{rf}", strconv.Itoa(f.Topic.RF),
+		"{min_isr}", strconv.Itoa(f.Topic.MinISR),
+		"{unclean}", strconv.FormatBool(f.Topic.Unclean),
+		"{isolation}", f.Isolation,
+		"{disk_nodes}", strconv.Itoa(f.Faults.diskNodes()),
+		"{producer_conflict}", p.Conflict,
+		"{topic_conflict}", f.Topic.Conflict,
+	).Replace(why)
+}

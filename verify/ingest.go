@@ -1,0 +1,401 @@
+package verify
+
+import (
+	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/verify/guarantee"
+)
+
+// Where an offset report came from: the writer's acknowledgement, a consumer, or a final read.
+type source uint8
+
+const (
+	srcAck source = iota
+	srcRead
+	srcFinal
+)
+
+// write notes that the op at ord, by p, writes value v (record seq of the op).
+func (c *Checker) write(v, ord uint32, p *proc, kind uint16, t, seq uint32) {
+	st := &c.vals.st[v]
+	if st.writeOrd == none {
+		st.writeOrd, st.proc, st.txn, st.seq = ord, int32(p.id), t, seq
+		st.flags = st.flags&^kindMask | kind
+		return
+	}
+	if st.writeOrd == ord {
+		return // the same op lists the value twice
+	}
+	st.flags |= fResent
+	// A new attempt can succeed where an earlier one failed.
+	if st.outcome() == outFail {
+		st.flags = st.flags&^outMask | outPending
+	}
+	// A transaction retried with the same payload: the value's fate is the newest attempt's
+	// unless an earlier one committed.
+	if t != none && st.txn != none && int(st.txn) < len(c.txns) && !c.txns[st.txn].committed() {
+		st.txn, st.writeOrd, st.proc, st.seq = t, ord, int32(p.id), seq
+		st.flags = st.flags&^kindMask | kind
+	}
+}
+
+// settle records the outcome of a plain send of v. Over several sends of one value (an
+// application resend) an ok outcome wins, then an unknown one; fail stands only if every
+// attempt failed.
+func (c *Checker) settle(st *value, out uint16, ord uint32) {
+	prev := st.outcome()
+	switch {
+	case prev == outOK:
+	case out == outOK:
+		st.flags = st.flags&^outMask | outOK
+		st.doneOrd = ord
+	case out == outInfo:
+		st.flags = st.flags&^outMask | outInfo
+		if st.doneOrd == none {
+			st.doneOrd = ord
+		}
+	case out == outFail && prev == outPending:
+		st.flags = st.flags&^outMask | outFail
+		st.doneOrd = ord
+	}
+}
+
+func (c *Checker) newTxn(p *proc, id string, ord uint32, abort, rpw bool) uint32 {
+	p.txn = true
+	tid, ok := c.txnIDs[id]
+	if !ok {
+		tid = uint32(len(c.txnOwner))
+		c.txnIDs[string([]byte(id))] = tid
+		c.txnOwner = append(c.txnOwner, txnOwner{proc: int32(p.id), since: ord})
+	}
+	t := txn{proc: int32(p.id), id: tid, invokeOrd: ord, doneOrd: none, abort: abort, rpw: rpw, fenceOrd: none}
+	use := txnUse{tid, int32(p.id)}
+	if _, used := c.txnUsed[use]; !used {
+		// The first op of an instance with this transactional.id: it has initialised it and
+		// fenced whichever instance held it before.
+		c.txnUsed[use] = struct{}{}
+		c.txnOwner[tid] = txnOwner{proc: int32(p.id), since: ord}
+	} else if o := c.txnOwner[tid]; o.proc != int32(p.id) {
+		t.zombie, t.fenceOrd = true, o.since
+	}
+	c.txns = append(c.txns, t)
+	return uint32(len(c.txns) - 1)
+}
+
+// forgetTxnIDs: a crashed client comes back as a new instance, which initialises its
+// transactional.id again.
+func (c *Checker) forgetTxnIDs(p *proc) {
+	for use := range c.txnUsed {
+		if use.proc == int32(p.id) {
+			delete(c.txnUsed, use)
+		}
+	}
+}
+
+func (c *Checker) writeTxnRecords(pd *pending, p *proc, recs []history.Record, ord uint32) {
+	kind := uint16(kindTxn)
+	if pd.f == fRPW {
+		kind = kindRPW
+	}
+	for i := range recs {
+		r := &recs[i]
+		v := c.vals.intern(r.Value)
+		c.write(v, ord, p, kind, pd.txn, uint32(i))
+		pd.vals = append(pd.vals, v)
+		tp := c.parts.id(r.Topic, r.Partition)
+		if st := &c.vals.st[v]; st.off < 0 {
+			st.tp = tp
+		}
+		c.parts.ps[tp].committedTxn = true
+		t := &c.txns[pd.txn]
+		if t.first == 0 {
+			t.first = v
+		}
+		t.nrec++
+	}
+}
+
+func (c *Checker) rpwInputs(pd *pending, p *proc, recs []history.Record, ord uint32) {
+	t := &c.txns[pd.txn]
+	t.inStart = uint32(len(c.rpwIn))
+	iso := isoOf(c.cfg.ReadIsolation(), isoRC)
+	for i := range recs {
+		v, tp, _ := c.read(&recs[i], iso, ord)
+		c.rpwIn = append(c.rpwIn, v)
+		c.eos.inputPartition(tp)
+	}
+	t.inLen = uint32(len(recs))
+}
+
+// read notes that a consumer at isolation iso read r in the op at ord.
+func (c *Checker) read(r *history.Record, iso int, ord uint32) (v, tp uint32, off int64) {
+	tp = c.parts.id(r.Topic, r.Partition)
+	v = c.vals.intern(r.Value)
+	st := &c.vals.st[v]
+	if iso == isoRC {
+		st.flags |= fSeenRC
+		if st.rcOrd == none {
+			st.rcOrd = ord
+		}
+	} else {
+		st.flags |= fSeenRU
+	}
+	if st.readOrd == none {
+		st.readOrd = ord
+	}
+	c.parts.ps[tp].needsFinal = true
+	off = -1
+	if r.Offset != nil && *r.Offset >= 0 {
+		off = *r.Offset
+		c.place(tp, off, v, ord, srcRead)
+	} else if st.off < 0 {
+		st.tp = tp
+	}
+	return v, tp, off
+}
+
+func (c *Checker) completeSend(p *proc, pd *pending, op *history.Op, ord uint32) {
+	r := op.Value.Send
+	var v uint32
+	switch {
+	case pd != nil && len(pd.vals) > 0:
+		v = pd.vals[0]
+	case r != nil:
+		// A completion without its invoke (a hand-made or cut history): it writes on its own.
+		v = c.vals.intern(r.Value)
+		c.write(v, ord, p, kindSend, none, 0)
+	default:
+		return
+	}
+	st := &c.vals.st[v]
+	out := outcomeOf(op.Type)
+	if st.kind() == kindSend {
+		c.settle(st, out, ord)
+	}
+	var tp uint32
+	switch {
+	case r != nil:
+		tp = c.parts.id(r.Topic, r.Partition)
+	case pd != nil:
+		tp = pd.tp
+	}
+	if tp == 0 {
+		return
+	}
+	if out == outOK || out == outInfo {
+		c.parts.ps[tp].needsFinal = true
+	}
+	if out == outOK && r != nil && r.Offset != nil && *r.Offset >= 0 {
+		c.place(tp, *r.Offset, v, ord, srcAck)
+	} else if st.off < 0 {
+		st.tp = tp // the broker's partition, known now
+	}
+	c.stats.write(tp, op.Time, pd, out)
+	if out == outOK && pd != nil && pd.isrEpoch != 0 && pd.tp == tp {
+		c.isr.acked(c, pd, tp, v, ord)
+	}
+}
+
+func (c *Checker) completeTxn(p *proc, pd *pending, k fkind, op *history.Op, ord uint32) {
+	if pd == nil || pd.txn == none {
+		// No invoke carried the transaction: take it from the completion.
+		scratch := c.newPending()
+		scratch.f, scratch.txn, scratch.ord, scratch.time, scratch.proc = k, none, ord, op.Time, p
+		switch {
+		case k == fTxn && op.Value.Txn != nil:
+			t := op.Value.Txn
+			scratch.txn = c.newTxn(p, t.TxnID, ord, t.Intent == history.IntentAbort, false)
+			c.writeTxnRecords(scratch, p, t.Records, ord)
+		case k == fRPW && op.Value.RPW != nil:
+			r := op.Value.RPW
+			scratch.txn = c.newTxn(p, r.TxnID, ord, false, true)
+			c.writeTxnRecords(scratch, p, r.Output, ord)
+			c.rpwInputs(scratch, p, r.Input, ord)
+		}
+		if pd != nil {
+			scratch.time = pd.time
+		}
+		defer c.release(scratch)
+		pd = scratch
+		if pd.txn == none {
+			return
+		}
+	}
+	t := &c.txns[pd.txn]
+	out := uint8(outcomeOf(op.Type))
+	t.doneOrd, t.outcome = ord, out
+	var recs []history.Record
+	switch {
+	case k == fTxn && op.Value.Txn != nil:
+		recs = op.Value.Txn.Records
+		if op.Value.Txn.Intent == history.IntentAbort {
+			t.abort = true
+		}
+	case k == fRPW && op.Value.RPW != nil:
+		recs = op.Value.RPW.Output
+	}
+	if t.committed() {
+		// Offsets the producer reports for committed records are acknowledgements.
+		for i := range recs {
+			r := &recs[i]
+			if r.Offset != nil && *r.Offset >= 0 {
+				c.place(c.parts.id(r.Topic, r.Partition), *r.Offset, c.vals.intern(r.Value), ord, srcAck)
+			}
+		}
+	}
+	// Partitions written: needed for final-read coverage and availability.
+	aborting := t.abort && op.Type != history.Info
+	var last uint32
+	for _, v := range pd.vals {
+		tp := c.vals.st[v].tp
+		if tp == 0 || tp == last {
+			continue
+		}
+		last = tp
+		if out == outOK || out == outInfo {
+			c.parts.ps[tp].needsFinal = true
+		}
+		if !aborting {
+			c.stats.write(tp, op.Time, pd, uint16(out))
+		}
+	}
+	if k != fRPW {
+		return
+	}
+	switch out {
+	case outOK:
+		c.eos.commit(pd.txn)
+		iso := isoOf(c.cfg.ReadIsolation(), isoRC)
+		for _, v := range c.rpwIn[t.inStart : t.inStart+t.inLen] {
+			if st := &c.vals.st[v]; st.off >= 0 {
+				c.advance(p, st.tp, st.off, ord, iso)
+			}
+		}
+	case outInfo:
+		c.eos.unknown(pd.txn)
+		p.reset("rpw")
+	default:
+		// After an abort the processor seeks back to its committed offsets.
+		p.reset("rpw")
+	}
+}
+
+func (c *Checker) completePoll(p *proc, op *history.Op, ord uint32) {
+	pl := op.Value.Poll
+	if pl == nil {
+		return
+	}
+	iso := isoOf(pl.Isolation, isoOf(c.cfg.ReadIsolation(), isoRC))
+	ok := op.Type == history.OK
+	for i := range pl.Records {
+		_, tp, off := c.read(&pl.Records[i], iso, ord)
+		if ok && off >= 0 {
+			c.advance(p, tp, off, ord, iso)
+		}
+	}
+}
+
+func (c *Checker) completeFinal(pd *pending, op *history.Op, ord uint32) {
+	fr := op.Value.FinalRead
+	if fr == nil {
+		if pd != nil && pd.tp != 0 {
+			cov := &c.parts.ps[pd.tp].final[pd.iso]
+			cov.incomplete, cov.incOrd = true, ord
+		}
+		return
+	}
+	tp := c.parts.id(fr.Topic, fr.Partition)
+	iso := isoOf(fr.Isolation, isoRU)
+	cov := &c.parts.ps[tp].final[iso]
+	if op.Type == history.OK && !fr.Incomplete {
+		cov.ranges = append(cov.ranges, rng{from: fr.From, end: fr.End, ord: ord})
+		cov.merged = false
+	} else if !cov.incomplete {
+		cov.incomplete, cov.incOrd = true, ord
+	}
+	flag := uint16(fFinalRU)
+	if iso == isoRC {
+		flag = fFinalRC
+	}
+	for i := range fr.Records {
+		r := &fr.Records[i]
+		rtp := tp
+		if r.Partition != fr.Partition || r.Topic != fr.Topic {
+			rtp = c.parts.id(r.Topic, r.Partition)
+		}
+		v := c.vals.intern(r.Value)
+		st := &c.vals.st[v]
+		st.flags |= flag
+		if st.finalOrd == none {
+			st.finalOrd = ord
+		}
+		if iso == isoRC && st.rcOrd == none {
+			st.rcOrd = ord
+		}
+		cov.records++
+		if r.Offset != nil && *r.Offset >= 0 {
+			c.place(rtp, *r.Offset, v, ord, srcFinal)
+		} else if st.off < 0 {
+			st.tp = rtp
+		}
+	}
+}
+
+type conflictKey struct {
+	tp  uint32
+	off int64
+	v   uint32
+}
+
+// place puts value v at offset off of partition tp, as reported by the op at ord. The first
+// report of an offset fills it; a different value there later is an inconsistent offset, and
+// a value reported at a second position is a duplicate.
+func (c *Checker) place(tp uint32, off int64, v, ord uint32, src source) {
+	part := c.parts.ps[tp]
+	s := part.get(off)
+	switch {
+	case s.val == 0:
+		part.set(off, slot{val: v, ord: ord})
+	case s.val != v:
+		c.conflict(tp, off, s, v, ord, src)
+	}
+	st := &c.vals.st[v]
+	if src == srcAck {
+		st.flags |= fAckOff
+	} else {
+		st.flags |= fReadOff
+	}
+	if st.off < 0 {
+		st.off, st.tp = off, tp
+		return
+	}
+	if (st.off != off || st.tp != tp) && st.flags&fDup == 0 {
+		st.flags |= fDup
+		firstOrd := st.writeOrd
+		if first := c.parts.ps[st.tp].get(st.off); first.val == v {
+			firstOrd = first.ord
+		}
+		c.find(finding{a: guarantee.Duplicate, v: v, tp: st.tp, off: st.off, tp2: tp, off2: off,
+			ops: [3]uint32{firstOrd, ord, none}, proc: -1})
+	}
+}
+
+func (c *Checker) conflict(tp uint32, off int64, s slot, v, ord uint32, src source) {
+	key := conflictKey{tp, off, v}
+	if _, seen := c.conflicts[key]; seen {
+		return
+	}
+	c.conflicts[key] = struct{}{}
+	c.find(finding{a: guarantee.InconsistentOffset, v: s.val, v2: v, tp: tp, off: off, tp2: tp, off2: off,
+		ops: [3]uint32{s.ord, ord, none}, proc: -1})
+	if src != srcFinal {
+		return
+	}
+	// A final read shows another record where a consumer saw this one: the observed record
+	// changed at its offset.
+	w := &c.vals.st[s.val]
+	if w.flags&fSeenAny != 0 && w.off == off && w.tp == tp && w.flags&fLostObs == 0 {
+		w.flags |= fLostObs
+		c.find(finding{a: guarantee.LostObserved, v: s.val, v2: v, tp: tp, off: off, tp2: tp, off2: off,
+			ops: [3]uint32{w.readOrd, ord, none}, proc: -1, note: noteChanged})
+	}
+}

@@ -1,0 +1,413 @@
+package verify
+
+import (
+	"strconv"
+)
+
+// The checker streams a history once and keeps compact state per record value, per partition
+// and per transaction — never the ops themselves — so that memory grows with the number of
+// distinct records (tens of bytes each), not with the size of the file.
+//
+// Ops are named internally by their ordinal: their position among the event lines (uint32,
+// which bounds a history at 4 billion ops). Findings carry ordinals and are turned back into
+// the history's "i" only for the report (opIndex).
+
+const none = ^uint32(0) // no op, no id
+
+// Value flags.
+const (
+	// Outcome of the write (combined over every op that wrote the value: ok wins, then
+	// unknown, then fail). For transactional records the transaction's outcome decides.
+	outMask    = 0b11
+	outPending = 0 // invoked, no completion yet (unknown)
+	outOK      = 1
+	outFail    = 2
+	outInfo    = 3
+
+	kindShift = 2
+	kindMask  = 0b11 << kindShift
+	kindNone  = 0 << kindShift // read, never written by an op in the history
+	kindSend  = 1 << kindShift
+	kindTxn   = 2 << kindShift
+	kindRPW   = 3 << kindShift
+
+	fResent   = 1 << 4  // written by more than one op
+	fSeenRC   = 1 << 5  // read by a read_committed consumer (poll, rpw input)
+	fSeenRU   = 1 << 6  // read by a read_uncommitted consumer
+	fFinalRC  = 1 << 7  // in a read_committed final read
+	fFinalRU  = 1 << 8  // in a read_uncommitted final read
+	fDup      = 1 << 9  // a duplicate finding was made for it
+	fLostObs  = 1 << 10 // a lost-observed finding was made for it
+	fAckOff   = 1 << 11 // off came from the writer's acknowledgement
+	fReadOff  = 1 << 12 // some read reported an offset for it
+	fSeenAny  = fSeenRC | fSeenRU
+	fFinalAny = fFinalRC | fFinalRU
+)
+
+// value is the compact state of one record value.
+type value struct {
+	name     uint64 // numeric "P-N" packed as P<<32|N, or nameStr|index into names
+	off      int64  // first offset reported for it (ack or read); -1 unknown
+	writeOrd uint32 // invoke of the first op that wrote it
+	doneOrd  uint32 // completion that decided its outcome (the ok one, if any)
+	readOrd  uint32 // first consumer read (poll or rpw input)
+	rcOrd    uint32 // first read_committed read (consumer or final)
+	finalOrd uint32 // first final read showing it
+	tp       uint32 // partition of off, or of the write while off is unknown; 0 unknown
+	txn      uint32 // transaction (index into txns) for kindTxn/kindRPW
+	proc     int32  // writer process
+	seq      uint32 // position among the writer op's records
+	flags    uint16
+}
+
+const nameStr = 1 << 63
+
+func (v *value) outcome() int  { return int(v.flags & outMask) }
+func (v *value) kind() int     { return int(v.flags & kindMask) }
+func (v *value) has(f int) bool { return int(v.flags)&f != 0 }
+
+// values interns record values into dense ids (from 1). Values of the form the workloads
+// write ("3-1742") are packed into an integer, which keeps the string out of memory.
+type values struct {
+	nums  map[uint64]uint32
+	strs  map[string]uint32
+	names []string
+	st    []value
+}
+
+func newValues() values {
+	return values{nums: make(map[uint64]uint32, 1<<12), strs: map[string]uint32{}, st: make([]value, 1, 1<<12)}
+}
+
+// packName packs "P-N" (decimal, no sign, no leading zeros, P < 2^31, N < 2^32) into P<<32|N.
+func packName(s string) (uint64, bool) {
+	dash := -1
+	for i := 0; i < len(s); i++ {
+		if s[i] == '-' {
+			dash = i
+			break
+		}
+	}
+	if dash < 1 || dash == len(s)-1 || dash > 10 || len(s)-dash-1 > 10 {
+		return 0, false
+	}
+	p, ok := canonUint(s[:dash])
+	if !ok || p >= 1<<31 {
+		return 0, false
+	}
+	n, ok := canonUint(s[dash+1:])
+	if !ok || n >= 1<<32 {
+		return 0, false
+	}
+	return p<<32 | n, true
+}
+
+func canonUint(s string) (uint64, bool) {
+	if len(s) == 0 || (len(s) > 1 && s[0] == '0') {
+		return 0, false
+	}
+	var n uint64
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	return n, true
+}
+
+// intern returns the id of name, adding it if new.
+func (vs *values) intern(name string) uint32 {
+	if k, ok := packName(name); ok {
+		if id, ok := vs.nums[k]; ok {
+			return id
+		}
+		id := vs.add(k)
+		vs.nums[k] = id
+		return id
+	}
+	if id, ok := vs.strs[name]; ok {
+		return id
+	}
+	// The reader may reuse the bytes behind name; keep a copy.
+	owned := string([]byte(name))
+	vs.names = append(vs.names, owned)
+	id := vs.add(nameStr | uint64(len(vs.names)-1))
+	vs.strs[owned] = id
+	return id
+}
+
+func (vs *values) add(name uint64) uint32 {
+	vs.st = append(vs.st, value{name: name, off: -1, writeOrd: none, doneOrd: none, readOrd: none,
+		rcOrd: none, finalOrd: none, txn: none})
+	return uint32(len(vs.st) - 1)
+}
+
+func (vs *values) name(id uint32) string {
+	if id == 0 || int(id) >= len(vs.st) {
+		return ""
+	}
+	n := vs.st[id].name
+	if n&nameStr != 0 {
+		return vs.names[n&^nameStr]
+	}
+	return strconv.FormatUint(n>>32, 10) + "-" + strconv.FormatUint(n&(1<<32-1), 10)
+}
+
+// slot is one offset of a partition's inferred log: the first value reported there and the op
+// that reported it.
+type slot struct {
+	val uint32
+	ord uint32
+}
+
+// rng is a scanned offset range [from, end) and the final read that scanned it.
+type rng struct {
+	from, end int64
+	ord       uint32
+}
+
+// finalCov is what the final reads of one isolation level covered in one partition.
+type finalCov struct {
+	ranges     []rng
+	incomplete bool   // a scan said so, failed, or never completed
+	incOrd     uint32 // the op that made it incomplete
+	records    int64
+	merged     bool
+}
+
+// done reports whether any final read of this isolation level was made.
+func (c *finalCov) done() bool { return len(c.ranges) > 0 || c.incomplete }
+
+// complete reports whether scans ran without fault over one contiguous range.
+func (c *finalCov) complete() bool {
+	if c.incomplete || len(c.ranges) == 0 {
+		return false
+	}
+	c.merge()
+	return len(c.ranges) == 1
+}
+
+// merge sorts and joins touching ranges, so that coverage is a binary search.
+func (c *finalCov) merge() {
+	if c.merged {
+		return
+	}
+	c.merged = true
+	rs := c.ranges
+	for i := 1; i < len(rs); i++ { // insertion sort: scans come in order, so this is linear
+		for j := i; j > 0 && rs[j].from < rs[j-1].from; j-- {
+			rs[j], rs[j-1] = rs[j-1], rs[j]
+		}
+	}
+	out := rs[:0]
+	for _, r := range rs {
+		if r.end < r.from {
+			r.end = r.from
+		}
+		if n := len(out); n > 0 && r.from <= out[n-1].end {
+			if r.end > out[n-1].end {
+				out[n-1].end = r.end
+			}
+			continue
+		}
+		out = append(out, r)
+	}
+	c.ranges = out
+}
+
+// within returns the scan covering offset o, if any.
+func (c *finalCov) within(o int64) (rng, bool) {
+	c.merge()
+	lo, hi := 0, len(c.ranges)
+	for lo < hi {
+		m := (lo + hi) / 2
+		if c.ranges[m].end <= o {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo < len(c.ranges) && c.ranges[lo].from <= o {
+		return c.ranges[lo], true
+	}
+	return rng{}, false
+}
+
+// first and end return the extent of the scans.
+func (c *finalCov) first() int64 { c.merge(); return c.ranges[0].from }
+func (c *finalCov) last() rng    { c.merge(); return c.ranges[len(c.ranges)-1] }
+
+const (
+	isoRU = 0
+	isoRC = 1
+)
+
+// partition is one topic-partition's inferred log.
+type partition struct {
+	topic string
+	part  int32
+	// slots[o] is offset o while offsets stay near the dense range; offsets far beyond it
+	// (a hostile or corrupt history) go to far, so that one wild offset cannot allocate
+	// gigabytes.
+	slots  []slot
+	far    map[int64]slot
+	filled int
+	final  [2]finalCov // by isoRU, isoRC
+	// needsFinal: the history wrote to or read from this partition, so a final read must
+	// have covered it for the verdict to be pass or fail.
+	needsFinal bool
+	// committedTxn: a transaction or rpw wrote here, so a read_committed final read is needed
+	// to judge visibility.
+	committedTxn bool
+}
+
+func (p *partition) get(o int64) slot {
+	if o >= 0 && o < int64(len(p.slots)) {
+		return p.slots[o]
+	}
+	return p.far[o]
+}
+
+func (p *partition) set(o int64, s slot) {
+	if o >= 0 && o < int64(len(p.slots)) {
+		p.slots[o] = s
+		p.filled++
+		return
+	}
+	if o >= 0 && o < 2*int64(len(p.slots))+1<<16 {
+		n := o + 1
+		if c := int64(cap(p.slots)); n > c {
+			grown := make([]slot, n, max(n, 2*c))
+			copy(grown, p.slots)
+			p.slots = grown
+		} else {
+			p.slots = p.slots[:n]
+		}
+		p.slots[o] = s
+		p.filled++
+		return
+	}
+	if p.far == nil {
+		p.far = map[int64]slot{}
+	}
+	p.far[o] = s
+	p.filled++
+}
+
+func (p *partition) String() string { return p.topic + "-" + strconv.Itoa(int(p.part)) }
+
+type tpKey struct {
+	topic string
+	part  int32
+}
+
+// partitions interns topic-partitions into ids (from 1).
+type partitions struct {
+	ids  map[tpKey]uint32
+	ps   []*partition
+	last tpKey // one-entry cache: consecutive records are mostly in one partition
+	lid  uint32
+}
+
+func newPartitions() partitions {
+	return partitions{ids: map[tpKey]uint32{}, ps: []*partition{nil}}
+}
+
+func (t *partitions) id(topic string, part int32) uint32 {
+	if t.lid != 0 && t.last.part == part && t.last.topic == topic {
+		return t.lid
+	}
+	k := tpKey{topic, part}
+	id, ok := t.ids[k]
+	if !ok {
+		owned := string([]byte(topic))
+		k.topic = owned
+		t.ps = append(t.ps, &partition{topic: owned, part: part})
+		id = uint32(len(t.ps) - 1)
+		t.ids[k] = id
+	}
+	t.last, t.lid = tpKey{t.ps[id].topic, part}, id
+	return id
+}
+
+// txn is one transactional write (a txn or rpw op).
+type txn struct {
+	proc      int32
+	id        uint32 // interned transactional.id
+	invokeOrd uint32
+	doneOrd   uint32
+	outcome   uint8 // outPending, outOK (committed), outFail (aborted), outInfo
+	abort     bool  // intent abort
+	rpw       bool
+	zombie    bool   // invoked after another instance took its transactional.id
+	fenceOrd  uint32 // the op that showed the other instance
+	first     uint32 // first record value (for examples)
+	nrec      uint32
+	inStart   uint32 // rpw inputs in checker.rpwIn[inStart:inStart+inLen]
+	inLen     uint32
+}
+
+func (t *txn) committed() bool { return t.outcome == outOK && !t.abort }
+
+// pollPos is a consumer's last position in one partition.
+type pollPos struct {
+	off int64
+	ord uint32
+	gen uint32 // valid when equal to the process's gen
+}
+
+// proc is a client process.
+type proc struct {
+	id   int
+	sync *pending // its latest invoke, while not completed
+	gen  uint32   // bumped on every rebalance, seek, assign, subscribe or crash
+	pos  []pollPos
+	txn  bool // wrote a txn or rpw: it has a transactional.id
+}
+
+// pending is an invoked op waiting for its completion.
+type pending struct {
+	index    int64 // the history's i
+	ord      uint32
+	time     int64
+	f        fkind
+	proc     *proc
+	vals     []uint32 // values it writes
+	tp       uint32   // partition of a send, as invoked
+	isrEpoch uint32   // ISR state of tp at invoke (see isr.go), 0 if not below min ISR
+	txn      uint32
+	iso      int // isolation of a final read, as invoked
+}
+
+// fkind is an op's f, as far as the checker distinguishes.
+type fkind uint8
+
+const (
+	fOther fkind = iota
+	fSend
+	fTxn
+	fPoll
+	fFinal
+	fRPW
+	fISR
+)
+
+func kindOf(f string) fkind {
+	switch f {
+	case "send":
+		return fSend
+	case "txn":
+		return fTxn
+	case "poll":
+		return fPoll
+	case "final-read":
+		return fFinal
+	case "rpw":
+		return fRPW
+	case "isr":
+		return fISR
+	}
+	return fOther
+}

@@ -1,0 +1,307 @@
+// Package results is the typed form of results.json (shared/design/history.md): what a check
+// found, judged, and the verdict. It imports only the standard library, so the report and CI
+// tools can read results without pulling in the checkers.
+package results
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+)
+
+// Version is the value of the "verity_results" field.
+const Version = 1
+
+// FileName is the name results are written under in a run's directory.
+const FileName = "results.json"
+
+// Verdict is the run's outcome.
+type Verdict string
+
+const (
+	Pass    Verdict = "pass"
+	Fail    Verdict = "fail"
+	Unknown Verdict = "unknown"
+)
+
+// Results is results.json. Fields past Timings are additions the format allows.
+type Results struct {
+	Version    int                `json:"verity_results"`
+	Verdict    Verdict            `json:"verdict"`
+	Scenario   string             `json:"scenario"`
+	Seed       int64              `json:"seed"`
+	Config     json.RawMessage    `json:"config"`
+	Deviations []string           `json:"deviations"`
+	Anomalies  map[string]Anomaly `json:"anomalies"`
+	Stats      Stats              `json:"stats"`
+	Timings    Timings            `json:"timings"`
+
+	// UnknownReasons says why the verdict could not be pass or fail ("final reads of t-3 are
+	// incomplete"); empty unless the verdict is unknown.
+	UnknownReasons []string `json:"unknown_reasons,omitempty"`
+	// Assumed lists settings the config did not give, judged at Kafka 4.3's default.
+	Assumed []string `json:"assumed,omitempty"`
+	// Overrides lists settings forced from outside the history (the CLI's flags).
+	Overrides []string `json:"overrides,omitempty"`
+	// Faults are the fault kinds the run contained (config and nemesis events).
+	Faults []string `json:"faults,omitempty"`
+	// History describes the file that was checked.
+	History *HistoryInfo `json:"history,omitempty"`
+}
+
+// HistoryInfo describes the history a result was computed from.
+type HistoryInfo struct {
+	Path string `json:"path,omitempty"`
+	Ops  int64  `json:"ops"`
+	// TornLine is the 1-based line number of a torn last line that was skipped, 0 if none.
+	TornLine int `json:"torn_line,omitempty"`
+}
+
+// Anomaly is one family's entry: how many were found and how the guarantee table judged them.
+// When the findings of one family were judged by different rows (a run with an acks=all and an
+// acks=1 producer), Permitted is false if any was forbidden, Why is the forbidding row's reason,
+// and ByRule breaks the count down.
+type Anomaly struct {
+	Count     int       `json:"count"`
+	Permitted bool      `json:"permitted"`
+	Why       string    `json:"why"`
+	Examples  []Example `json:"examples,omitempty"`
+
+	// Judgement is "forbidden", "permitted" or "unknown" (no documented guarantee covers the
+	// configuration: such findings keep the verdict from pass without failing it).
+	Judgement string `json:"judgement,omitempty"`
+	// Forbidden counts the findings judged forbidden.
+	Forbidden int `json:"forbidden,omitempty"`
+	// ByRule splits Count by the table row that judged each finding, when more than one did.
+	ByRule []RuleCount `json:"by_rule,omitempty"`
+	// Unchecked is set when the family could not be checked at all, with the reason.
+	Unchecked string `json:"unchecked,omitempty"`
+}
+
+// RuleCount is the number of findings one row of the guarantee table judged.
+type RuleCount struct {
+	Count     int    `json:"count"`
+	Judgement string `json:"judgement"`
+	Why       string `json:"why"`
+}
+
+// Example is one finding with the op indices (history "i") that prove it.
+type Example struct {
+	Value     string  `json:"value,omitempty"`
+	Ops       []int64 `json:"ops"`
+	Topic     string  `json:"topic,omitempty"`
+	Partition *int32  `json:"partition,omitempty"`
+	Offsets   []int64 `json:"offsets,omitempty"`
+	Process   *int    `json:"process,omitempty"`
+	Judgement string  `json:"judgement,omitempty"`
+	Note      string  `json:"note,omitempty"`
+}
+
+// Outcomes counts one kind of op by completion.
+type Outcomes struct {
+	OK      int64 `json:"ok"`
+	Fail    int64 `json:"fail"`
+	Info    int64 `json:"info"`
+	Pending int64 `json:"pending,omitempty"` // invoked, never completed
+}
+
+// Percentiles are latencies in milliseconds.
+type Percentiles struct {
+	P50   float64 `json:"p50"`
+	P99   float64 `json:"p99"`
+	P999  float64 `json:"p999,omitempty"`
+	Max   float64 `json:"max,omitempty"`
+	Count int64   `json:"count,omitempty"`
+}
+
+// Window is a span of time, in milliseconds since the run started, during which writes to a
+// partition failed or went unanswered.
+type Window struct {
+	Topic     string  `json:"topic"`
+	Partition int32   `json:"partition"`
+	StartMs   float64 `json:"start_ms"`
+	EndMs     float64 `json:"end_ms"`
+	Failed    int64   `json:"failed"` // writes that completed fail or info inside it
+}
+
+// PartitionStats describes one partition's final log.
+type PartitionStats struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	// Records counts distinct records in the final reads (any isolation).
+	Records int64 `json:"records"`
+	// Committed counts records the read_committed final reads showed (-1: none done).
+	Committed int64 `json:"committed"`
+	From      int64 `json:"from"`
+	End       int64 `json:"end"`
+	Complete  bool  `json:"complete"`
+}
+
+// Stats are the run's statistics. On the wire the per-kind outcome counts sit beside the other
+// fields ("send": {...}, "txn": {...}, "unknown_later_seen": 3, ...), as history.md shows, so
+// Stats has its own JSON methods.
+type Stats struct {
+	// Ops counts client ops by f ("send", "txn", "poll", "rpw", "final-read", ...).
+	Ops map[string]Outcomes
+	// Nemesis counts fault events by f.
+	Nemesis map[string]int64
+	// UnknownSends counts sends whose outcome was info (or never came).
+	UnknownSends int64
+	// UnknownLaterSeen counts those that a later read showed were written.
+	UnknownLaterSeen int64
+	// UnavailableMs is the time during which writes to at least one partition failed.
+	UnavailableMs  float64
+	Unavailability []Window
+	// LatencyMs is the latency of ok sends (of ok txns when there are none).
+	LatencyMs  Percentiles
+	LatencyByF map[string]Percentiles
+	Partitions []PartitionStats
+}
+
+// Field names of Stats besides the per-kind outcome counts.
+const (
+	keyNemesis          = "nemesis"
+	keyUnknownSends     = "unknown_sends"
+	keyUnknownLaterSeen = "unknown_later_seen"
+	keyUnavailableMs    = "unavailable_ms"
+	keyUnavailability   = "unavailability"
+	keyLatency          = "latency_ms"
+	keyLatencyByF       = "latency_ms_by_f"
+	keyPartitions       = "partitions"
+)
+
+var statsKeys = []string{keyNemesis, keyUnknownSends, keyUnknownLaterSeen, keyUnavailableMs,
+	keyUnavailability, keyLatency, keyLatencyByF, keyPartitions}
+
+// MarshalJSON writes the per-kind counts beside the other fields, with "send", "txn" and
+// "poll" always present.
+func (s Stats) MarshalJSON() ([]byte, error) {
+	m := map[string]any{
+		keyUnknownSends:     s.UnknownSends,
+		keyUnknownLaterSeen: s.UnknownLaterSeen,
+		keyUnavailableMs:    s.UnavailableMs,
+		keyLatency:          s.LatencyMs,
+	}
+	for _, f := range []string{"send", "txn", "poll"} {
+		m[f] = Outcomes{}
+	}
+	for f, o := range s.Ops {
+		if slices.Contains(statsKeys, f) {
+			return nil, fmt.Errorf("an op named %q clashes with a stats field", f)
+		}
+		m[f] = o
+	}
+	if len(s.Nemesis) > 0 {
+		m[keyNemesis] = s.Nemesis
+	}
+	if len(s.Unavailability) > 0 {
+		m[keyUnavailability] = s.Unavailability
+	}
+	if len(s.LatencyByF) > 0 {
+		m[keyLatencyByF] = s.LatencyByF
+	}
+	if len(s.Partitions) > 0 {
+		m[keyPartitions] = s.Partitions
+	}
+	return json.Marshal(m)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes; an object-valued field it does not know is taken
+// as an op kind's outcome counts.
+func (s *Stats) UnmarshalJSON(b []byte) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	*s = Stats{}
+	fields := map[string]any{
+		keyNemesis:          &s.Nemesis,
+		keyUnknownSends:     &s.UnknownSends,
+		keyUnknownLaterSeen: &s.UnknownLaterSeen,
+		keyUnavailableMs:    &s.UnavailableMs,
+		keyUnavailability:   &s.Unavailability,
+		keyLatency:          &s.LatencyMs,
+		keyLatencyByF:       &s.LatencyByF,
+		keyPartitions:       &s.Partitions,
+	}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		v := m[k]
+		if dst, ok := fields[k]; ok {
+			if err := json.Unmarshal(v, dst); err != nil {
+				return fmt.Errorf("stats field %q: %w", k, err)
+			}
+			continue
+		}
+		if len(bytes.TrimSpace(v)) == 0 || bytes.TrimSpace(v)[0] != '{' {
+			continue // a scalar added by a later version
+		}
+		var o Outcomes
+		if err := json.Unmarshal(v, &o); err != nil {
+			return fmt.Errorf("stats field %q: %w", k, err)
+		}
+		if s.Ops == nil {
+			s.Ops = map[string]Outcomes{}
+		}
+		s.Ops[k] = o
+	}
+	return nil
+}
+
+// Timings are durations in seconds; the checker fills CheckS, the run the others.
+type Timings struct {
+	ClusterReadyS float64 `json:"cluster_ready_s"`
+	RunS          float64 `json:"run_s"`
+	CheckS        float64 `json:"check_s"`
+}
+
+// Write writes r as indented JSON to dir/results.json, through a temporary file so that a
+// reader never sees half a file.
+func Write(dir string, r *Results) (string, error) {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return "", fmt.Errorf("encoding results: %w", err)
+	}
+	b = append(b, '\n')
+	path := filepath.Join(dir, FileName)
+	tmp, err := os.CreateTemp(dir, ".results-*.json")
+	if err != nil {
+		return "", fmt.Errorf("writing results to %s: %w", dir, err)
+	}
+	// CreateTemp makes the file private; results are for CI tools and people to read.
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return "", fmt.Errorf("writing %s: %w", tmp.Name(), err)
+	}
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return "", fmt.Errorf("writing %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return "", fmt.Errorf("writing %s: %w", tmp.Name(), err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return "", fmt.Errorf("writing %s: %w", path, err)
+	}
+	return path, nil
+}
+
+// Read reads a results.json.
+func Read(path string) (*Results, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading results: %w", err)
+	}
+	var r Results
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("decoding %s: %w", path, err)
+	}
+	return &r, nil
+}
