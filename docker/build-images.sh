@@ -8,6 +8,11 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 log() { printf 'images: %s\n' "$*" >&2; }
 have() { docker image inspect "$1" >/dev/null 2>&1; }
+# A stand-in is rebuilt when its recipe (the files under docker/<name>/) changed since it was built.
+recipe() { (cd "$here/$1" && cat $(ls | sort) | sha256sum | cut -c1-16); }
+current() { # current IMAGE RECIPE-DIR
+  have "$1" && [ "$(docker image inspect -f '{{index .Config.Labels "io.verity.recipe"}}' "$1")" = "$(recipe "$2")" ]
+}
 # Pulling fails at once where no registry is reachable; a short timeout covers a hanging one.
 try_pull() { timeout 60 docker pull -q "$1" >/dev/null 2>&1; }
 
@@ -48,8 +53,8 @@ build_kafka() {
   log "collecting the Apache Kafka 4.3.1 jars with Maven"
   mvn -q -B -f "$here/kafka/pom.xml" dependency:copy-dependencies \
     -DoutputDirectory="$ctx/libs" -DincludeScope=runtime >&2
-  cp "$here/kafka/"{Dockerfile,run,server.properties,log4j2.yaml,tools-log4j2.yaml} "$ctx/"
-  docker build -q --build-arg BASE="$BASE" -t "$KAFKA_STANDIN" "$ctx" >/dev/null
+  cp "$here/kafka/"{Dockerfile,run,jsa-train,server.properties,log4j2.yaml,tools-log4j2.yaml} "$ctx/"
+  docker build -q --build-arg BASE="$BASE" --label io.verity.recipe="$(recipe kafka)" -t "$KAFKA_STANDIN" "$ctx" >/dev/null
   rm -rf "$ctx"
   log "built $KAFKA_STANDIN"
 }
@@ -62,18 +67,19 @@ build_toxiproxy() {
     github.com/Shopify/toxiproxy/v2/cmd/server@v2.12.0 >&2
   mv "$ctx/server" "$ctx/toxiproxy"
   cp "$here/toxiproxy/Dockerfile" "$ctx/"
-  docker build -q -t "$TOXI_STANDIN" "$ctx" >/dev/null
+  docker build -q --label io.verity.recipe="$(recipe toxiproxy)" -t "$TOXI_STANDIN" "$ctx" >/dev/null
   rm -rf "$ctx"
   log "built $TOXI_STANDIN"
 }
 
-ensure() { # ensure OFFICIAL STANDIN BUILDER
+ensure() { # ensure OFFICIAL STANDIN RECIPE-DIR BUILDER
   if have "$1"; then log "using $1 (present)"; return; fi
-  if have "$2"; then log "using $2 (present)"; return; fi
+  if current "$2" "$3"; then log "using $2 (present, recipe unchanged)"; return; fi
+  if have "$2"; then log "$2 is out of date with docker/$3: rebuilding it"; "$4"; return; fi
   if [ "${VERITY_TRY_PULL:-1}" = 1 ] && try_pull "$1"; then log "pulled $1"; return; fi
   log "$1 cannot be pulled here: building the offline stand-in $2"
-  "$3"
+  "$4"
 }
 
-ensure "$KAFKA_OFFICIAL" "$KAFKA_STANDIN" build_kafka
-ensure "$TOXI_OFFICIAL" "$TOXI_STANDIN" build_toxiproxy
+ensure "$KAFKA_OFFICIAL" "$KAFKA_STANDIN" kafka build_kafka
+ensure "$TOXI_OFFICIAL" "$TOXI_STANDIN" toxiproxy build_toxiproxy

@@ -205,11 +205,18 @@ func (c *Cluster) WaitPartition(ctx context.Context, topic string, partition int
 	return last, nil
 }
 
-// trustedBrokers are the running brokers that clients can reach and that the harness has not cut
-// off from any controller: their metadata is current.
+// trustedBrokers are the running brokers that clients can reach and that reach a majority of
+// the running controllers through links the harness has not cut: their metadata is current. An
+// isolated broker's is stale, and it would still name itself leader.
 func (c *Cluster) trustedBrokers() []int32 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	controllers := 0
+	for _, m := range c.members {
+		if m.isController() {
+			controllers++
+		}
+	}
 	var ids []int32
 	for _, b := range c.members {
 		if !b.isBroker() || c.state[b.ID] != NodeRunning {
@@ -218,17 +225,18 @@ func (c *Cluster) trustedBrokers() []int32 {
 		if _, cut := c.cuts[Link{ClientEndpoint, b.ID}]; cut {
 			continue
 		}
-		ok := true
+		reached := 0
 		for _, ctl := range c.members {
-			if ctl.isController() && ctl.ID != b.ID {
-				_, out := c.cuts[Link{b.ID, ctl.ID}]
-				_, in := c.cuts[Link{ctl.ID, b.ID}]
-				if out || in {
-					ok = false
-				}
+			if !ctl.isController() || c.state[ctl.ID] != NodeRunning {
+				continue
+			}
+			_, out := c.cuts[Link{b.ID, ctl.ID}]
+			_, in := c.cuts[Link{ctl.ID, b.ID}]
+			if ctl.ID == b.ID || (!out && !in) {
+				reached++
 			}
 		}
-		if ok {
+		if 2*reached > controllers {
 			ids = append(ids, int32(b.ID))
 		}
 	}
@@ -333,8 +341,42 @@ func (a *adminClient) broker(id int32) (*sarama.Broker, error) {
 }
 
 // Offsets returns a partition's earliest offset, high watermark and last stable offset, asked of
-// its current leader.
+// its current leader. Answers that only mean "not yet" (a leader just elected, leadership moving)
+// are retried until ctx ends.
 func (c *Cluster) Offsets(ctx context.Context, topic string, partition int32) (Offsets, error) {
+	var o Offsets
+	var last error
+	err := poll(ctx, 200*time.Millisecond, func() (bool, error) {
+		o, last = c.offsetsOnce(ctx, topic, partition)
+		if last == nil {
+			return true, nil
+		}
+		var kerr sarama.KError
+		if errors.As(last, &kerr) && !retriable(kerr) {
+			return false, last
+		}
+		return false, nil
+	})
+	if err != nil {
+		if last != nil && !errors.Is(err, last) {
+			err = fmt.Errorf("%w (last answer: %v)", err, last)
+		}
+		return Offsets{}, err
+	}
+	return o, nil
+}
+
+func retriable(k sarama.KError) bool {
+	switch k {
+	case sarama.ErrOffsetNotAvailable, sarama.ErrNotLeaderForPartition, sarama.ErrLeaderNotAvailable,
+		sarama.ErrUnknownLeaderEpoch, sarama.ErrFencedLeaderEpoch, sarama.ErrRequestTimedOut,
+		sarama.ErrNotEnoughReplicas, sarama.ErrUnknownTopicOrPartition:
+		return true
+	}
+	return false
+}
+
+func (c *Cluster) offsetsOnce(ctx context.Context, topic string, partition int32) (Offsets, error) {
 	p, err := c.DescribePartition(ctx, topic, partition)
 	if err != nil {
 		return Offsets{}, err
@@ -438,4 +480,14 @@ func (c *Cluster) WaitHealthy(ctx context.Context) error {
 		return fmt.Errorf("cluster not healthy (%s): %w", last, err)
 	}
 	return nil
+}
+
+// Admin returns the cluster's shared sarama admin client for questions the harness does not wrap
+// (log dirs, configs, groups). Do not close it: Close does.
+func (c *Cluster) Admin() (sarama.ClusterAdmin, error) {
+	a, err := c.adminClient()
+	if err != nil {
+		return nil, err
+	}
+	return a.admin, nil
 }

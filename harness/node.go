@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -176,6 +177,24 @@ func (c *Cluster) waitContainer(ctx context.Context, n *Node, running bool) erro
 	})
 	if err != nil {
 		return fmt.Errorf("waiting for node %d to be %s: %w", n.ID, map[bool]string{true: "running", false: "stopped"}[running], err)
+	}
+	return nil
+}
+
+// Restore undoes every fault: heals every link, resumes paused nodes and starts stopped ones. It
+// does not wait for the cluster to be healthy again (WaitHealthy does).
+func (c *Cluster) Restore(ctx context.Context) error {
+	err := c.HealAll(ctx)
+	for id, s := range c.NodeStates() {
+		switch s {
+		case NodePaused:
+			err = errors.Join(err, c.Resume(ctx, id))
+		case NodeStopped:
+			err = errors.Join(err, c.Start(ctx, id))
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("restoring the cluster: %w", err)
 	}
 	return nil
 }

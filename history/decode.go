@@ -33,13 +33,14 @@ type decoder struct {
 	// them from a chunk saves an allocation per record.
 	ints []int64
 
-	// The payloads of the latest op, reused by the next op with the same f (see Reader.Next),
-	// and the backing arrays of their record lists, which survive a null list in between.
-	send                                     Record
-	txn                                      Txn
-	poll                                     Poll
-	fr                                       FinalRead
-	rpw                                      RPW
+	// The payloads of the latest op, reused by the next op with the same f (see Reader).
+	send Record
+	txn  Txn
+	poll Poll
+	fr   FinalRead
+	rpw  RPW
+	// The backing arrays of their record lists, kept apart from the payloads so that they
+	// survive an op whose list is null.
 	txnRecs, pollRecs, frRecs, rpwIn, rpwOut []Record
 }
 
@@ -649,9 +650,6 @@ func (d *decoder) op(line []byte, op *Op) error {
 		if err := d.payload(op.F, &op.Value); err != nil {
 			return fmt.Errorf("%s value: %w", op.F, err)
 		}
-	}
-	if valStart < 0 {
-		op.Value = Payload{}
 	}
 	return op.check()
 }

@@ -1,6 +1,12 @@
 // Package history is the op model of a Verity run and its JSONL file format (history.jsonl),
 // as fixed in shared/design/history.md. It imports nothing else of Verity's: the workloads write
 // it, the checkers read it, and other tools may read the file it describes.
+//
+// Writer records a run: safe for concurrent use, it assigns each event its i and t and appends
+// it to the file at once, so a run killed half-way leaves a checkable prefix. Reader streams a
+// history back, validating each line; both encode and decode op lines by hand (no reflection),
+// because a run records and a checker reads millions of them. Op also round-trips through
+// encoding/json, with the same result.
 package history
 
 import (

@@ -19,7 +19,6 @@ import (
 
 	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/verify/guarantee"
-	"github.com/verity-kafka/verity/verify/results"
 )
 
 // Source yields a history's ops in file order, io.EOF at the end. *history.Reader is one; Next
@@ -56,6 +55,7 @@ type Checker struct {
 	txnUsed  map[txnUse]struct{}
 	rpwIn    []uint32 // inputs of rpw ops, sliced by txn.inStart/inLen
 	eos      eosState
+	views    []txnView // computed once the history is in
 
 	ord   uint32 // ordinal of the next op
 	delta int64  // history index minus ordinal, as of the last jump
@@ -63,13 +63,17 @@ type Checker struct {
 
 	findings  []finding
 	conflicts map[conflictKey]struct{}
-	skips     []skipCand
+	skips     list[skipCand]
 	isr       isrState
 	stats     statsState
 	torn      int
 	lastTime  int64
 	ops       int64
 	oversized bool // more ops than ordinals: the rest were ignored
+	finished  bool
+
+	prodCache  map[int32]guarantee.ProducerSettings
+	topicCache map[string]guarantee.TopicSettings
 }
 
 type txnOwner struct {
@@ -185,6 +189,10 @@ func (c *Checker) release(p *pending) {
 
 // Add takes the next op of the history. It copies what it keeps, so op may be reused.
 func (c *Checker) Add(op *history.Op) {
+	if c.finished {
+		c.log.Warn("op added after the results were taken; ignored", "i", op.Index)
+		return
+	}
 	if c.ord == none {
 		c.oversized = true
 		return

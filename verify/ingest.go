@@ -16,7 +16,7 @@ const (
 
 // write notes that the op at ord, by p, writes value v (record seq of the op).
 func (c *Checker) write(v, ord uint32, p *proc, kind uint16, t, seq uint32) {
-	st := &c.vals.st[v]
+	st := c.vals.at(v)
 	if st.writeOrd == none {
 		st.writeOrd, st.proc, st.txn, st.seq = ord, int32(p.id), t, seq
 		st.flags = st.flags&^kindMask | kind
@@ -102,7 +102,7 @@ func (c *Checker) writeTxnRecords(pd *pending, p *proc, recs []history.Record, o
 		c.write(v, ord, p, kind, pd.txn, uint32(i))
 		pd.vals = append(pd.vals, v)
 		tp := c.parts.id(r.Topic, r.Partition)
-		if st := &c.vals.st[v]; st.off < 0 {
+		if st := c.vals.at(v); st.off < 0 {
 			st.tp = tp
 		}
 		c.parts.ps[tp].committedTxn = true
@@ -130,7 +130,7 @@ func (c *Checker) rpwInputs(pd *pending, p *proc, recs []history.Record, ord uin
 func (c *Checker) read(r *history.Record, iso int, ord uint32) (v, tp uint32, off int64) {
 	tp = c.parts.id(r.Topic, r.Partition)
 	v = c.vals.intern(r.Value)
-	st := &c.vals.st[v]
+	st := c.vals.at(v)
 	if iso == isoRC {
 		st.flags |= fSeenRC
 		if st.rcOrd == none {
@@ -142,7 +142,7 @@ func (c *Checker) read(r *history.Record, iso int, ord uint32) (v, tp uint32, of
 	if st.readOrd == none {
 		st.readOrd = ord
 	}
-	c.parts.ps[tp].needsFinal = true
+	c.parts.ps[tp].touch()
 	off = -1
 	if r.Offset != nil && *r.Offset >= 0 {
 		off = *r.Offset
@@ -166,7 +166,7 @@ func (c *Checker) completeSend(p *proc, pd *pending, op *history.Op, ord uint32)
 	default:
 		return
 	}
-	st := &c.vals.st[v]
+	st := c.vals.at(v)
 	out := outcomeOf(op.Type)
 	if st.kind() == kindSend {
 		c.settle(st, out, ord)
@@ -182,7 +182,7 @@ func (c *Checker) completeSend(p *proc, pd *pending, op *history.Op, ord uint32)
 		return
 	}
 	if out == outOK || out == outInfo {
-		c.parts.ps[tp].needsFinal = true
+		c.parts.ps[tp].touch()
 	}
 	if out == outOK && r != nil && r.Offset != nil && *r.Offset >= 0 {
 		c.place(tp, *r.Offset, v, ord, srcAck)
@@ -246,13 +246,13 @@ func (c *Checker) completeTxn(p *proc, pd *pending, k fkind, op *history.Op, ord
 	aborting := t.abort && op.Type != history.Info
 	var last uint32
 	for _, v := range pd.vals {
-		tp := c.vals.st[v].tp
+		tp := c.vals.at(v).tp
 		if tp == 0 || tp == last {
 			continue
 		}
 		last = tp
 		if out == outOK || out == outInfo {
-			c.parts.ps[tp].needsFinal = true
+			c.parts.ps[tp].touch()
 		}
 		if !aborting {
 			c.stats.write(tp, op.Time, pd, uint16(out))
@@ -266,7 +266,7 @@ func (c *Checker) completeTxn(p *proc, pd *pending, k fkind, op *history.Op, ord
 		c.eos.commit(pd.txn)
 		iso := isoOf(c.cfg.ReadIsolation(), isoRC)
 		for _, v := range c.rpwIn[t.inStart : t.inStart+t.inLen] {
-			if st := &c.vals.st[v]; st.off >= 0 {
+			if st := c.vals.at(v); st.off >= 0 {
 				c.advance(p, st.tp, st.off, ord, iso)
 			}
 		}
@@ -323,7 +323,7 @@ func (c *Checker) completeFinal(pd *pending, op *history.Op, ord uint32) {
 			rtp = c.parts.id(r.Topic, r.Partition)
 		}
 		v := c.vals.intern(r.Value)
-		st := &c.vals.st[v]
+		st := c.vals.at(v)
 		st.flags |= flag
 		if st.finalOrd == none {
 			st.finalOrd = ord
@@ -358,7 +358,7 @@ func (c *Checker) place(tp uint32, off int64, v, ord uint32, src source) {
 	case s.val != v:
 		c.conflict(tp, off, s, v, ord, src)
 	}
-	st := &c.vals.st[v]
+	st := c.vals.at(v)
 	if src == srcAck {
 		st.flags |= fAckOff
 	} else {
@@ -375,7 +375,7 @@ func (c *Checker) place(tp uint32, off int64, v, ord uint32, src source) {
 			firstOrd = first.ord
 		}
 		c.find(finding{a: guarantee.Duplicate, v: v, tp: st.tp, off: st.off, tp2: tp, off2: off,
-			ops: [3]uint32{firstOrd, ord, none}, proc: -1})
+			ops: [4]uint32{firstOrd, ord, none, none}, proc: -1})
 	}
 }
 
@@ -386,16 +386,16 @@ func (c *Checker) conflict(tp uint32, off int64, s slot, v, ord uint32, src sour
 	}
 	c.conflicts[key] = struct{}{}
 	c.find(finding{a: guarantee.InconsistentOffset, v: s.val, v2: v, tp: tp, off: off, tp2: tp, off2: off,
-		ops: [3]uint32{s.ord, ord, none}, proc: -1})
+		ops: [4]uint32{s.ord, ord, none, none}, proc: -1})
 	if src != srcFinal {
 		return
 	}
 	// A final read shows another record where a consumer saw this one: the observed record
 	// changed at its offset.
-	w := &c.vals.st[s.val]
+	w := c.vals.at(s.val)
 	if w.flags&fSeenAny != 0 && w.off == off && w.tp == tp && w.flags&fLostObs == 0 {
 		w.flags |= fLostObs
 		c.find(finding{a: guarantee.LostObserved, v: s.val, v2: v, tp: tp, off: off, tp2: tp, off2: off,
-			ops: [3]uint32{w.readOrd, ord, none}, proc: -1, note: noteChanged})
+			ops: [4]uint32{w.readOrd, ord, none, none}, proc: -1, note: noteChanged})
 	}
 }

@@ -62,22 +62,42 @@ type value struct {
 
 const nameStr = 1 << 63
 
-func (v *value) outcome() int  { return int(v.flags & outMask) }
-func (v *value) kind() int     { return int(v.flags & kindMask) }
+func (v *value) outcome() int   { return int(v.flags & outMask) }
+func (v *value) kind() int      { return int(v.flags & kindMask) }
 func (v *value) has(f int) bool { return int(v.flags)&f != 0 }
 
 // values interns record values into dense ids (from 1). Values of the form the workloads
-// write ("3-1742") are packed into an integer, which keeps the string out of memory.
+// write ("3-1742": process 3's 1742nd record) are looked up in a per-process array indexed by
+// the sequence number — no hashing, 4 bytes per value — and any other value in a map. The
+// states live in fixed-size chunks, so growing never copies them (and never needs twice the
+// memory for a moment).
 type values struct {
-	nums  map[uint64]uint32
-	strs  map[string]uint32
-	names []string
-	st    []value
+	byProc [][]uint32 // byProc[P][N] = id of "P-N", 0 if not seen
+	nums   map[uint64]uint32
+	strs   map[string]uint32
+	names  []string
+	chunks [][]value
+	n      uint32 // ids handed out, plus one (id 0 is none)
 }
 
+const (
+	chunkBits = 16
+	chunkLen  = 1 << chunkBits
+	// maxDenseProc bounds the per-process arrays; larger process numbers use the map.
+	maxDenseProc = 1 << 16
+)
+
 func newValues() values {
-	return values{nums: make(map[uint64]uint32, 1<<12), strs: map[string]uint32{}, st: make([]value, 1, 1<<12)}
+	vs := values{nums: map[uint64]uint32{}, strs: map[string]uint32{}}
+	vs.add(0) // id 0: none
+	return vs
 }
+
+// at returns the state of value id (id < vs.len()).
+func (vs *values) at(id uint32) *value { return &vs.chunks[id>>chunkBits][id&(chunkLen-1)] }
+
+// len is one more than the largest id.
+func (vs *values) len() uint32 { return vs.n }
 
 // packName packs "P-N" (decimal, no sign, no leading zeros, P < 2^31, N < 2^32) into P<<32|N.
 func packName(s string) (uint64, bool) {
@@ -120,6 +140,36 @@ func canonUint(s string) (uint64, bool) {
 // intern returns the id of name, adding it if new.
 func (vs *values) intern(name string) uint32 {
 	if k, ok := packName(name); ok {
+		p, n := k>>32, k&(1<<32-1)
+		if p < maxDenseProc {
+			if int(p) >= len(vs.byProc) {
+				vs.byProc = append(vs.byProc, make([][]uint32, int(p)+1-len(vs.byProc))...)
+			}
+			seqs := vs.byProc[p]
+			if n < uint64(len(seqs)) {
+				if id := seqs[n]; id != 0 {
+					return id
+				}
+				id := vs.add(k)
+				seqs[n] = id
+				return id
+			}
+			// Grow while sequence numbers stay near the dense range; a wild one (a hostile
+			// or corrupt history) goes to the map instead of allocating gigabytes.
+			if n < 2*uint64(len(seqs))+chunkLen {
+				if n < uint64(cap(seqs)) {
+					seqs = seqs[:n+1]
+				} else {
+					grown := make([]uint32, n+1, max(n+1, 2*uint64(cap(seqs))))
+					copy(grown, seqs)
+					seqs = grown
+				}
+				vs.byProc[p] = seqs
+				id := vs.add(k)
+				seqs[n] = id
+				return id
+			}
+		}
 		if id, ok := vs.nums[k]; ok {
 			return id
 		}
@@ -139,16 +189,21 @@ func (vs *values) intern(name string) uint32 {
 }
 
 func (vs *values) add(name uint64) uint32 {
-	vs.st = append(vs.st, value{name: name, off: -1, writeOrd: none, doneOrd: none, readOrd: none,
-		rcOrd: none, finalOrd: none, txn: none})
-	return uint32(len(vs.st) - 1)
+	id := vs.n
+	if id&(chunkLen-1) == 0 {
+		vs.chunks = append(vs.chunks, make([]value, chunkLen))
+	}
+	vs.n++
+	*vs.at(id) = value{name: name, off: -1, writeOrd: none, doneOrd: none, readOrd: none,
+		rcOrd: none, finalOrd: none, txn: none}
+	return id
 }
 
 func (vs *values) name(id uint32) string {
-	if id == 0 || int(id) >= len(vs.st) {
+	if id == 0 || id >= vs.n {
 		return ""
 	}
-	n := vs.st[id].name
+	n := vs.at(id).name
 	if n&nameStr != 0 {
 		return vs.names[n&^nameStr]
 	}
@@ -410,4 +465,39 @@ func kindOf(f string) fkind {
 		return fISR
 	}
 	return fOther
+}
+
+// list is an append-only list kept in fixed-size chunks, so that growing never copies (nor
+// needs twice the memory for a moment).
+type list[T any] struct {
+	chunks [][]T
+	n      int
+}
+
+const listChunk = 1 << 12
+
+func (l *list[T]) push(v T) {
+	if l.n%listChunk == 0 {
+		l.chunks = append(l.chunks, make([]T, 0, listChunk))
+	}
+	last := &l.chunks[len(l.chunks)-1]
+	*last = append(*last, v)
+	l.n++
+}
+
+// each calls f on every element in order.
+func (l *list[T]) each(f func(*T)) {
+	for _, c := range l.chunks {
+		for i := range c {
+			f(&c[i])
+		}
+	}
+}
+
+// touch notes that the history wrote to or read from p, so a final read must cover it. A
+// negative partition is a producer's "not chosen yet" and names no real partition.
+func (p *partition) touch() {
+	if p.part >= 0 {
+		p.needsFinal = true
+	}
 }

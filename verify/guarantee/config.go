@@ -131,16 +131,57 @@ const (
 )
 
 // Decode reads the subset of a resolved scenario that the checker needs. An empty or null
-// config is the zero Config (every setting at Kafka's default).
-func Decode(raw json.RawMessage) (Config, error) {
+// config is the zero Config (every setting at Kafka's default). The header's config is the whole
+// scenario, written by tools that may not know this subset, so a known field of another shape
+// does not fail the check: it is left at its default and named in the returned warnings. Only
+// a config that is not a JSON object is an error.
+func Decode(raw json.RawMessage) (Config, []string, error) {
 	var c Config
 	if len(raw) == 0 || string(raw) == "null" {
-		return c, nil
+		return c, nil, nil
 	}
-	if err := json.Unmarshal(raw, &c); err != nil {
-		return Config{}, fmt.Errorf("decoding the history header's config: %w", err)
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return Config{}, nil, fmt.Errorf("decoding the history header's config: %w", err)
 	}
-	return c, nil
+	targets := map[string]any{
+		"scenario":   &c.Scenario,
+		"producer":   &c.Producer,
+		"processes":  &c.Processes,
+		"topic":      &c.Topic,
+		"topics":     &c.Topics,
+		"isolation":  &c.Isolation,
+		"faults":     &c.Faults,
+		"deviations": &c.Deviations,
+	}
+	var warnings []string
+	for _, name := range slices.Sorted(maps.Keys(targets)) {
+		v, ok := fields[name]
+		if !ok {
+			continue
+		}
+		if err := json.Unmarshal(v, targets[name]); err != nil {
+			warnings = append(warnings, fmt.Sprintf("config field %q is not what the checker reads (%v): judged with Kafka's defaults instead", name, err))
+		}
+	}
+	return c, warnings, nil
+}
+
+// UnmarshalJSON reads a Producer, also accepting "idempotent" for "idempotence".
+func (p *Producer) UnmarshalJSON(b []byte) error {
+	type plain Producer
+	var aux struct {
+		plain
+		Idempotent *bool `json:"idempotent,omitempty"`
+	}
+	if err := json.Unmarshal(b, &aux); err != nil {
+		return err
+	}
+	*p = Producer(aux.plain)
+	if p.Idempotence == nil {
+		p.Idempotence = aux.Idempotent
+	}
+	return nil
 }
 
 // Overrides replace settings of a Config for every process and topic (the CLI's flags).
@@ -154,13 +195,19 @@ type Overrides struct {
 }
 
 // Apply returns c with o's settings forced on the defaults and on every per-process or per-topic
-// override, so that no override in the header can outvote a flag.
+// override, so that no override in the header can outvote a flag. Forcing acks to 0 or 1 without
+// saying anything of idempotence drops the header's enable.idempotence (Kafka then disables it).
 func (c Config) Apply(o Overrides) Config {
 	c.Processes = maps.Clone(c.Processes)
 	c.Topics = maps.Clone(c.Topics)
 	setP := func(p *Producer) {
 		if o.Acks != nil {
 			p.Acks = o.Acks
+			// idempotence=true cannot run with acks other than all: a user who forces acks and
+			// says nothing of idempotence means Kafka's default for that acks, not a conflict.
+			if *o.Acks != AcksAll && o.Idempotence == nil {
+				p.Idempotence = nil
+			}
 		}
 		if o.Idempotence != nil {
 			p.Idempotence = o.Idempotence
@@ -252,6 +299,11 @@ func (c Config) ProducerFor(p int, transactional bool) ProducerSettings {
 		}
 	}
 	return merged.resolve(transactional)
+}
+
+// DefaultProducer returns the effective settings of a producer process without overrides.
+func (c Config) DefaultProducer(transactional bool) ProducerSettings {
+	return c.Producer.resolve(transactional)
 }
 
 func (p Producer) resolve(transactional bool) ProducerSettings {
@@ -418,4 +470,28 @@ func (c Config) FaultsOf() Faults {
 	}
 	f.Kinds = slices.Sorted(maps.Keys(kinds))
 	return f
+}
+
+// Strings lists the overrides as settings, for the report.
+func (o Overrides) Strings() []string {
+	var out []string
+	if o.Acks != nil {
+		out = append(out, "acks="+o.Acks.String())
+	}
+	if o.Idempotence != nil {
+		out = append(out, "enable.idempotence="+strconv.FormatBool(*o.Idempotence))
+	}
+	if o.MinISR != nil {
+		out = append(out, "min.insync.replicas="+strconv.Itoa(*o.MinISR))
+	}
+	if o.RF != nil {
+		out = append(out, "replication.factor="+strconv.Itoa(*o.RF))
+	}
+	if o.Unclean != nil {
+		out = append(out, "unclean.leader.election.enable="+strconv.FormatBool(*o.Unclean))
+	}
+	if o.Isolation != nil {
+		out = append(out, "isolation.level="+*o.Isolation)
+	}
+	return out
 }

@@ -47,6 +47,8 @@ type Results struct {
 	Assumed []string `json:"assumed,omitempty"`
 	// Overrides lists settings forced from outside the history (the CLI's flags).
 	Overrides []string `json:"overrides,omitempty"`
+	// Notes are remarks on the check itself (a config field the checker could not read, …).
+	Notes []string `json:"notes,omitempty"`
 	// Faults are the fault kinds the run contained (config and nemesis events).
 	Faults []string `json:"faults,omitempty"`
 	// History describes the file that was checked.

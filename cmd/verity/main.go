@@ -1,0 +1,108 @@
+// Command verity runs Kafka clusters under faults, records what clients saw, and judges the
+// history against what Kafka documents. For now it has one subcommand, check, which re-checks a
+// saved history offline; run, list, matrix and reap come with the scenarios.
+//
+// The command line is built with github.com/urfave/cli/v3: it gives each subcommand its own
+// flags, help and usage errors, so that adding run or matrix is adding one *cli.Command; it
+// depends on nothing beyond the standard library and is actively maintained. The standard flag
+// package has no subcommands, and cobra would bring pflag and more along.
+//
+// Exit codes (every subcommand): 0 pass, 1 a forbidden anomaly, 2 unreadable input or bad
+// usage, 3 unknown (the history could not be fully checked).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/urfave/cli/v3"
+)
+
+// Exit codes.
+const (
+	exitPass    = 0
+	exitFail    = 1
+	exitUsage   = 2
+	exitUnknown = 3
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// exitError ends a subcommand with an exit code; its message, if any, is printed as one line.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+// usageError is bad usage: a missing argument, an unknown or malformed flag.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+
+// run runs the command line args and returns the exit code. It never panics on user input and
+// prints errors as one line on stderr.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	app := newApp(stdout, stderr)
+	err := app.Run(ctx, args)
+	var ee *exitError
+	var ue *usageError
+	switch {
+	case err == nil:
+		return exitPass
+	case errors.As(err, &ee):
+		if ee.msg != "" {
+			fmt.Fprintln(stderr, "verity: "+ee.msg)
+		}
+		return ee.code
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "verity: %s (see 'verity --help')\n", oneLine(ue.Error()))
+		return exitUsage
+	default:
+		// urfave/cli's own parse errors arrive here when no OnUsageError caught them.
+		fmt.Fprintf(stderr, "verity: %s (see 'verity --help')\n", oneLine(err.Error()))
+		return exitUsage
+	}
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+func newApp(stdout, stderr io.Writer) *cli.Command {
+	onUsage := func(_ context.Context, _ *cli.Command, err error, _ bool) error {
+		return &usageError{err: err}
+	}
+	return &cli.Command{
+		Name:  "verity",
+		Usage: "run Kafka under faults and judge what clients saw against Kafka's documented guarantees",
+		Description: "Exit codes: 0 pass, 1 a forbidden anomaly, 2 unreadable input or bad usage, " +
+			"3 unknown (the history could not be fully checked).",
+		Writer:         stdout,
+		ErrWriter:      stderr,
+		OnUsageError:   onUsage,
+		ExitErrHandler: func(context.Context, *cli.Command, error) {}, // run maps errors to codes
+		Commands: []*cli.Command{
+			checkCommand(onUsage),
+		},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.NArg() > 0 {
+				return &usageError{err: fmt.Errorf("unknown command %q", cmd.Args().First())}
+			}
+			_ = cli.ShowAppHelp(cmd)
+			return &exitError{code: exitUsage}
+		},
+	}
+}

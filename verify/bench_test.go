@@ -1,0 +1,300 @@
+package verify
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/metrics"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/history/histgen"
+	"github.com/verity-kafka/verity/verify/guarantee"
+)
+
+// BenchmarkCheck measures the checker on generated histories (histgen: sends, polls,
+// transactions and final reads over 12 partitions) of 100k, 1M and 5M ops. For each size:
+//
+//	encoding-json  the naive floor: each line unmarshalled into a history.Op by encoding/json
+//	reader         history.Reader alone (its hand-written decoder)
+//	checks         the checks alone, on ops already decoded (decoding is outside the timing)
+//	end-to-end     verify.CheckFile: open, read, check, results
+//
+// Each reports ops/s, file-B/op (history bytes per op), alloc-B/op (bytes allocated per op)
+// and, for end-to-end, peak-MiB (the Go runtime's peak mapped memory during the check). The
+// 1M and 5M sizes are skipped under -short; their files are generated once and cached in
+// os.TempDir()/verity-bench.
+func BenchmarkCheck(b *testing.B) {
+	for _, n := range []int{100_000, 1_000_000, 5_000_000} {
+		b.Run(fmt.Sprintf("ops=%s", sizeLabel(n)), func(b *testing.B) {
+			if n > 100_000 && testing.Short() {
+				b.Skip("1M and 5M ops are skipped under -short")
+			}
+			path, size := benchHistory(b, n)
+			b.Run("encoding-json", func(b *testing.B) { benchJSON(b, path, size) })
+			b.Run("reader", func(b *testing.B) { benchReader(b, path, size) })
+			b.Run("checks", func(b *testing.B) { benchChecks(b, path, size) })
+			b.Run("end-to-end", func(b *testing.B) { benchEndToEnd(b, path, size) })
+		})
+	}
+}
+
+func sizeLabel(n int) string {
+	if n%1_000_000 == 0 {
+		return fmt.Sprintf("%dM", n/1_000_000)
+	}
+	return fmt.Sprintf("%dk", n/1000)
+}
+
+var benchFiles sync.Mutex
+
+// benchHistory returns the path and size of a cached generated history of n ops.
+func benchHistory(b *testing.B, n int) (string, int64) {
+	benchFiles.Lock()
+	defer benchFiles.Unlock()
+	dir := filepath.Join(os.TempDir(), "verity-bench")
+	path := filepath.Join(dir, fmt.Sprintf("histgen-%d-seed1.jsonl", n))
+	if st, err := os.Stat(path); err == nil {
+		return path, st.Size()
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	tmp, err := os.CreateTemp(dir, ".gen-*")
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := bufio.NewWriterSize(tmp, 1<<20)
+	if err := histgen.Generate(w, n, 1); err != nil {
+		b.Fatal(err)
+	}
+	if err := w.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	if err := tmp.Close(); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		b.Fatal(err)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return path, st.Size()
+}
+
+// measure runs body once per b.Loop iteration and reports the per-op metrics. body returns the
+// ops it handled and the time that counts (zero: all of it).
+func measure(b *testing.B, size int64, body func() (ops int, timed time.Duration)) {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	var ops int
+	var timed time.Duration
+	for b.Loop() {
+		start := time.Now()
+		n, t := body()
+		if t == 0 {
+			t = time.Since(start)
+		}
+		ops, timed = ops+n, timed+t
+	}
+	runtime.ReadMemStats(&after)
+	if ops == 0 {
+		b.Fatal("no ops")
+	}
+	b.ReportMetric(float64(ops)/timed.Seconds(), "ops/s")
+	b.ReportMetric(float64(size)*float64(b.N)/float64(ops), "file-B/op")
+	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/float64(ops), "alloc-B/op")
+}
+
+func benchJSON(b *testing.B, path string, size int64) {
+	measure(b, size, func() (int, time.Duration) {
+		f, err := os.Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		br := bufio.NewReaderSize(f, 1<<20)
+		if _, err := br.ReadBytes('\n'); err != nil { // the header
+			b.Fatal(err)
+		}
+		n := 0
+		for {
+			line, err := br.ReadBytes('\n')
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			var op history.Op
+			if err := json.Unmarshal(line, &op); err != nil {
+				b.Fatal(err)
+			}
+			n++
+		}
+		return n, 0
+	})
+}
+
+func benchReader(b *testing.B, path string, size int64) {
+	measure(b, size, func() (int, time.Duration) {
+		rd, err := history.Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer rd.Close()
+		var op history.Op
+		n := 0
+		for {
+			err := rd.Next(&op)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			n++
+		}
+		return n, 0
+	})
+}
+
+// cloneOp copies what the reader would reuse (payload structs and record lists).
+func cloneOp(op *history.Op) history.Op {
+	c := *op
+	v := &c.Value
+	if v.Send != nil {
+		s := *v.Send
+		v.Send = &s
+	}
+	if v.Txn != nil {
+		t := *v.Txn
+		t.Records = slices.Clone(t.Records)
+		v.Txn = &t
+	}
+	if v.Poll != nil {
+		p := *v.Poll
+		p.Records = slices.Clone(p.Records)
+		v.Poll = &p
+	}
+	if v.FinalRead != nil {
+		f := *v.FinalRead
+		f.Records = slices.Clone(f.Records)
+		v.FinalRead = &f
+	}
+	if v.RPW != nil {
+		r := *v.RPW
+		r.Input, r.Output = slices.Clone(r.Input), slices.Clone(r.Output)
+		v.RPW = &r
+	}
+	return c
+}
+
+// benchChecks times Add and Results only: ops are decoded in batches outside the timing.
+func benchChecks(b *testing.B, path string, size int64) {
+	const batch = 1 << 16
+	buf := make([]history.Op, 0, batch)
+	measure(b, size, func() (int, time.Duration) {
+		rd, err := history.Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer rd.Close()
+		cfg, _, err := guarantee.Decode(rd.Header().Config)
+		if err != nil {
+			b.Fatal(err)
+		}
+		c := New(cfg, Options{})
+		var timed time.Duration
+		n := 0
+		var op history.Op
+		for done := false; !done; {
+			b.StopTimer()
+			buf = buf[:0]
+			for len(buf) < batch {
+				err := rd.Next(&op)
+				if errors.Is(err, io.EOF) {
+					done = true
+					break
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				buf = append(buf, cloneOp(&op))
+			}
+			b.StartTimer()
+			start := time.Now()
+			for i := range buf {
+				c.Add(&buf[i])
+			}
+			timed += time.Since(start)
+			n += len(buf)
+		}
+		start := time.Now()
+		r := c.Results()
+		timed += time.Since(start)
+		if r.Verdict != "pass" {
+			b.Fatalf("a generated history must pass, got %s: %v", r.Verdict, r.UnknownReasons)
+		}
+		return n, timed
+	})
+}
+
+func benchEndToEnd(b *testing.B, path string, size int64) {
+	var peak uint64
+	measure(b, size, func() (int, time.Duration) {
+		stop := samplePeak(&peak)
+		r, err := CheckFile(context.Background(), path, guarantee.Overrides{}, Options{})
+		stop()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if r.Verdict != "pass" {
+			b.Fatalf("a generated history must pass, got %s: %v", r.Verdict, r.UnknownReasons)
+		}
+		return int(r.History.Ops), 0
+	})
+	b.ReportMetric(float64(peak)/(1<<20), "peak-MiB")
+}
+
+// samplePeak records the Go runtime's peak mapped memory (total minus released to the OS,
+// which tracks RSS) every few milliseconds until stop is called.
+func samplePeak(peak *uint64) (stop func()) {
+	samples := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	read := func() {
+		metrics.Read(samples)
+		if v := samples[0].Value.Uint64() - samples[1].Value.Uint64(); v > *peak {
+			*peak = v
+		}
+	}
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(5 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				read()
+				return
+			case <-t.C:
+				read()
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}

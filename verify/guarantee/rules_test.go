@@ -1,0 +1,102 @@
+package guarantee
+
+import (
+	"strings"
+	"testing"
+)
+
+func p[T any](v T) *T { return &v }
+
+func facts(prod Producer, topic Topic, faults Faults) Facts {
+	c := Config{Producer: prod, Topic: topic}
+	return Facts{HasWriter: true, Producer: c.DefaultProducer(false), WriterKind: WriterSend,
+		Topic: c.TopicFor("t"), Faults: faults}
+}
+
+var (
+	strictTopic = Topic{ReplicationFactor: p(3), MinInsyncReplicas: p(2), UncleanLeaderElection: p(false)}
+	idem        = Producer{Acks: p(AcksAll), Idempotence: p(true)}
+)
+
+// Every family ends in a catch-all row, so a finding is never left unjudged for lack of a row.
+func TestEveryAnomalyHasACatchAll(t *testing.T) {
+	for _, a := range Anomalies() {
+		var last *Rule
+		for i := range rules {
+			if rules[i].Anomaly == a {
+				last = &rules[i]
+			}
+		}
+		if last == nil {
+			t.Errorf("%s: no row", a)
+			continue
+		}
+		if !last.Match(Facts{}) {
+			t.Errorf("%s: last row %q is not a catch-all", a, last.When)
+		}
+	}
+	for i, r := range rules {
+		if r.Why == "" || r.When == "" {
+			t.Errorf("row %d (%s) lacks its condition or reason", i, r.Anomaly)
+		}
+		if strings.Contains(Explain(r.Why, Facts{}), "{") {
+			t.Errorf("row %d (%s): unknown placeholder in %q", i, r.Anomaly, r.Why)
+		}
+	}
+}
+
+func TestJudge(t *testing.T) {
+	cases := []struct {
+		name   string
+		a      Anomaly
+		f      Facts
+		want   Judgement
+		whyHas string
+	}{
+		{"acks=all min ISR 2: loss forbidden", LostWrite, facts(idem, strictTopic, Faults{}), Forbidden, "min.insync.replicas=2"},
+		{"acks=1: loss permitted", LostWrite, facts(Producer{Acks: p(Acks(1))}, strictTopic, Faults{}), Permitted, "acks=1"},
+		{"acks=0: loss permitted", LostWrite, facts(Producer{Acks: p(Acks(0))}, strictTopic, Faults{}), Permitted, "acks=0"},
+		{"unclean topic: loss permitted", LostWrite, facts(idem, Topic{ReplicationFactor: p(3), MinInsyncReplicas: p(2), UncleanLeaderElection: p(true)}, Faults{}), Permitted, "unclean"},
+		{"forced unclean election: loss permitted", LostWrite, facts(idem, strictTopic, Faults{UncleanElection: true}), Permitted, "unclean"},
+		{"RF 1 with disk loss", LostWrite, facts(idem, Topic{ReplicationFactor: p(1), MinInsyncReplicas: p(1)}, Faults{DiskLossNodes: 1}), Permitted, "only copy"},
+		{"RF 1 without disk loss", LostWrite, facts(idem, Topic{ReplicationFactor: p(1), MinInsyncReplicas: p(1)}, Faults{}), Forbidden, "leader's disk"},
+		{"min ISR 1 with disk loss", LostWrite, facts(idem, Topic{ReplicationFactor: p(3), MinInsyncReplicas: p(1)}, Faults{DiskLossNodes: 1}), Permitted, "min.insync.replicas=1"},
+		{"min ISR 2, one disk lost", LostWrite, facts(idem, strictTopic, Faults{DiskLossNodes: 1}), Forbidden, "one broker loss"},
+		{"min ISR 2, two disks lost", LostWrite, facts(idem, strictTopic, Faults{DiskLossNodes: 2}), Permitted, "beyond the documented guarantee"},
+		{"min ISR above RF: unknown", LostWrite, facts(idem, Topic{ReplicationFactor: p(1), MinInsyncReplicas: p(2)}, Faults{}), Unknown, "exceeds the replication factor"},
+		{"idempotence with acks=1: unknown", LostWrite, facts(Producer{Acks: p(Acks(1)), Idempotence: p(true)}, strictTopic, Faults{}), Unknown, "enable.idempotence=true needs acks=all"},
+		{"idempotent duplicate forbidden", Duplicate, facts(idem, strictTopic, Faults{}), Forbidden, "idempotence=true"},
+		{"retrying plain producer duplicate permitted", Duplicate, facts(Producer{Acks: p(AcksAll), Idempotence: p(false), Retries: p(3)}, strictTopic, Faults{}), Permitted, "retries=3"},
+		{"plain producer without retries: duplicate forbidden", Duplicate, facts(Producer{Acks: p(AcksAll), Idempotence: p(false), Retries: p(0)}, strictTopic, Faults{}), Forbidden, "retries=0"},
+		{"default producer is idempotent", Duplicate, facts(Producer{}, strictTopic, Faults{}), Forbidden, "idempotence=true"},
+		{"acks=1 turns default idempotence off", Duplicate, facts(Producer{Acks: p(Acks(1))}, strictTopic, Faults{}), Permitted, "idempotence=false"},
+		{"reorder: plain, in-flight 5", Reorder, facts(Producer{Idempotence: p(false), MaxInFlight: p(5), Retries: p(1)}, strictTopic, Faults{}), Permitted, "max.in.flight.requests.per.connection=5"},
+		{"reorder: plain, in-flight 1", Reorder, facts(Producer{Idempotence: p(false), MaxInFlight: p(1), Retries: p(1)}, strictTopic, Faults{}), Forbidden, "one request at a time"},
+		{"reorder: idempotent", Reorder, facts(idem, strictTopic, Faults{}), Forbidden, "sequence numbers"},
+		{"unexpected ack, acks=all", UnexpectedAck, facts(idem, strictTopic, Faults{}), Forbidden, "NOT_ENOUGH_REPLICAS"},
+		{"poll skip with unclean election", PollSkip, facts(idem, strictTopic, Faults{UncleanElection: true}), Permitted, "OFFSET_OUT_OF_RANGE"},
+		{"zombie write", ZombieWrite, Facts{}, Forbidden, "fences the old one"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := Judge(tc.a, tc.f)
+			if d.Judgement != tc.want {
+				t.Errorf("%s: %s, want %s (why: %s)", tc.a, d.Judgement, tc.want, d.Why)
+			}
+			if !strings.Contains(d.Why, tc.whyHas) {
+				t.Errorf("why %q lacks %q", d.Why, tc.whyHas)
+			}
+		})
+	}
+	if d := Judge("no-such-anomaly", Facts{}); d.Judgement != Unknown || d.Rule != -1 {
+		t.Errorf("an unknown anomaly name: %+v", d)
+	}
+}
+
+func TestRulesIsACopy(t *testing.T) {
+	rs := Rules()
+	rs[0].Why = "changed"
+	if rules[0].Why == "changed" {
+		t.Fatal("Rules returned the table itself")
+	}
+}

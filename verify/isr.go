@@ -1,0 +1,169 @@
+package verify
+
+import (
+	"encoding/json"
+
+	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/verify/guarantee"
+)
+
+// unexpected-ack: an acks=all write acknowledged while its partition's ISR was known to be
+// smaller than min.insync.replicas.
+//
+// The ISR is known from observation events the harness writes into the history (any process,
+// usually the nemesis; any type):
+//
+//	{"p":"nemesis","type":"info","f":"isr","value":{"topic":"t","partition":0,"isr":[1],"min_isr":2}}
+//
+// "min_isr" is optional (default: the topic's configured min.insync.replicas). Observations are
+// samples, and the ISR may grow between two of them, so "known below" is strict: an
+// observation showing ISR < min ISR before the send was invoked, no observation showing
+// otherwise until its acknowledgement, and another observation showing ISR < min ISR after it.
+
+// ISREvent is the payload of an "isr" observation event.
+type ISREvent struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	ISR       []int  `json:"isr"`
+	MinISR    *int   `json:"min_isr,omitempty"`
+}
+
+type isrPart struct {
+	below      bool
+	epoch      uint32 // id of the current below-min-ISR period
+	belowSince uint32 // first observation of that period
+	pending    []ackCand
+}
+
+type ackCand struct {
+	v                    uint32
+	since, invoke, acked uint32
+}
+
+type isrState struct {
+	parts     []isrPart
+	nextEpoch uint32
+	observed  bool
+	confirmed []finding
+}
+
+// epochAt is the below-min-ISR period tp is in, or 0.
+func (s *isrState) epochAt(tp uint32) uint32 {
+	if int(tp) < len(s.parts) && s.parts[tp].below {
+		return s.parts[tp].epoch
+	}
+	return 0
+}
+
+func (s *isrState) observe(c *Checker, op *history.Op, ord uint32) {
+	if op.Type == history.Fail || len(op.Value.Raw) == 0 {
+		return
+	}
+	var ev ISREvent
+	if err := json.Unmarshal(op.Value.Raw, &ev); err != nil {
+		c.log.Debug("isr event unreadable, ignored", "i", op.Index, "err", err)
+		return
+	}
+	s.observed = true
+	tp := c.parts.id(ev.Topic, ev.Partition)
+	if int(tp) >= len(s.parts) {
+		grown := make([]isrPart, len(c.parts.ps)+8)
+		copy(grown, s.parts)
+		s.parts = grown
+	}
+	minISR := c.topicSettings(tp).MinISR
+	if ev.MinISR != nil {
+		minISR = *ev.MinISR
+	}
+	ps := &s.parts[tp]
+	if len(ev.ISR) >= minISR {
+		ps.below = false
+		ps.pending = ps.pending[:0]
+		return
+	}
+	if !ps.below {
+		s.nextEpoch++
+		ps.below, ps.epoch, ps.belowSince = true, s.nextEpoch, ord
+	}
+	for _, a := range ps.pending {
+		s.confirmed = append(s.confirmed, finding{a: guarantee.UnexpectedAck, v: a.v, tp: tp,
+			off: c.vals.at(a.v).off, off2: -1, ops: [4]uint32{a.since, a.invoke, a.acked, ord}, proc: -1})
+	}
+	ps.pending = ps.pending[:0]
+}
+
+// acked notes an ok send to tp invoked while tp was below min ISR.
+func (s *isrState) acked(c *Checker, pd *pending, tp uint32, v, ord uint32) {
+	if int(tp) >= len(s.parts) {
+		return
+	}
+	ps := &s.parts[tp]
+	if ps.below && ps.epoch == pd.isrEpoch {
+		ps.pending = append(ps.pending, ackCand{v: v, since: ps.belowSince, invoke: pd.ord, acked: ord})
+	}
+}
+
+// finish reports the confirmed acks of acks=all writers; unconfirmed ones (no observation
+// after the ack) are dropped.
+func (c *Checker) checkUnexpectedAck() {
+	for _, f := range c.isr.confirmed {
+		st := c.vals.at(f.v)
+		if st.kind() == kindNone || c.producerSettings(st.proc).Acks != guarantee.AcksAll {
+			continue
+		}
+		c.find(f)
+	}
+	c.isr.confirmed = nil
+}
+
+// faultState collects the faults of the run: from the config, and from nemesis events.
+type faultState struct {
+	kinds     map[string]bool
+	diskNodes map[int]bool
+	diskAny   bool // a disk loss on nodes not named
+	unclean   bool
+}
+
+func newFaultState(cfg guarantee.Config) faultState {
+	f := cfg.FaultsOf()
+	s := faultState{kinds: map[string]bool{}, diskNodes: map[int]bool{}, diskAny: f.DiskLossNodes != 0,
+		unclean: f.UncleanElection}
+	for _, k := range f.Kinds {
+		s.kinds[k] = true
+	}
+	return s
+}
+
+func (s *faultState) observe(op *history.Op) {
+	if op.Type == history.Fail || op.F == "isr" || op.F == "" {
+		return
+	}
+	k := guarantee.FaultKind(op.F)
+	if !s.kinds[k] {
+		s.kinds[string([]byte(k))] = true
+	}
+	switch k {
+	case guarantee.FaultUncleanElection:
+		s.unclean = true
+	case guarantee.FaultDiskLoss:
+		var t history.Faults
+		if len(op.Value.Raw) > 0 && json.Unmarshal(op.Value.Raw, &t) == nil && len(t.Nodes) > 0 {
+			for _, n := range t.Nodes {
+				s.diskNodes[n] = true
+			}
+		} else {
+			s.diskAny = true
+		}
+	}
+}
+
+func (s *faultState) result() guarantee.Faults {
+	f := guarantee.Faults{UncleanElection: s.unclean, DiskLossNodes: len(s.diskNodes)}
+	if f.DiskLossNodes == 0 && s.diskAny {
+		f.DiskLossNodes = -1
+	}
+	for k := range s.kinds {
+		f.Kinds = append(f.Kinds, k)
+	}
+	return f
+}

@@ -1,0 +1,130 @@
+package verify
+
+import (
+	"github.com/verity-kafka/verity/verify/guarantee"
+)
+
+// lost-write: an acknowledged send, or a record of a committed transaction, absent from the
+// final log of its partition. lost-observed: a record a consumer saw, absent from that log.
+//
+// "Absent" needs the final reads to have covered the record's offset: a read_uncommitted scan
+// covers every offset from its start on (it ran to the high watermark, so an acknowledged
+// offset past its end was truncated); a read_committed scan covers only its own range (it
+// stops at the LSO, past which committed records may wait behind an open transaction). A send
+// whose outcome was unknown is never lost: it counts as written only once a read shows it.
+
+// covers returns the final read covering offset o, if any. past says whether offsets beyond
+// the end of the scans count as covered.
+func (fc *finalCov) covers(o int64, past bool) (uint32, bool) {
+	if len(fc.ranges) == 0 {
+		return none, false
+	}
+	if r, ok := fc.within(o); ok {
+		return r.ord, true
+	}
+	if past && !fc.incomplete {
+		if l := fc.last(); o >= l.end {
+			return l.ord, true
+		}
+	}
+	return none, false
+}
+
+// anyCovers is covers for a record whose offset is unknown: a complete scan of the partition.
+func (fc *finalCov) anyCovers() (uint32, bool) {
+	if fc.complete() {
+		return fc.last().ord, true
+	}
+	return none, false
+}
+
+// committedWrite reports whether v was acknowledged (ok send) or committed (ok transaction).
+func (c *Checker) committedWrite(st *value) bool {
+	switch st.kind() {
+	case kindSend:
+		return st.outcome() == outOK
+	case kindTxn, kindRPW:
+		return st.txn != none && c.txns[st.txn].committed()
+	}
+	return false
+}
+
+// absentFromFinal decides whether st is provably missing from its partition's final log, and
+// names the final read that proves it. For transactional records the read_committed view
+// decides, when there is one.
+func (c *Checker) absentFromFinal(st *value) (uint32, bool) {
+	if st.tp == 0 {
+		return none, false
+	}
+	part := c.parts.ps[st.tp]
+	ru, rc := &part.final[isoRU], &part.final[isoRC]
+	if k := st.kind(); (k == kindTxn || k == kindRPW) && rc.done() {
+		if st.flags&fFinalRC != 0 {
+			return none, false
+		}
+		if st.off >= 0 {
+			return rc.covers(st.off, false)
+		}
+		// No read ever placed it; a complete scan of either kind shows it is nowhere.
+		if ord, ok := ru.anyCovers(); ok && st.flags&fFinalRU == 0 {
+			return ord, true
+		}
+		return rc.anyCovers()
+	}
+	if st.flags&fFinalAny != 0 {
+		return none, false
+	}
+	if st.off >= 0 {
+		if ord, ok := ru.covers(st.off, true); ok {
+			return ord, true
+		}
+		return rc.covers(st.off, false)
+	}
+	if ord, ok := ru.anyCovers(); ok {
+		return ord, true
+	}
+	return rc.anyCovers()
+}
+
+func (c *Checker) checkLostWrite() {
+	for id := uint32(1); id < c.vals.len(); id++ {
+		st := c.vals.at(id)
+		if !c.committedWrite(st) {
+			continue
+		}
+		ord, lost := c.absentFromFinal(st)
+		if !lost {
+			continue
+		}
+		done := st.doneOrd
+		if k := st.kind(); k == kindTxn || k == kindRPW {
+			done = c.txns[st.txn].doneOrd
+		}
+		c.find(finding{a: guarantee.LostWrite, v: id, tp: st.tp, off: st.off, tp2: st.tp, off2: -1,
+			ops: [4]uint32{st.writeOrd, done, ord, none}, proc: -1})
+	}
+}
+
+func (c *Checker) checkLostObserved() {
+	for id := uint32(1); id < c.vals.len(); id++ {
+		st := c.vals.at(id)
+		if st.flags&fSeenAny == 0 || st.flags&(fLostObs|fFinalAny) != 0 || st.off < 0 || st.tp == 0 {
+			continue
+		}
+		part := c.parts.ps[st.tp]
+		ord, lost := part.final[isoRU].covers(st.off, true)
+		if !lost {
+			// A read_committed final read shows it only if a read_committed consumer saw it, or
+			// it is not transactional (a read_uncommitted consumer may have seen an aborted one).
+			if k := st.kind(); st.flags&fSeenRC != 0 || (k != kindTxn && k != kindRPW) {
+				ord, lost = part.final[isoRC].covers(st.off, false)
+			}
+		}
+		if !lost {
+			continue
+		}
+		st.flags |= fLostObs
+		c.find(finding{a: guarantee.LostObserved, v: id, tp: st.tp, off: st.off, tp2: st.tp, off2: -1,
+			ops: [4]uint32{st.readOrd, ord, none, none}, proc: -1})
+	}
+}

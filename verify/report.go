@@ -1,0 +1,453 @@
+package verify
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/verity-kafka/verity/verify/guarantee"
+	"github.com/verity-kafka/verity/verify/results"
+)
+
+// finding is one anomaly, compact until it is judged and reported. Ops are ordinals.
+type finding struct {
+	a        guarantee.Anomaly
+	v, v2    uint32 // values concerned (0: none)
+	tp, tp2  uint32
+	off      int64
+	off2     int64
+	skipped  int64
+	ops      [4]uint32 // none-padded
+	proc     int32     // the reader (poll anomalies) or transactional producer; -1 none
+	iso      int8
+	txn      uint32
+	note     note
+	decision int32 // index into checker.decisions, once judged
+}
+
+type note uint8
+
+const (
+	noteNone note = iota
+	noteChanged
+	noteInputMissing
+	noteOutputMissing
+)
+
+func (c *Checker) find(f finding) { c.findings = append(c.findings, f) }
+
+// finish runs the checks that need the whole history. It runs once.
+func (c *Checker) finish() {
+	if c.finished {
+		return
+	}
+	c.finished = true
+	// Ops never completed: unknown outcome; a final read never completed is incomplete.
+	closePending := func(pd *pending) {
+		c.stats.pendingOp(pd, "")
+		if pd.f == fFinal && pd.tp != 0 {
+			cov := &c.parts.ps[pd.tp].final[pd.iso]
+			if !cov.incomplete {
+				cov.incomplete, cov.incOrd = true, pd.ord
+			}
+		}
+		if pd.f == fRPW && pd.txn != none {
+			c.eos.unknown(pd.txn)
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(c.procs)) {
+		if p := c.procs[id]; p.sync != nil {
+			closePending(p.sync)
+			p.sync = nil
+		}
+	}
+	for _, idx := range slices.Sorted(maps.Keys(c.async)) {
+		closePending(c.async[idx])
+	}
+	c.async = map[int64]*pending{}
+	c.checkUnexpectedAck()
+	c.checkSkips()
+	c.checkLostWrite()
+	c.checkLostObserved()
+	c.checkReorder()
+	c.checkAbortedRead()
+	c.checkTransactions()
+	c.checkEOS()
+}
+
+// producerSettings are the effective settings of process p (cached).
+func (c *Checker) producerSettings(p int32) guarantee.ProducerSettings {
+	if s, ok := c.prodCache[p]; ok {
+		return s
+	}
+	txn := false
+	if pr := c.procs[int(p)]; pr != nil {
+		txn = pr.txn
+	}
+	s := c.cfg.ProducerFor(int(p), txn)
+	if c.prodCache == nil {
+		c.prodCache = map[int32]guarantee.ProducerSettings{}
+	}
+	c.prodCache[p] = s
+	return s
+}
+
+func (c *Checker) topicSettings(tp uint32) guarantee.TopicSettings {
+	topic := c.parts.ps[tp].topic
+	if s, ok := c.topicCache[topic]; ok {
+		return s
+	}
+	s := c.cfg.TopicFor(topic)
+	if c.topicCache == nil {
+		c.topicCache = map[string]guarantee.TopicSettings{}
+	}
+	c.topicCache[topic] = s
+	return s
+}
+
+// writerAnomaly: families judged by the settings of the producer that wrote the record.
+func writerAnomaly(a guarantee.Anomaly) bool {
+	switch a {
+	case guarantee.LostWrite, guarantee.LostObserved, guarantee.Duplicate, guarantee.Reorder,
+		guarantee.InconsistentOffset, guarantee.AbortedRead, guarantee.UnexpectedAck:
+		return true
+	}
+	return false
+}
+
+// judgeKey is everything a decision depends on, so that a million findings of one kind are
+// judged once.
+type judgeKey struct {
+	a      guarantee.Anomaly
+	writer int32 // -1: no writer
+	kind   uint16
+	resent bool
+	weak   int32 // a second writer with weaker acks (inconsistent-offset), or -1
+	tp     uint32
+	iso    int8
+}
+
+func (c *Checker) judge(f *finding, faults guarantee.Faults, cache map[judgeKey]guarantee.Decision) guarantee.Decision {
+	k := judgeKey{a: f.a, writer: -1, weak: -1, tp: f.tp, iso: f.iso}
+	if writerAnomaly(f.a) && f.v != 0 {
+		st := c.vals.at(f.v)
+		if st.kind() != kindNone {
+			k.writer, k.kind, k.resent = st.proc, uint16(st.kind()), st.flags&fResent != 0
+		}
+		if f.a == guarantee.InconsistentOffset && f.v2 != 0 {
+			if w := c.vals.at(f.v2); w.kind() != kindNone && c.producerSettings(w.proc).Acks != guarantee.AcksAll {
+				k.weak = w.proc
+			}
+		}
+	}
+	if d, ok := cache[k]; ok {
+		return d
+	}
+	facts := guarantee.Facts{Faults: faults, Isolation: isoName(f.iso)}
+	if f.tp != 0 {
+		facts.Topic = c.topicSettings(f.tp)
+	}
+	if k.writer >= 0 || (k.kind != 0) {
+		facts.HasWriter = true
+		facts.Producer = c.producerSettings(k.writer)
+		facts.WriterKind = writerKindName(k.kind)
+		facts.Resent = k.resent
+	}
+	if k.weak >= 0 && facts.HasWriter && facts.Producer.Acks == guarantee.AcksAll {
+		facts.Producer = c.producerSettings(k.weak)
+	}
+	d := guarantee.Judge(f.a, facts)
+	cache[k] = d
+	return d
+}
+
+func writerKindName(k uint16) string {
+	switch k {
+	case kindSend:
+		return guarantee.WriterSend
+	case kindTxn:
+		return guarantee.WriterTxn
+	case kindRPW:
+		return guarantee.WriterRPW
+	}
+	return ""
+}
+
+func isoName(iso int8) string {
+	switch iso {
+	case isoRC:
+		return guarantee.ReadCommitted
+	case isoRU:
+		return guarantee.ReadUncommitted
+	}
+	return ""
+}
+
+// Results finishes the check and returns results.json's content. The caller fills Seed,
+// Config, History and the run's Timings; Results may be called more than once.
+func (c *Checker) Results() *results.Results {
+	c.finish()
+	faults := c.faults.result()
+	slices.Sort(faults.Kinds)
+	r := &results.Results{
+		Version:    results.Version,
+		Scenario:   c.cfg.Scenario,
+		Deviations: append([]string{}, c.cfg.Deviations...),
+		Anomalies:  map[string]results.Anomaly{},
+		Faults:     faults.Kinds,
+	}
+	cache := map[judgeKey]guarantee.Decision{}
+	type group struct {
+		d     guarantee.Decision
+		count int
+	}
+	per := map[guarantee.Anomaly][]int{} // finding indices
+	for i := range c.findings {
+		per[c.findings[i].a] = append(per[c.findings[i].a], i)
+	}
+	unknownJudged := 0
+	for _, a := range guarantee.Anomalies() {
+		idx := per[a]
+		entry := results.Anomaly{}
+		var groups []group
+		for _, i := range idx {
+			d := c.judge(&c.findings[i], faults, cache)
+			j := slices.IndexFunc(groups, func(g group) bool { return g.d.Rule == d.Rule && g.d.Why == d.Why })
+			if j < 0 {
+				groups = append(groups, group{d: d})
+				j = len(groups) - 1
+			}
+			groups[j].count++
+			c.findings[i].decision = int32(j)
+		}
+		entry.Count = len(idx)
+		if len(idx) == 0 {
+			d := c.defaultDecision(a, faults)
+			entry.Permitted, entry.Why, entry.Judgement = d.Judgement != guarantee.Forbidden, d.Why, d.Judgement.String()
+			entry.Unchecked = c.unchecked(a)
+			r.Anomalies[string(a)] = entry
+			continue
+		}
+		// The entry speaks for its worst finding: forbidden, then unknown, then permitted.
+		rank := func(j guarantee.Judgement) int {
+			switch j {
+			case guarantee.Forbidden:
+				return 0
+			case guarantee.Unknown:
+				return 1
+			}
+			return 2
+		}
+		order := make([]int, len(groups))
+		for j := range order {
+			order[j] = j
+		}
+		slices.SortStableFunc(order, func(x, y int) int { return cmp.Compare(rank(groups[x].d.Judgement), rank(groups[y].d.Judgement)) })
+		worst := groups[order[0]].d
+		entry.Judgement, entry.Why = worst.Judgement.String(), worst.Why
+		entry.Permitted = worst.Judgement != guarantee.Forbidden
+		for _, g := range groups {
+			switch g.d.Judgement {
+			case guarantee.Forbidden:
+				entry.Forbidden += g.count
+			case guarantee.Unknown:
+				unknownJudged += g.count
+			}
+		}
+		if len(groups) > 1 {
+			for _, j := range order {
+				entry.ByRule = append(entry.ByRule, results.RuleCount{Count: groups[j].count,
+					Judgement: groups[j].d.Judgement.String(), Why: groups[j].d.Why})
+			}
+		}
+		// Examples: the worst first, in history order within each judgement.
+		ex := slices.Clone(idx)
+		slices.SortStableFunc(ex, func(x, y int) int {
+			return cmp.Compare(rank(groups[c.findings[x].decision].d.Judgement), rank(groups[c.findings[y].decision].d.Judgement))
+		})
+		for _, i := range ex[:min(len(ex), c.opts.MaxExamples)] {
+			f := &c.findings[i]
+			entry.Examples = append(entry.Examples, c.example(f, groups[f.decision].d))
+		}
+		r.Anomalies[string(a)] = entry
+	}
+	r.Stats = c.buildStats()
+	r.Assumed = c.assumed()
+	r.UnknownReasons = c.unknownReasons()
+	if unknownJudged > 0 {
+		r.UnknownReasons = append(r.UnknownReasons, fmt.Sprintf(
+			"%d finding(s) under settings no documented guarantee covers (see each anomaly's why)", unknownJudged))
+	}
+	r.Verdict = verdictOf(r)
+	r.History = &results.HistoryInfo{Ops: c.ops, TornLine: c.torn}
+	return r
+}
+
+// defaultDecision is what the table says of an anomaly for the run's default producer and
+// topic, shown for families with no finding so that a reader sees the guarantee under test.
+func (c *Checker) defaultDecision(a guarantee.Anomaly, faults guarantee.Faults) guarantee.Decision {
+	txn := false
+	for _, p := range c.procs {
+		txn = txn || p.txn
+	}
+	facts := guarantee.Facts{HasWriter: true, Producer: c.cfg.DefaultProducer(txn), Topic: c.cfg.TopicFor(""),
+		Faults: faults, Isolation: c.cfg.ReadIsolation(), WriterKind: guarantee.WriterSend}
+	if txn {
+		facts.WriterKind = guarantee.WriterTxn
+	}
+	return guarantee.Judge(a, facts)
+}
+
+// unchecked says why a family with no finding could not have had one.
+func (c *Checker) unchecked(a guarantee.Anomaly) string {
+	anyFinal := false
+	for _, p := range c.parts.ps[1:] {
+		anyFinal = anyFinal || p.final[isoRU].done() || p.final[isoRC].done()
+	}
+	switch a {
+	case guarantee.LostWrite, guarantee.LostObserved:
+		if !anyFinal {
+			return "no final reads"
+		}
+	case guarantee.UnexpectedAck:
+		if !c.isr.observed {
+			return "no isr observations in the history"
+		}
+	case guarantee.EOSMissing, guarantee.EOSDuplicate:
+		if len(c.eos.committed) == 0 && len(c.eos.uncertain) == 0 {
+			return "no read-process-write ops"
+		}
+	case guarantee.PartialTransaction, guarantee.ZombieWrite:
+		if len(c.txns) == 0 {
+			return "no transactions"
+		}
+	}
+	return ""
+}
+
+// assumed lists the settings the config left to Kafka's defaults.
+func (c *Checker) assumed() []string {
+	txn := false
+	for _, p := range c.procs {
+		txn = txn || p.txn
+	}
+	var out []string
+	for _, s := range c.cfg.DefaultProducer(txn).Assumed {
+		out = append(out, "producer "+s)
+	}
+	for _, s := range c.cfg.TopicFor("").Assumed {
+		out = append(out, "topic "+s)
+	}
+	return out
+}
+
+func (c *Checker) name(v uint32) string { return c.vals.name(v) }
+
+// example turns a finding into its results.json form, with the history's op indices.
+func (c *Checker) example(f *finding, d guarantee.Decision) results.Example {
+	e := results.Example{Value: c.name(f.v), Judgement: d.Judgement.String()}
+	for _, o := range f.ops {
+		if o != none {
+			e.Ops = append(e.Ops, c.opIndex(o))
+		}
+	}
+	if e.Ops == nil {
+		e.Ops = []int64{}
+	}
+	if f.tp != 0 {
+		p := c.parts.ps[f.tp]
+		part := p.part
+		e.Topic, e.Partition = p.topic, &part
+	}
+	if f.off >= 0 {
+		e.Offsets = append(e.Offsets, f.off)
+	}
+	if f.off2 >= 0 && (f.off2 != f.off || f.tp2 != f.tp) {
+		e.Offsets = append(e.Offsets, f.off2)
+	}
+	if f.proc >= 0 {
+		p := int(f.proc)
+		e.Process = &p
+	}
+	e.Note = c.describe(f, e.Ops)
+	return e
+}
+
+func opList(ops []int64) []string {
+	s := make([]string, len(ops))
+	for i, o := range ops {
+		s[i] = "op " + strconv.FormatInt(o, 10)
+	}
+	return s
+}
+
+// describe says in one sentence what the finding's ops show.
+func (c *Checker) describe(f *finding, ops []int64) string {
+	at := func(i int) string {
+		if i < len(ops) {
+			return "op " + strconv.FormatInt(ops[i], 10)
+		}
+		return "an op"
+	}
+	part := func(tp uint32) string {
+		if tp == 0 {
+			return "?"
+		}
+		return c.parts.ps[tp].String()
+	}
+	switch f.a {
+	case guarantee.LostWrite:
+		return fmt.Sprintf("%s written by %s, acknowledged by %s, absent from the final read %s of %s",
+			c.name(f.v), at(0), at(1), at(2), part(f.tp))
+	case guarantee.LostObserved:
+		if f.note == noteChanged {
+			return fmt.Sprintf("a consumer saw %s at %s offset %d (%s); the final read %s shows %s there",
+				c.name(f.v), part(f.tp), f.off, at(0), at(1), c.name(f.v2))
+		}
+		return fmt.Sprintf("a consumer saw %s at %s offset %d (%s); the final read %s does not have it",
+			c.name(f.v), part(f.tp), f.off, at(0), at(1))
+	case guarantee.Duplicate:
+		return fmt.Sprintf("%s at %s offset %d (%s) and at %s offset %d (%s)",
+			c.name(f.v), part(f.tp), f.off, at(0), part(f.tp2), f.off2, at(1))
+	case guarantee.Reorder:
+		return fmt.Sprintf("%s was sent (%s) before %s (%s) but has the later offset: %d > %d in %s",
+			c.name(f.v), at(0), c.name(f.v2), at(1), f.off, f.off2, part(f.tp))
+	case guarantee.InconsistentOffset:
+		return fmt.Sprintf("%s offset %d: %s reports %s, %s reports %s",
+			part(f.tp), f.off, at(0), c.name(f.v), at(1), c.name(f.v2))
+	case guarantee.AbortedRead:
+		if f.txn == 0 && c.vals.at(f.v).kind() == kindSend {
+			return fmt.Sprintf("the send of %s (%s) completed fail (%s), yet %s read it", c.name(f.v), at(0), at(1), at(2))
+		}
+		return fmt.Sprintf("%s belongs to the transaction %s that did not commit (%s), yet the read_committed read %s saw it",
+			c.name(f.v), at(0), at(1), at(2))
+	case guarantee.PartialTransaction:
+		return fmt.Sprintf("transaction %s (completed %s): %s is in the read_committed final log (%s), %s is not",
+			at(0), at(1), c.name(f.v2), at(2), c.name(f.v))
+	case guarantee.ZombieWrite:
+		return fmt.Sprintf("another instance took the transactional.id at %s; process %d's later transaction %s became visible (%s shows %s)",
+			at(0), f.proc, at(1), at(len(ops)-1), c.name(f.v))
+	case guarantee.EOSMissing:
+		if f.note == noteOutputMissing {
+			return fmt.Sprintf("the committed rpw %s processed %s, but its output %s is not in the read_committed final log",
+				at(0), c.name(f.v), c.name(f.v2))
+		}
+		return fmt.Sprintf("input %s at %s offset %d is committed (%s) and within the processed range, but no committed rpw processed it",
+			c.name(f.v), part(f.tp), f.off, at(1))
+	case guarantee.EOSDuplicate:
+		return fmt.Sprintf("input %s was processed by two committed rpws: %s and %s", c.name(f.v), at(0), at(2))
+	case guarantee.NonmonotonicPoll:
+		return fmt.Sprintf("process %d read %s offset %d (%s), then offset %d (%s)",
+			f.proc, part(f.tp), f.off, at(0), f.off2, at(1))
+	case guarantee.PollSkip:
+		return fmt.Sprintf("process %d (%s) read %s offset %d (%s), then offset %d (%s), skipping %s at offset %d",
+			f.proc, isoName(f.iso), part(f.tp), f.off, at(0), f.off2, at(1), c.name(f.v), f.skipped)
+	case guarantee.UnexpectedAck:
+		return fmt.Sprintf("ISR of %s below min ISR from %s through %s; %s was sent at %s and acknowledged at %s",
+			part(f.tp), at(0), at(3), c.name(f.v), at(1), at(2))
+	}
+	return strings.Join(opList(ops), ", ")
+}

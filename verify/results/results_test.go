@@ -1,0 +1,112 @@
+package results
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+)
+
+func sample() *Results {
+	p := int32(0)
+	return &Results{
+		Version: Version, Verdict: Fail, Scenario: "lab", Seed: 42, Config: json.RawMessage(`{"a":1}`),
+		Deviations: []string{"replica.lag.time.max.ms=10000"},
+		Anomalies: map[string]Anomaly{"lost-write": {Count: 3, Permitted: false, Why: "acks=all …", Judgement: "forbidden", Forbidden: 3,
+			Examples: []Example{{Value: "3-17", Ops: []int64{120, 4410}, Topic: "t", Partition: &p}}}},
+		Stats: Stats{
+			Ops:              map[string]Outcomes{"send": {OK: 5, Fail: 1, Info: 2}, "final-read": {OK: 3}},
+			UnknownSends:     2,
+			UnknownLaterSeen: 1,
+			UnavailableMs:    12.5,
+			LatencyMs:        Percentiles{P50: 1, P99: 2},
+			Nemesis:          map[string]int64{"kill": 2},
+		},
+		Timings: Timings{CheckS: 0.5},
+	}
+}
+
+// The field names are the contract of shared/design/history.md.
+func TestWireNames(t *testing.T) {
+	b, err := json.Marshal(sample())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"verity_results", "verdict", "scenario", "seed", "config", "deviations", "anomalies", "stats", "timings"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("results.json lacks %q", k)
+		}
+	}
+	lw := m["anomalies"].(map[string]any)["lost-write"].(map[string]any)
+	for _, k := range []string{"count", "permitted", "why", "examples"} {
+		if _, ok := lw[k]; !ok {
+			t.Errorf("an anomaly lacks %q", k)
+		}
+	}
+	ex := lw["examples"].([]any)[0].(map[string]any)
+	if ex["value"] != "3-17" || len(ex["ops"].([]any)) != 2 {
+		t.Errorf("example %v", ex)
+	}
+	st := m["stats"].(map[string]any)
+	for _, k := range []string{"send", "txn", "poll", "unknown_later_seen", "unavailable_ms", "latency_ms"} {
+		if _, ok := st[k]; !ok {
+			t.Errorf("stats lack %q", k)
+		}
+	}
+	if st["send"].(map[string]any)["info"] != 2.0 {
+		t.Errorf("stats.send %v", st["send"])
+	}
+	tm := m["timings"].(map[string]any)
+	for _, k := range []string{"cluster_ready_s", "run_s", "check_s"} {
+		if _, ok := tm[k]; !ok {
+			t.Errorf("timings lack %q", k)
+		}
+	}
+}
+
+func TestWriteRead(t *testing.T) {
+	dir := t.TempDir()
+	r := sample()
+	path, err := Write(dir, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if path != filepath.Join(dir, FileName) {
+		t.Errorf("path %s", path)
+	}
+	st, err := os.Stat(path)
+	if err != nil || st.Mode().Perm() != 0o644 {
+		t.Errorf("stat %v %v", st, err)
+	}
+	got, err := Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// txn and poll are always written, with zero counts.
+	r.Stats.Ops["txn"], r.Stats.Ops["poll"] = Outcomes{}, Outcomes{}
+	if !reflect.DeepEqual(got.Stats, r.Stats) {
+		t.Errorf("stats round trip:\n got %+v\nwant %+v", got.Stats, r.Stats)
+	}
+	if got.Verdict != Fail || got.Anomalies["lost-write"].Count != 3 {
+		t.Errorf("round trip %+v", got)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Errorf("temporary files left behind: %v", entries)
+	}
+	if _, err := Write(filepath.Join(dir, "missing"), r); err == nil {
+		t.Error("writing into a missing directory must fail")
+	}
+}
+
+func TestStatsRejectsClashingOpName(t *testing.T) {
+	s := Stats{Ops: map[string]Outcomes{"latency_ms": {}}}
+	if _, err := json.Marshal(s); err == nil {
+		t.Error("an op named like a stats field must not silently overwrite it")
+	}
+}

@@ -1,0 +1,88 @@
+package verify
+
+import (
+	"math"
+	"testing"
+
+	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/verify/results"
+)
+
+func TestStats(t *testing.T) {
+	h := newHB()
+	h.send(1, rec("t", 0, "1-1"), OK, 0)                          // t 1, 2 ms
+	h.send(1, rec("t", 0, "1-2"), Fail, 0)                        // t 3, 4: window opens at 3
+	h.send(1, rec("t", 0, "1-3"), Info, 0)                        // t 5, 6
+	h.send(1, rec("t", 0, "1-4"), OK, 1)                          // t 7, 8: window closes at 8
+	h.send(2, rec("t", 1, "2-1"), Info, 0)                        // t 9, 10: window on t-1 from 9 ...
+	h.txn(5, "tx", history.IntentAbort, Fail, rec("t", 1, "5-1")) // an intended abort: not unavailability
+	h.sendInvoke(3, rec("t", 0, "3-1"))                           // never completes
+	h.poll(7, RC, at(rec("t", 0, "1-3"), 2))                      // the unknown 1-3 turns up
+	h.nemesis("kill", `{"nodes":[1]}`)
+	h.finalBoth("t", 0, 0, 3, at(rec("t", 0, "1-1"), 0), at(rec("t", 0, "1-4"), 1), at(rec("t", 0, "1-3"), 2))
+	h.final("t", 1, RU, 0, 2, at(rec("t", 1, "5-1"), 0))
+	h.final("t", 1, RC, 0, 2)
+	r := h.check(strict())
+	s := r.Stats
+
+	if got, want := s.Ops["send"], (results.Outcomes{OK: 2, Fail: 1, Info: 2, Pending: 1}); got != want {
+		t.Errorf("send outcomes %+v, want %+v", got, want)
+	}
+	if got := s.Ops["txn"]; got.Fail != 1 {
+		t.Errorf("txn outcomes %+v", got)
+	}
+	if s.Nemesis["kill"] != 1 {
+		t.Errorf("nemesis %v", s.Nemesis)
+	}
+	if s.UnknownSends != 3 || s.UnknownLaterSeen != 1 {
+		t.Errorf("unknown sends %d (later seen %d), want 3 (1): two info, one never completed", s.UnknownSends, s.UnknownLaterSeen)
+	}
+	// t-0 failed from 3 ms to 8 ms; t-1 from 9 ms to the last write (the pending invoke is not
+	// a completion, so the txn's completion at 12 ms is the last).
+	if len(s.Unavailability) != 2 {
+		t.Fatalf("windows %+v", s.Unavailability)
+	}
+	w := s.Unavailability[0]
+	if w.Topic != "t" || w.Partition != 0 || w.StartMs != 3 || w.EndMs != 8 || w.Failed != 2 {
+		t.Errorf("window t-0 %+v", w)
+	}
+	if s.UnavailableMs != 5+(s.Unavailability[1].EndMs-9) {
+		t.Errorf("unavailable %v ms, windows %+v", s.UnavailableMs, s.Unavailability)
+	}
+	if math.Abs(s.LatencyMs.P50-1) > 0.02 || math.Abs(s.LatencyMs.P99-1) > 0.02 || s.LatencyMs.Count != 2 {
+		t.Errorf("send latency %+v, want 1 ms", s.LatencyMs)
+	}
+	if len(s.Partitions) != 2 {
+		t.Fatalf("partitions %+v", s.Partitions)
+	}
+	if p := s.Partitions[0]; p.Records != 3 || p.Committed != 3 || p.End != 3 || !p.Complete {
+		t.Errorf("t-0 final log %+v", p)
+	}
+	if p := s.Partitions[1]; p.Records != 1 || p.Committed != 0 {
+		t.Errorf("t-1 final log %+v", p)
+	}
+}
+
+func TestHistogram(t *testing.T) {
+	var h histogram
+	for i := 1; i <= 1000; i++ {
+		h.add(int64(i) * 1_000_000) // 1..1000 ms
+	}
+	for _, c := range []struct{ q, want float64 }{{0.5, 500}, {0.99, 990}, {0.999, 999}} {
+		if got := h.quantile(c.q); math.Abs(got-c.want)/c.want > 0.016 {
+			t.Errorf("q%.3f = %.2f ms, want %.0f within 1.6%%", c.q, got, c.want)
+		}
+	}
+	if p := h.percentiles(); p.Max != 1000 || p.Count != 1000 {
+		t.Errorf("%+v", p)
+	}
+	var empty histogram
+	if empty.quantile(0.5) != 0 {
+		t.Error("an empty histogram's quantile is 0")
+	}
+	for _, us := range []uint64{0, 1, 127, 128, 129, 255, 256, 1 << 20, 1<<63 - 1} {
+		if b := bucketOf(us); bucketMid(b) < float64(us)*0.98 && us > 128 {
+			t.Errorf("%d µs: bucket %d mid %.0f", us, b, bucketMid(b))
+		}
+	}
+}

@@ -1,0 +1,88 @@
+package verify
+
+import (
+	"github.com/verity-kafka/verity/verify/guarantee"
+)
+
+// partial-transaction: a transaction's records split between visible and invisible in the
+// read_committed final log (part of a committed transaction missing, or part of an aborted or
+// unknown one showing). zombie-write: a transaction an instance began after another instance
+// had taken its transactional.id (and so fenced it) became visible as committed.
+//
+// An instance takes a transactional.id with its first op that names it (initTransactions comes
+// before that op); a client that crashed comes back as a new instance. Only transactions the
+// fenced instance began after that first op are judged, since one already under way may have
+// committed before the new instance initialised.
+
+// txnView is how much of one transaction the read_committed view shows.
+type txnView struct {
+	visible, hidden     uint32
+	firstVis, firstHide uint32 // values
+	seenRC              uint32 // a record a read_committed reader saw
+}
+
+// txnViews computes each transaction's view once; the EOS checker uses it too.
+func (c *Checker) txnViews() []txnView {
+	if c.views != nil || len(c.txns) == 0 {
+		return c.views
+	}
+	views := make([]txnView, len(c.txns))
+	for id := uint32(1); id < c.vals.len(); id++ {
+		st := c.vals.at(id)
+		if k := st.kind(); (k != kindTxn && k != kindRPW) || st.txn == none || st.tp == 0 {
+			continue
+		}
+		w := &views[st.txn]
+		if st.flags&fSeenRC != 0 && w.seenRC == 0 {
+			w.seenRC = id
+		}
+		if st.flags&fFinalRC != 0 {
+			w.visible++
+			if w.firstVis == 0 {
+				w.firstVis = id
+			}
+			continue
+		}
+		rc := &c.parts.ps[st.tp].final[isoRC]
+		covered := false
+		if st.off >= 0 {
+			_, covered = rc.covers(st.off, false)
+		} else {
+			_, covered = rc.anyCovers()
+		}
+		if covered {
+			w.hidden++
+			if w.firstHide == 0 {
+				w.firstHide = id
+			}
+		}
+	}
+	c.views = views
+	return views
+}
+
+func (c *Checker) checkTransactions() {
+	views := c.txnViews()
+	for i := range c.txns {
+		t, w := &c.txns[i], &views[i]
+		if w.visible > 0 && w.hidden > 0 {
+			c.find(finding{a: guarantee.PartialTransaction, v: w.firstHide, v2: w.firstVis,
+				tp: c.vals.at(w.firstHide).tp, off: c.vals.at(w.firstHide).off, off2: -1,
+				ops: [4]uint32{t.invokeOrd, t.doneOrd, c.vals.at(w.firstVis).finalOrd, none}, proc: t.proc, txn: uint32(i)})
+		}
+		if !t.zombie {
+			continue
+		}
+		shown, reader := w.firstVis, none
+		if shown != 0 {
+			reader = c.vals.at(shown).finalOrd
+		} else if w.seenRC != 0 {
+			shown, reader = w.seenRC, c.vals.at(w.seenRC).rcOrd
+		}
+		if shown == 0 {
+			continue
+		}
+		c.find(finding{a: guarantee.ZombieWrite, v: shown, tp: c.vals.at(shown).tp, off: c.vals.at(shown).off, off2: -1,
+			ops: [4]uint32{t.fenceOrd, t.invokeOrd, t.doneOrd, reader}, proc: t.proc, txn: uint32(i)})
+	}
+}

@@ -1,0 +1,90 @@
+package verify
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/verity-kafka/verity/verify/results"
+)
+
+// The verdict: fail when any anomaly the table forbids was found; unknown when the history
+// could not be fully checked (final reads missing or incomplete, a torn history that ends
+// before them, findings under settings no guarantee covers); pass otherwise.
+
+func verdictOf(r *results.Results) results.Verdict {
+	for _, a := range r.Anomalies {
+		if a.Forbidden > 0 || (!a.Permitted && a.Count > 0) {
+			return results.Fail
+		}
+	}
+	if len(r.UnknownReasons) > 0 {
+		return results.Unknown
+	}
+	return results.Pass
+}
+
+// unknownReasons lists what kept the history from being fully checked.
+func (c *Checker) unknownReasons() []string {
+	var out []string
+	if c.ops == 0 {
+		return []string{"the history has no ops"}
+	}
+	if c.oversized {
+		out = append(out, fmt.Sprintf("the history has more than %d ops; the rest were not checked", uint64(none)))
+	}
+	anyFinal := false
+	for _, p := range c.parts.ps[1:] {
+		anyFinal = anyFinal || p.final[isoRU].done() || p.final[isoRC].done()
+	}
+	if !anyFinal {
+		if c.torn > 0 {
+			return append(out, fmt.Sprintf("no final reads: the history ends at a torn line %d, before them", c.torn))
+		}
+		return append(out, "no final reads in the history: nothing to judge lost writes against")
+	}
+	var missing, incomplete, noRC, holes []string
+	for _, p := range c.parts.ps[1:] {
+		ru, rc := &p.final[isoRU], &p.final[isoRC]
+		switch {
+		case p.needsFinal && !ru.done() && !rc.done():
+			missing = append(missing, p.String())
+			continue
+		case p.committedTxn && p.needsFinal && !rc.done():
+			noRC = append(noRC, p.String())
+		}
+		for iso, fc := range []*finalCov{ru, rc} {
+			if !fc.done() {
+				continue
+			}
+			name := isoName(int8(iso))
+			switch {
+			case fc.incomplete:
+				incomplete = append(incomplete, fmt.Sprintf("%s (%s, op %d)", p.String(), name, c.opIndex(fc.incOrd)))
+			case !fc.complete():
+				holes = append(holes, fmt.Sprintf("%s (%s)", p.String(), name))
+			}
+		}
+	}
+	if len(missing) > 0 {
+		out = append(out, "no final read of "+nameList(missing))
+	}
+	if len(incomplete) > 0 {
+		out = append(out, "incomplete final reads of "+nameList(incomplete))
+	}
+	if len(holes) > 0 {
+		out = append(out, "final reads with gaps between their ranges: "+nameList(holes))
+	}
+	if len(noRC) > 0 {
+		out = append(out, "transactions wrote to partitions with no read_committed final read: "+nameList(noRC))
+	}
+	return out
+}
+
+// nameList joins names, shortening long lists.
+func nameList(names []string) string {
+	const show = 6
+	if len(names) <= show {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:show], ", "), len(names)-show)
+}
