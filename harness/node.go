@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/moby/moby/api/types/container"
@@ -197,4 +198,22 @@ func (c *Cluster) Restore(ctx context.Context) error {
 		return fmt.Errorf("restoring the cluster: %w", err)
 	}
 	return nil
+}
+
+// NodeLog returns what node id has printed so far (its broker log).
+func (c *Cluster) NodeLog(ctx context.Context, id int) (string, error) {
+	n, err := c.node(id)
+	if err != nil {
+		return "", err
+	}
+	rc, err := n.container.Logs(ctx)
+	if err != nil {
+		return "", fmt.Errorf("reading the log of node %d: %w", id, err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		return "", fmt.Errorf("reading the log of node %d: %w", id, err)
+	}
+	return string(b), nil
 }

@@ -1,0 +1,35 @@
+# Verity: make test runs everything (it starts a Docker engine and builds the images first);
+# make test-short runs the unit tests alone, without Docker.
+SHELL := /bin/bash
+export TESTCONTAINERS_RYUK_DISABLED := true
+GO ?= go
+# Packages that start clusters run one at a time (-p 1): two 3-node clusters do not fit 2 cores,
+# and each package checks at its end that nothing labelled io.verity.run is left.
+GOTEST := $(GO) test -p 1 -count=1 -timeout 25m
+
+.PHONY: all engine images test test-short lab clean vet
+
+all: test
+
+engine:
+	@scripts/engine.sh
+
+images: engine
+	@docker/build-images.sh
+
+test: images
+	$(GOTEST) ./...
+
+test-short:
+	$(GO) test -short ./...
+
+# The lab checks on a real 3-node cluster, verbose.
+lab: images
+	$(GOTEST) -v -run 'TestLab' ./harness/
+
+vet:
+	gofmt -l . | (! grep .) && $(GO) vet ./...
+
+# Remove every container, network and volume that Verity runs left behind (label io.verity.run).
+clean: engine
+	$(GO) run ./cmd/verity reap

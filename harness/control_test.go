@@ -1,0 +1,186 @@
+package harness_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/stretchr/testify/require"
+	"github.com/verity-kafka/verity/harness"
+	"github.com/verity-kafka/verity/harness/harnesstest"
+)
+
+// TestNodeAndLinkControls exercises pause/resume, disk loss and a latency toxic on one cluster.
+func TestNodeAndLinkControls(t *testing.T) {
+	c := harnesstest.Start(t, harness.Spec{Nodes: 3})
+	ctx := withTimeout(t, 8*time.Minute)
+	const tp = "controls"
+	require.NoError(t, c.CreateTopic(ctx, harness.TopicSpec{Name: tp, Partitions: 1, RF: 3, MinISR: 2}))
+	p0, err := c.DescribePartition(ctx, tp, 0)
+	require.NoError(t, err)
+	leader, fs := int(p0.Leader), followers(p0)
+	prod := newProducer(t, c, tp, 0, sarama.WaitForAll)
+	acks := prod.mustSend(30)
+
+	t.Run("pause freezes a follower out of the ISR, resume brings it back", func(t *testing.T) {
+		require.NoError(t, c.Pause(ctx, fs[0]))
+		out, err := c.WaitPartition(ctx, tp, 0, func(p harness.PartitionState) bool {
+			acks = append(acks, prod.mustSend(1)...)
+			return !has(p.ISR, fs[0])
+		})
+		require.NoError(t, err)
+		t.Logf("paused %d: ISR %v", fs[0], out.ISR)
+		require.NoError(t, c.Resume(ctx, fs[0]))
+		back, err := c.WaitPartition(ctx, tp, 0, func(p harness.PartitionState) bool { return has(p.ISR, fs[0]) })
+		require.NoError(t, err)
+		t.Logf("resumed %d: ISR %v", fs[0], back.ISR)
+	})
+
+	t.Run("wipe disk: the node comes back empty and refills", func(t *testing.T) {
+		victim := fs[1]
+		require.NoError(t, c.WipeDisk(ctx, victim))
+		log, err := c.NodeLog(ctx, victim)
+		require.NoError(t, err)
+		formats := strings.Count(log, "Formatting metadata directory")
+		require.Equal(t, 2, formats, "node %d should have formatted empty storage twice (first start, after the wipe)", victim)
+		admin, err := c.Admin()
+		require.NoError(t, err)
+		// The node has to register again, fetch everything from the leader, and rejoin the ISR.
+		var size int64
+		back, err := c.WaitPartition(ctx, tp, 0, func(p harness.PartitionState) bool {
+			size = replicaSize(admin, victim, tp, 0)
+			return has(p.ISR, victim) && size > 0
+		})
+		require.NoError(t, err, "wiped node %d should refill and rejoin the ISR", victim)
+		t.Logf("wiped node %d: storage formatted anew, refilled to %d bytes, ISR %v", victim, size, back.ISR)
+	})
+
+	t.Run("latency toxic on the client link slows produce by at least its delay", func(t *testing.T) {
+		const delay = 300 * time.Millisecond
+		median := func() time.Duration {
+			var ds []time.Duration
+			for range 7 {
+				start := time.Now()
+				acks = append(acks, prod.mustSend(1)...)
+				ds = append(ds, time.Since(start))
+			}
+			slices.Sort(ds)
+			return ds[len(ds)/2]
+		}
+		median() // warm the connections up after the faults above
+		base := median()
+		link := harness.Link{From: harness.ClientEndpoint, To: leader}
+		name, err := c.AddToxic(ctx, link, harness.Latency("downstream", delay, 0))
+		require.NoError(t, err)
+		slow := median()
+		require.NoError(t, c.RemoveToxic(ctx, link, name))
+		after := median()
+		t.Logf("median produce latency: %s before, %s with a %s toxic on %s, %s after", base, slow, delay, link, after)
+		require.GreaterOrEqual(t, slow, base+delay*9/10, "the toxic's delay should show in every round trip")
+		require.Less(t, after, delay, "removing the toxic should remove its delay")
+	})
+
+	mustReadBack(t, ctx, c, tp, 0, acks)
+	require.NoError(t, c.WaitHealthy(ctx))
+}
+
+// replicaSize is the size in bytes of broker id's replica of topic-part, or -1 if unknown.
+func replicaSize(admin sarama.ClusterAdmin, id int, topic string, part int32) int64 {
+	dirs, err := admin.DescribeLogDirs([]int32{int32(id)})
+	if err != nil {
+		return -1
+	}
+	for _, d := range dirs[int32(id)] {
+		for _, dt := range d.Topics {
+			for _, dp := range dt.Partitions {
+				if dt.Topic == topic && dp.PartitionID == part {
+					return dp.Size
+				}
+			}
+		}
+	}
+	return -1
+}
+
+// TestStartErrors: bad starts give one clear error and leave nothing behind.
+func TestStartErrors(t *testing.T) {
+	harnesstest.RequireDocker(t)
+	ctx := withTimeout(t, 3*time.Minute)
+	t.Run("image missing", func(t *testing.T) {
+		_, err := harness.Start(ctx, harness.Spec{RunID: "t-noimage", KafkaImage: "verity/no-such-image:0"})
+		require.Error(t, err)
+		require.True(t, errors.Is(err, harness.ErrImage), "%v", err)
+		require.Contains(t, err.Error(), "not present")
+		left, err := harness.Leftovers(ctx, "t-noimage")
+		require.NoError(t, err)
+		require.Zero(t, left)
+	})
+	t.Run("not ready in time", func(t *testing.T) {
+		_, err := harness.Start(ctx, harness.Spec{RunID: "t-slow", ReadyTimeout: 2 * time.Second, ArtifactDir: t.TempDir()})
+		require.Error(t, err)
+		require.Contains(t, err.Error(), "not ready within 2s")
+		require.Contains(t, err.Error(), "ReadyTimeout")
+		left, err := harness.Leftovers(ctx, "t-slow")
+		require.NoError(t, err)
+		require.Zero(t, left, "a failed start must remove what it started")
+	})
+	t.Run("bad spec", func(t *testing.T) {
+		_, err := harness.Start(ctx, harness.Spec{HeapMB: 4096})
+		require.ErrorContains(t, err, "HeapMB")
+	})
+}
+
+// TestEngineUnreachable runs Start in a child process whose DOCKER_HOST points at a closed port on
+// this machine (the engine address is read once per process; a unix socket path that does not
+// exist would make testcontainers fall back to the default socket).
+func TestEngineUnreachable(t *testing.T) {
+	if os.Getenv("VERITY_CHILD_ENGINE") == "1" {
+		c, err := harness.Start(context.Background(), harness.Spec{})
+		if err == nil {
+			_ = c.Close(context.Background())
+			t.Fatal("Start succeeded with no engine")
+		}
+		t.Logf("ERR: %v", err)
+		if !errors.Is(err, harness.ErrEngine) {
+			t.Fatalf("not ErrEngine: %v", err)
+		}
+		return
+	}
+	harnesstest.RequireDocker(t)
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestEngineUnreachable$", "-test.v")
+	cmd.Env = append(os.Environ(), "VERITY_CHILD_ENGINE=1", "DOCKER_HOST=tcp://127.0.0.1:9")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "child: %s", out)
+	require.Contains(t, string(out), "no Docker engine answers")
+	require.Contains(t, string(out), "make engine")
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.Contains(l, "ERR:") {
+			t.Log(strings.TrimSpace(l))
+		}
+	}
+}
+
+// TestReap: what a killed run leaves behind is found by its label and removed.
+func TestReap(t *testing.T) {
+	harnesstest.RequireDocker(t)
+	ctx := withTimeout(t, 3*time.Minute)
+	c, err := harness.Start(ctx, harness.Spec{Nodes: 1, RunID: "t-reap", ArtifactDir: t.TempDir(), NoSignalCleanup: true})
+	require.NoError(t, err)
+	// Simulate a killed process: nothing calls Close; Reap finds the run by its label.
+	left, err := harness.Leftovers(ctx, "t-reap")
+	require.NoError(t, err)
+	require.Equal(t, harness.Removed{Containers: 3, Networks: 2, Volumes: 1}, left)
+	rm, err := harness.Reap(ctx, "t-reap")
+	require.NoError(t, err)
+	require.Equal(t, left, rm)
+	left, err = harness.Leftovers(ctx, "t-reap")
+	require.NoError(t, err)
+	require.Zero(t, left)
+	_ = c.Close(ctx) // nothing left to remove; must not fail the test
+}

@@ -1,0 +1,111 @@
+package harness
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestEnvNameRoundTrip(t *testing.T) {
+	for _, prop := range []string{
+		"replica.lag.time.max.ms", "node.id", "listener.security.protocol.map",
+		"log.dirs", "some_prop.with_underscore", "a-b.c", "transaction.state.log.min.isr",
+	} {
+		env := envName(prop)
+		if !strings.HasPrefix(env, "KAFKA_") || env != strings.ToUpper(env) {
+			t.Errorf("envName(%q) = %q, want an upper-case KAFKA_ variable", prop, env)
+		}
+		if back := propName(env); back != prop {
+			t.Errorf("propName(envName(%q)) = %q (via %s)", prop, back, env)
+		}
+	}
+}
+
+func TestDeviations(t *testing.T) {
+	cases := []struct {
+		name      string
+		spec      Spec
+		want, not []string
+	}{
+		{"fast defaults", Spec{}, []string{"replica.lag.time.max.ms=10000", "group.initial.rebalance.delay.ms=0"}, []string{"offsets.topic.replication.factor=3"}},
+		{"kafka defaults", Spec{KafkaDefaults: true}, nil, []string{"replica.lag.time.max.ms=10000"}},
+		{"override equal to kafka's default is no deviation", Spec{BrokerConfig: map[string]string{"replica.lag.time.max.ms": "30000"}}, nil, []string{"replica.lag.time.max.ms=30000", "replica.lag.time.max.ms=10000"}},
+		{"user override", Spec{BrokerConfig: map[string]string{"unclean.leader.election.enable": "true"}}, []string{"unclean.leader.election.enable=true"}, nil},
+		{"one node needs RF 1 internal topics", Spec{Nodes: 1}, []string{"offsets.topic.replication.factor=1", "transaction.state.log.min.isr=1"}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := tc.spec.Deviations()
+			for _, w := range tc.want {
+				if !slices.Contains(d, w) {
+					t.Errorf("Deviations() = %v, missing %s", d, w)
+				}
+			}
+			for _, n := range tc.not {
+				if slices.Contains(d, n) {
+					t.Errorf("Deviations() = %v, must not list %s", d, n)
+				}
+			}
+			if !slices.IsSorted(d) {
+				t.Errorf("Deviations() not sorted: %v", d)
+			}
+		})
+	}
+}
+
+func TestValidate(t *testing.T) {
+	bad := []Spec{
+		{Nodes: 3, HeapMB: 1024},
+		{Nodes: 3, HeapMB: 384, BrokerConfig: map[string]string{"listeners": "x"}},
+		{Nodes: 3, HeapMB: 384, BrokerConfig: map[string]string{"a b": "x"}},
+		{Nodes: 99, HeapMB: 384},
+	}
+	for _, s := range bad {
+		if err := s.validate(); err == nil {
+			t.Errorf("validate(%+v) = nil, want an error", s)
+		}
+	}
+	if err := (Spec{}).withDefaults().validate(); err != nil {
+		t.Errorf("default spec: %v", err)
+	}
+}
+
+func TestNodeEnvCombined(t *testing.T) {
+	s := Spec{RunID: "r1"}.withDefaults()
+	ms := s.members()
+	if len(ms) != 3 {
+		t.Fatalf("members = %v", ms)
+	}
+	env := s.nodeEnv(ms[1], map[int]int{1: 40001, 2: 40002, 3: 40003})
+	want := map[string]string{
+		"KAFKA_NODE_ID":                  "2",
+		"KAFKA_PROCESS_ROLES":            "broker,controller",
+		"KAFKA_CONTROLLER_QUORUM_VOTERS": "1@kafka-1:30001,2@kafka-2:30002,3@kafka-3:30003",
+		"KAFKA_ADVERTISED_LISTENERS":     "CLIENT://127.0.0.1:40002,INTERNAL://kafka-2:20002",
+		"KAFKA_REPLICA_LAG_TIME_MAX_MS":  "10000",
+		"CLUSTER_ID":                     clusterID("r1"),
+	}
+	for k, v := range want {
+		if env[k] != v {
+			t.Errorf("%s = %q, want %q", k, env[k], v)
+		}
+	}
+	if len(clusterID("r1")) != 22 || clusterID("r1") == clusterID("r2") {
+		t.Errorf("clusterID: %q %q", clusterID("r1"), clusterID("r2"))
+	}
+}
+
+func TestNodeEnvDedicated(t *testing.T) {
+	s := Spec{DedicatedControllers: true, Nodes: 2}.withDefaults()
+	ms := s.members()
+	if len(ms) != 5 || ms[4].ID != 103 || ms[4].Role != RoleController || ms[0].Role != RoleBroker {
+		t.Fatalf("members = %v", ms)
+	}
+	ctl := s.nodeEnv(ms[4], nil)
+	if _, ok := ctl["KAFKA_ADVERTISED_LISTENERS"]; ok {
+		t.Errorf("a controller must not advertise listeners (the official image refuses it)")
+	}
+	if ctl["KAFKA_CONTROLLER_QUORUM_VOTERS"] != "101@kafka-101:30101,102@kafka-102:30102,103@kafka-103:30103" {
+		t.Errorf("voters = %q", ctl["KAFKA_CONTROLLER_QUORUM_VOTERS"])
+	}
+}
