@@ -48,6 +48,18 @@ func connect(ctx context.Context) (*engine, error) {
 			}
 		}
 	}
+	// testcontainers falls back to the default socket when DOCKER_HOST does not answer; a user who
+	// named an engine must not silently get another one, so check theirs first.
+	if host := os.Getenv("DOCKER_HOST"); host != "" {
+		plain, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
+		if err == nil {
+			_, err = plain.Ping(ctx, client.PingOptions{})
+			_ = plain.Close()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w at DOCKER_HOST=%s (%v); start it, or unset DOCKER_HOST and run `make engine`", ErrEngine, host, err)
+		}
+	}
 	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v; start one with `make engine` (scripts/engine.sh) and try again", ErrEngine, err)

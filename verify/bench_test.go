@@ -93,33 +93,45 @@ func benchHistory(b *testing.B, n int) (string, int64) {
 	return path, st.Size()
 }
 
-// measure runs body once per b.Loop iteration and reports the per-op metrics. body returns the
-// ops it handled and the time that counts (zero: all of it).
-func measure(b *testing.B, size int64, body func() (ops int, timed time.Duration)) {
+// span is what one pass of a benchmark body handled: its ops, and — when only part of the
+// pass counts (checks: not the decoding) — the time and allocation of that part.
+type span struct {
+	ops   int
+	timed time.Duration // zero: the whole pass
+	alloc uint64        // with timed set: bytes allocated in the timed part
+}
+
+// measure runs body once per b.Loop iteration and reports the per-op metrics.
+func measure(b *testing.B, size int64, body func() span) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	var ops int
-	var timed time.Duration
+	var total span
+	partial := false
 	for b.Loop() {
 		start := time.Now()
-		n, t := body()
-		if t == 0 {
-			t = time.Since(start)
+		s := body()
+		if s.timed == 0 {
+			s.timed = time.Since(start)
+		} else {
+			partial = true
 		}
-		ops, timed = ops+n, timed+t
+		total.ops, total.timed, total.alloc = total.ops+s.ops, total.timed+s.timed, total.alloc+s.alloc
 	}
 	runtime.ReadMemStats(&after)
-	if ops == 0 {
+	if total.ops == 0 {
 		b.Fatal("no ops")
 	}
-	b.ReportMetric(float64(ops)/timed.Seconds(), "ops/s")
-	b.ReportMetric(float64(size)*float64(b.N)/float64(ops), "file-B/op")
-	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/float64(ops), "alloc-B/op")
+	if !partial {
+		total.alloc = after.TotalAlloc - before.TotalAlloc
+	}
+	b.ReportMetric(float64(total.ops)/total.timed.Seconds(), "ops/s")
+	b.ReportMetric(float64(size)*float64(b.N)/float64(total.ops), "file-B/op")
+	b.ReportMetric(float64(total.alloc)/float64(total.ops), "alloc-B/op")
 }
 
 func benchJSON(b *testing.B, path string, size int64) {
-	measure(b, size, func() (int, time.Duration) {
+	measure(b, size, func() span {
 		f, err := os.Open(path)
 		if err != nil {
 			b.Fatal(err)
@@ -144,12 +156,12 @@ func benchJSON(b *testing.B, path string, size int64) {
 			}
 			n++
 		}
-		return n, 0
+		return span{ops: n}
 	})
 }
 
 func benchReader(b *testing.B, path string, size int64) {
-	measure(b, size, func() (int, time.Duration) {
+	measure(b, size, func() span {
 		rd, err := history.Open(path)
 		if err != nil {
 			b.Fatal(err)
@@ -167,7 +179,7 @@ func benchReader(b *testing.B, path string, size int64) {
 			}
 			n++
 		}
-		return n, 0
+		return span{ops: n}
 	})
 }
 
@@ -206,7 +218,7 @@ func cloneOp(op *history.Op) history.Op {
 func benchChecks(b *testing.B, path string, size int64) {
 	const batch = 1 << 16
 	buf := make([]history.Op, 0, batch)
-	measure(b, size, func() (int, time.Duration) {
+	measure(b, size, func() span {
 		rd, err := history.Open(path)
 		if err != nil {
 			b.Fatal(err)
@@ -218,6 +230,8 @@ func benchChecks(b *testing.B, path string, size int64) {
 		}
 		c := New(cfg, Options{})
 		var timed time.Duration
+		var alloc uint64
+		var ms runtime.MemStats
 		n := 0
 		var op history.Op
 		for done := false; !done; {
@@ -235,26 +249,32 @@ func benchChecks(b *testing.B, path string, size int64) {
 				buf = append(buf, cloneOp(&op))
 			}
 			b.StartTimer()
-			start := time.Now()
+			runtime.ReadMemStats(&ms)
+			a0, start := ms.TotalAlloc, time.Now()
 			for i := range buf {
 				c.Add(&buf[i])
 			}
 			timed += time.Since(start)
+			runtime.ReadMemStats(&ms)
+			alloc += ms.TotalAlloc - a0
 			n += len(buf)
 		}
-		start := time.Now()
+		runtime.ReadMemStats(&ms)
+		a0, start := ms.TotalAlloc, time.Now()
 		r := c.Results()
 		timed += time.Since(start)
+		runtime.ReadMemStats(&ms)
+		alloc += ms.TotalAlloc - a0
 		if r.Verdict != "pass" {
 			b.Fatalf("a generated history must pass, got %s: %v", r.Verdict, r.UnknownReasons)
 		}
-		return n, timed
+		return span{ops: n, timed: timed, alloc: alloc}
 	})
 }
 
 func benchEndToEnd(b *testing.B, path string, size int64) {
 	var peak uint64
-	measure(b, size, func() (int, time.Duration) {
+	measure(b, size, func() span {
 		stop := samplePeak(&peak)
 		r, err := CheckFile(context.Background(), path, guarantee.Overrides{}, Options{})
 		stop()
@@ -264,7 +284,7 @@ func benchEndToEnd(b *testing.B, path string, size int64) {
 		if r.Verdict != "pass" {
 			b.Fatalf("a generated history must pass, got %s: %v", r.Verdict, r.UnknownReasons)
 		}
-		return int(r.History.Ops), 0
+		return span{ops: int(r.History.Ops)}
 	})
 	b.ReportMetric(float64(peak)/(1<<20), "peak-MiB")
 }

@@ -1,13 +1,3 @@
-// Package verify checks a Verity history for the anomalies of shared/design/guarantees.md and
-// judges each against what Kafka documents for the run's configuration.
-//
-// A Checker reads the history once, in file order, and keeps compact state: an id per record
-// value, each partition's log as inferred from every offset that sends, polls and final reads
-// report, and per-transaction outcomes. Each anomaly family is one checker (its own file) that
-// either notes evidence while the ops stream past (inconsistent-offset, duplicate,
-// nonmonotonic-poll, unexpected-ack) or looks at the finished state (lost-write, reorder, …).
-// Findings carry the op indices that prove them; the guarantee table (package guarantee)
-// judges each, and the verdict follows.
 package verify
 
 import (
@@ -19,6 +9,7 @@ import (
 
 	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/verify/guarantee"
+	"github.com/verity-kafka/verity/verify/results"
 )
 
 // Source yields a history's ops in file order, io.EOF at the end. *history.Reader is one; Next
@@ -61,13 +52,12 @@ type Checker struct {
 	delta int64  // history index minus ordinal, as of the last jump
 	jumps []jump
 
-	findings  []finding
+	findings  list[finding]
 	conflicts map[conflictKey]struct{}
 	skips     list[skipCand]
 	isr       isrState
 	stats     statsState
 	torn      int
-	lastTime  int64
 	ops       int64
 	oversized bool // more ops than ordinals: the rest were ignored
 	finished  bool
@@ -123,27 +113,38 @@ func New(cfg guarantee.Config, opts Options) *Checker {
 // SetTorn notes that the history's last line was torn (1-based line number), for the report.
 func (c *Checker) SetTorn(line int) { c.torn = line }
 
-// Check feeds every op of src to a new Checker for cfg and returns the results. Reading errors
+// Check feeds every op of src to a new Checker for cfg and returns the results. A src that
+// reports a torn last line (as *history.Reader does, with Torn) has it noted. Reading errors
 // are returned with what was being done; ctx cancels a long check.
-func Check(ctx context.Context, src Source, cfg guarantee.Config, opts Options) (*Checker, error) {
+func Check(ctx context.Context, src Source, cfg guarantee.Config, opts Options) (*results.Results, error) {
 	c := New(cfg, opts)
+	if err := c.Feed(ctx, src); err != nil {
+		return nil, err
+	}
+	if t, ok := src.(interface{ Torn() int }); ok {
+		c.SetTorn(t.Torn())
+	}
+	return c.Results(), nil
+}
+
+// Feed adds every op of src, until io.EOF.
+func (c *Checker) Feed(ctx context.Context, src Source) error {
 	var op history.Op
 	for n := 0; ; n++ {
 		if n&0xffff == 0 {
 			if err := ctx.Err(); err != nil {
-				return nil, fmt.Errorf("checking the history: %w", err)
+				return fmt.Errorf("checking the history: %w", err)
 			}
 		}
 		err := src.Next(&op)
 		if errors.Is(err, io.EOF) {
-			break
+			return nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("reading op %d of the history: %w", n+1, err)
+			return fmt.Errorf("reading op %d of the history: %w", n+1, err)
 		}
 		c.Add(&op)
 	}
-	return c, nil
 }
 
 // opIndex turns an ordinal back into the history's "i".
@@ -204,9 +205,6 @@ func (c *Checker) Add(op *history.Op) {
 		c.delta = d
 		c.jumps = append(c.jumps, jump{ord: ord, delta: d})
 	}
-	if op.Time > c.lastTime {
-		c.lastTime = op.Time
-	}
 	k := kindOf(op.F)
 	if k == fISR {
 		c.isr.observe(c, op, ord)
@@ -228,8 +226,8 @@ func (c *Checker) Add(op *history.Op) {
 }
 
 func (c *Checker) invoke(p *proc, k fkind, op *history.Op, ord uint32) {
-	if k == fOther || k == fISR {
-		p.reset(op.F)
+	if k == fOther {
+		p.reset()
 		if isCrash(op.F) {
 			c.forgetTxnIDs(p)
 		}
@@ -300,11 +298,12 @@ func (c *Checker) complete(p *proc, k fkind, op *history.Op, ord uint32) {
 		pd = nil
 	}
 	c.stats.complete(op, k, pd)
-	if k == fOther || k == fISR {
-		p.reset(op.F)
+	if k == fOther {
+		p.reset()
 		if isCrash(op.F) {
 			c.forgetTxnIDs(p)
 		}
+		c.claimFromOp(p, op, ord)
 	}
 	switch k {
 	case fSend:
@@ -323,7 +322,7 @@ func (c *Checker) complete(p *proc, k fkind, op *history.Op, ord uint32) {
 
 // reset forgets a consumer's positions: any op of a process other than the data ops (assign,
 // subscribe, a rebalance note, a seek, a crash) may move them legitimately.
-func (p *proc) reset(string) { p.gen++ }
+func (p *proc) reset() { p.gen++ }
 
 func isCrash(f string) bool { return f == history.FCrash }
 

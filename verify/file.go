@@ -28,12 +28,10 @@ func CheckFile(ctx context.Context, path string, ov guarantee.Overrides, opts Op
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	cfg = cfg.Apply(ov)
-	c, err := Check(ctx, rd, cfg, opts)
+	r, err := Check(ctx, rd, cfg, opts)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	c.SetTorn(rd.Torn())
-	r := c.Results()
 	r.Seed = h.Seed
 	r.Config = h.Config
 	if len(r.Config) == 0 || string(r.Config) == "null" {

@@ -1,6 +1,9 @@
 package verify
 
 import (
+	"bytes"
+	"encoding/json"
+
 	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/verify/guarantee"
 )
@@ -61,24 +64,55 @@ func (c *Checker) settle(st *value, out uint16, ord uint32) {
 
 func (c *Checker) newTxn(p *proc, id string, ord uint32, abort, rpw bool) uint32 {
 	p.txn = true
+	tid := c.txnID(id, p, ord)
+	t := txn{proc: int32(p.id), id: tid, invokeOrd: ord, doneOrd: none, abort: abort, rpw: rpw, fenceOrd: none}
+	if !c.claim(p, tid, ord) {
+		if o := c.txnOwner[tid]; o.proc != int32(p.id) {
+			t.zombie, t.fenceOrd = true, o.since
+		}
+	}
+	c.txns = append(c.txns, t)
+	return uint32(len(c.txns) - 1)
+}
+
+// txnID interns a transactional.id.
+func (c *Checker) txnID(id string, p *proc, ord uint32) uint32 {
 	tid, ok := c.txnIDs[id]
 	if !ok {
 		tid = uint32(len(c.txnOwner))
 		c.txnIDs[string([]byte(id))] = tid
 		c.txnOwner = append(c.txnOwner, txnOwner{proc: int32(p.id), since: ord})
 	}
-	t := txn{proc: int32(p.id), id: tid, invokeOrd: ord, doneOrd: none, abort: abort, rpw: rpw, fenceOrd: none}
+	return tid
+}
+
+// claim notes p's use of transactional.id tid at ord. The first op of an instance with the id
+// shows it has initialised it (initTransactions comes first) and so fenced whichever instance
+// held it before; claim reports whether this was that first op.
+func (c *Checker) claim(p *proc, tid, ord uint32) bool {
 	use := txnUse{tid, int32(p.id)}
-	if _, used := c.txnUsed[use]; !used {
-		// The first op of an instance with this transactional.id: it has initialised it and
-		// fenced whichever instance held it before.
-		c.txnUsed[use] = struct{}{}
-		c.txnOwner[tid] = txnOwner{proc: int32(p.id), since: ord}
-	} else if o := c.txnOwner[tid]; o.proc != int32(p.id) {
-		t.zombie, t.fenceOrd = true, o.since
+	if _, used := c.txnUsed[use]; used {
+		return false
 	}
-	c.txns = append(c.txns, t)
-	return uint32(len(c.txns) - 1)
+	c.txnUsed[use] = struct{}{}
+	c.txnOwner[tid] = txnOwner{proc: int32(p.id), since: ord}
+	return true
+}
+
+// claimFromOp takes an explicit initialisation (an ok op of another f, such as "init", whose
+// value names a "txn_id") as the moment p took that transactional.id.
+func (c *Checker) claimFromOp(p *proc, op *history.Op, ord uint32) {
+	if op.Type != history.OK || !bytes.Contains(op.Value.Raw, []byte(`"txn_id"`)) {
+		return
+	}
+	var v struct {
+		TxnID string `json:"txn_id"`
+	}
+	if json.Unmarshal(op.Value.Raw, &v) != nil || v.TxnID == "" {
+		return
+	}
+	p.txn = true
+	c.claim(p, c.txnID(v.TxnID, p, ord), ord)
 }
 
 // forgetTxnIDs: a crashed client comes back as a new instance, which initialises its
@@ -106,11 +140,6 @@ func (c *Checker) writeTxnRecords(pd *pending, p *proc, recs []history.Record, o
 			st.tp = tp
 		}
 		c.parts.ps[tp].committedTxn = true
-		t := &c.txns[pd.txn]
-		if t.first == 0 {
-			t.first = v
-		}
-		t.nrec++
 	}
 }
 
@@ -272,10 +301,10 @@ func (c *Checker) completeTxn(p *proc, pd *pending, k fkind, op *history.Op, ord
 		}
 	case outInfo:
 		c.eos.unknown(pd.txn)
-		p.reset("rpw")
+		p.reset()
 	default:
 		// After an abort the processor seeks back to its committed offsets.
-		p.reset("rpw")
+		p.reset()
 	}
 }
 
@@ -359,11 +388,6 @@ func (c *Checker) place(tp uint32, off int64, v, ord uint32, src source) {
 		c.conflict(tp, off, s, v, ord, src)
 	}
 	st := c.vals.at(v)
-	if src == srcAck {
-		st.flags |= fAckOff
-	} else {
-		st.flags |= fReadOff
-	}
 	if st.off < 0 {
 		st.off, st.tp = off, tp
 		return

@@ -38,8 +38,6 @@ const (
 	fFinalRU  = 1 << 8  // in a read_uncommitted final read
 	fDup      = 1 << 9  // a duplicate finding was made for it
 	fLostObs  = 1 << 10 // a lost-observed finding was made for it
-	fAckOff   = 1 << 11 // off came from the writer's acknowledgement
-	fReadOff  = 1 << 12 // some read reported an offset for it
 	fSeenAny  = fSeenRC | fSeenRU
 	fFinalAny = fFinalRC | fFinalRU
 )
@@ -398,8 +396,6 @@ type txn struct {
 	rpw       bool
 	zombie    bool   // invoked after another instance took its transactional.id
 	fenceOrd  uint32 // the op that showed the other instance
-	first     uint32 // first record value (for examples)
-	nrec      uint32
 	inStart   uint32 // rpw inputs in checker.rpwIn[inStart:inStart+inLen]
 	inLen     uint32
 }
@@ -484,6 +480,12 @@ func (l *list[T]) push(v T) {
 	*last = append(*last, v)
 	l.n++
 }
+
+// at returns element i (i < len).
+func (l *list[T]) at(i int) *T { return &l.chunks[i/listChunk][i%listChunk] }
+
+// len is the number of elements.
+func (l *list[T]) len() int { return l.n }
 
 // each calls f on every element in order.
 func (l *list[T]) each(f func(*T)) {

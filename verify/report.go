@@ -14,18 +14,18 @@ import (
 
 // finding is one anomaly, compact until it is judged and reported. Ops are ordinals.
 type finding struct {
-	a        guarantee.Anomaly
-	v, v2    uint32 // values concerned (0: none)
-	tp, tp2  uint32
-	off      int64
-	off2     int64
-	skipped  int64
-	ops      [4]uint32 // none-padded
-	proc     int32     // the reader (poll anomalies) or transactional producer; -1 none
-	iso      int8
-	txn      uint32
-	note     note
-	decision int32 // index into checker.decisions, once judged
+	a         guarantee.Anomaly
+	v, v2     uint32 // values concerned (0: none)
+	tp, tp2   uint32
+	off       int64
+	off2      int64
+	skipped   int64
+	ops       [4]uint32 // none-padded
+	proc      int32     // the reader (poll anomalies) or transactional producer; -1 none
+	iso       int8
+	txn       uint32
+	note      note
+	judgement guarantee.Judgement // once judged
 }
 
 type note uint8
@@ -37,7 +37,7 @@ const (
 	noteOutputMissing
 )
 
-func (c *Checker) find(f finding) { c.findings = append(c.findings, f) }
+func (c *Checker) find(f finding) { c.findings.push(f) }
 
 // finish runs the checks that need the whole history. It runs once.
 func (c *Checker) finish() {
@@ -47,7 +47,7 @@ func (c *Checker) finish() {
 	c.finished = true
 	// Ops never completed: unknown outcome; a final read never completed is incomplete.
 	closePending := func(pd *pending) {
-		c.stats.pendingOp(pd, "")
+		c.stats.pendingOp(pd)
 		if pd.f == fFinal && pd.tp != 0 {
 			cov := &c.parts.ps[pd.tp].final[pd.iso]
 			if !cov.incomplete {
@@ -130,7 +130,7 @@ type judgeKey struct {
 	iso    int8
 }
 
-func (c *Checker) judge(f *finding, faults guarantee.Faults, cache map[judgeKey]guarantee.Decision) guarantee.Decision {
+func (c *Checker) judge(f *finding, table guarantee.Table, faults guarantee.Faults, cache map[judgeKey]guarantee.Decision) guarantee.Decision {
 	k := judgeKey{a: f.a, writer: -1, weak: -1, tp: f.tp, iso: f.iso}
 	if writerAnomaly(f.a) && f.v != 0 {
 		st := c.vals.at(f.v)
@@ -159,7 +159,7 @@ func (c *Checker) judge(f *finding, faults guarantee.Faults, cache map[judgeKey]
 	if k.weak >= 0 && facts.HasWriter && facts.Producer.Acks == guarantee.AcksAll {
 		facts.Producer = c.producerSettings(k.weak)
 	}
-	d := guarantee.Judge(f.a, facts)
+	d := table.Judge(f.a, facts)
 	cache[k] = d
 	return d
 }
@@ -186,12 +186,11 @@ func isoName(iso int8) string {
 	return ""
 }
 
-// Results finishes the check and returns results.json's content. The caller fills Seed,
-// Config, History and the run's Timings; Results may be called more than once.
+// Results finishes the check and returns results.json's content. The caller fills what only
+// it knows — Seed, Config, History.Path, the run's Timings; Results may be called more than once.
 func (c *Checker) Results() *results.Results {
 	c.finish()
 	faults := c.faults.result()
-	slices.Sort(faults.Kinds)
 	r := &results.Results{
 		Version:    results.Version,
 		Scenario:   c.cfg.Scenario,
@@ -199,80 +198,18 @@ func (c *Checker) Results() *results.Results {
 		Anomalies:  map[string]results.Anomaly{},
 		Faults:     faults.Kinds,
 	}
+	table := guarantee.Rules()
 	cache := map[judgeKey]guarantee.Decision{}
-	type group struct {
-		d     guarantee.Decision
-		count int
-	}
-	per := map[guarantee.Anomaly][]int{} // finding indices
-	for i := range c.findings {
-		per[c.findings[i].a] = append(per[c.findings[i].a], i)
+	per := map[guarantee.Anomaly][]int{} // finding indices, by family
+	for i := range c.findings.len() {
+		a := c.findings.at(i).a
+		per[a] = append(per[a], i)
 	}
 	unknownJudged := 0
 	for _, a := range guarantee.Anomalies() {
-		idx := per[a]
-		entry := results.Anomaly{}
-		var groups []group
-		for _, i := range idx {
-			d := c.judge(&c.findings[i], faults, cache)
-			j := slices.IndexFunc(groups, func(g group) bool { return g.d.Rule == d.Rule && g.d.Why == d.Why })
-			if j < 0 {
-				groups = append(groups, group{d: d})
-				j = len(groups) - 1
-			}
-			groups[j].count++
-			c.findings[i].decision = int32(j)
-		}
-		entry.Count = len(idx)
-		if len(idx) == 0 {
-			d := c.defaultDecision(a, faults)
-			entry.Permitted, entry.Why, entry.Judgement = d.Judgement != guarantee.Forbidden, d.Why, d.Judgement.String()
-			entry.Unchecked = c.unchecked(a)
-			r.Anomalies[string(a)] = entry
-			continue
-		}
-		// The entry speaks for its worst finding: forbidden, then unknown, then permitted.
-		rank := func(j guarantee.Judgement) int {
-			switch j {
-			case guarantee.Forbidden:
-				return 0
-			case guarantee.Unknown:
-				return 1
-			}
-			return 2
-		}
-		order := make([]int, len(groups))
-		for j := range order {
-			order[j] = j
-		}
-		slices.SortStableFunc(order, func(x, y int) int { return cmp.Compare(rank(groups[x].d.Judgement), rank(groups[y].d.Judgement)) })
-		worst := groups[order[0]].d
-		entry.Judgement, entry.Why = worst.Judgement.String(), worst.Why
-		entry.Permitted = worst.Judgement != guarantee.Forbidden
-		for _, g := range groups {
-			switch g.d.Judgement {
-			case guarantee.Forbidden:
-				entry.Forbidden += g.count
-			case guarantee.Unknown:
-				unknownJudged += g.count
-			}
-		}
-		if len(groups) > 1 {
-			for _, j := range order {
-				entry.ByRule = append(entry.ByRule, results.RuleCount{Count: groups[j].count,
-					Judgement: groups[j].d.Judgement.String(), Why: groups[j].d.Why})
-			}
-		}
-		// Examples: the worst first, in history order within each judgement.
-		ex := slices.Clone(idx)
-		slices.SortStableFunc(ex, func(x, y int) int {
-			return cmp.Compare(rank(groups[c.findings[x].decision].d.Judgement), rank(groups[c.findings[y].decision].d.Judgement))
-		})
-		for _, i := range ex[:min(len(ex), c.opts.MaxExamples)] {
-			f := &c.findings[i]
-			entry.Examples = append(entry.Examples, c.example(f, groups[f.decision].d))
-		}
+		entry, unknown := c.anomaly(a, per[a], table, faults, cache)
 		r.Anomalies[string(a)] = entry
+		unknownJudged += unknown
 	}
 	r.Stats = c.buildStats()
 	r.Assumed = c.assumed()
@@ -286,9 +223,74 @@ func (c *Checker) Results() *results.Results {
 	return r
 }
 
+// severity orders judgements for reporting: forbidden first, then unknown, then permitted.
+func severity(j guarantee.Judgement) int {
+	switch j {
+	case guarantee.Forbidden:
+		return 0
+	case guarantee.Unknown:
+		return 1
+	}
+	return 2
+}
+
+// anomaly judges the findings idx of family a and builds its results entry. It returns how
+// many findings no documented guarantee covers.
+func (c *Checker) anomaly(a guarantee.Anomaly, idx []int, table guarantee.Table, faults guarantee.Faults,
+	cache map[judgeKey]guarantee.Decision) (results.Anomaly, int) {
+	if len(idx) == 0 {
+		d := c.defaultDecision(a, table, faults)
+		return results.Anomaly{Permitted: d.Judgement != guarantee.Forbidden, Why: d.Why,
+			Judgement: d.Judgement.String(), Unchecked: c.unchecked(a)}, 0
+	}
+	// Group the findings by the row that judged them.
+	type group struct {
+		d     guarantee.Decision
+		count int
+	}
+	var groups []group
+	for _, i := range idx {
+		d := c.judge(c.findings.at(i), table, faults, cache)
+		j := slices.IndexFunc(groups, func(g group) bool { return g.d.Rule == d.Rule && g.d.Why == d.Why })
+		if j < 0 {
+			groups = append(groups, group{d: d})
+			j = len(groups) - 1
+		}
+		groups[j].count++
+		c.findings.at(i).judgement = d.Judgement
+	}
+	slices.SortStableFunc(groups, func(x, y group) int { return cmp.Compare(severity(x.d.Judgement), severity(y.d.Judgement)) })
+	// The entry speaks for its worst finding.
+	worst := groups[0].d
+	e := results.Anomaly{Count: len(idx), Permitted: worst.Judgement != guarantee.Forbidden, Why: worst.Why,
+		Judgement: worst.Judgement.String()}
+	unknown := 0
+	for _, g := range groups {
+		switch g.d.Judgement {
+		case guarantee.Forbidden:
+			e.Forbidden += g.count
+		case guarantee.Unknown:
+			unknown += g.count
+		}
+		if len(groups) > 1 {
+			e.ByRule = append(e.ByRule, results.RuleCount{Count: g.count, Judgement: g.d.Judgement.String(), Why: g.d.Why})
+		}
+	}
+	// Examples: the worst first, in history order within each judgement.
+	ex := slices.Clone(idx)
+	slices.SortStableFunc(ex, func(x, y int) int {
+		return cmp.Compare(severity(c.findings.at(x).judgement), severity(c.findings.at(y).judgement))
+	})
+	for _, i := range ex[:min(len(ex), c.opts.MaxExamples)] {
+		f := c.findings.at(i)
+		e.Examples = append(e.Examples, c.example(f, f.judgement))
+	}
+	return e, unknown
+}
+
 // defaultDecision is what the table says of an anomaly for the run's default producer and
 // topic, shown for families with no finding so that a reader sees the guarantee under test.
-func (c *Checker) defaultDecision(a guarantee.Anomaly, faults guarantee.Faults) guarantee.Decision {
+func (c *Checker) defaultDecision(a guarantee.Anomaly, table guarantee.Table, faults guarantee.Faults) guarantee.Decision {
 	txn := false
 	for _, p := range c.procs {
 		txn = txn || p.txn
@@ -298,7 +300,7 @@ func (c *Checker) defaultDecision(a guarantee.Anomaly, faults guarantee.Faults) 
 	if txn {
 		facts.WriterKind = guarantee.WriterTxn
 	}
-	return guarantee.Judge(a, facts)
+	return table.Judge(a, facts)
 }
 
 // unchecked says why a family with no finding could not have had one.
@@ -347,8 +349,8 @@ func (c *Checker) assumed() []string {
 func (c *Checker) name(v uint32) string { return c.vals.name(v) }
 
 // example turns a finding into its results.json form, with the history's op indices.
-func (c *Checker) example(f *finding, d guarantee.Decision) results.Example {
-	e := results.Example{Value: c.name(f.v), Judgement: d.Judgement.String()}
+func (c *Checker) example(f *finding, j guarantee.Judgement) results.Example {
+	e := results.Example{Value: c.name(f.v), Judgement: j.String()}
 	for _, o := range f.ops {
 		if o != none {
 			e.Ops = append(e.Ops, c.opIndex(o))

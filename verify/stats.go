@@ -62,15 +62,12 @@ func (s *statsState) complete(op *history.Op, k fkind, pd *pending) {
 	}
 }
 
-func (s *statsState) pendingOp(pd *pending, f string) {
-	o := &s.byKind[pd.f]
-	if pd.f == fOther {
-		if o = s.other[f]; o == nil {
-			o = &results.Outcomes{}
-			s.other[f] = o
-		}
+// pendingOp counts an op invoked and never completed. Other ops (assign, crash, …) keep no
+// name in their pending state and are not counted.
+func (s *statsState) pendingOp(pd *pending) {
+	if pd.f != fOther {
+		s.byKind[pd.f].Pending++
 	}
-	o.Pending++
 }
 
 func (s *statsState) nemesis(op *history.Op) {
@@ -212,7 +209,23 @@ func (h *histogram) percentiles() results.Percentiles {
 
 func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
 
-var kindNames = [...]string{fSend: "send", fTxn: "txn", fPoll: "poll", fFinal: "final-read", fRPW: "rpw", fISR: "isr"}
+func (k fkind) String() string {
+	switch k {
+	case fSend:
+		return "send"
+	case fTxn:
+		return "txn"
+	case fPoll:
+		return "poll"
+	case fFinal:
+		return "final-read"
+	case fRPW:
+		return "rpw"
+	case fISR:
+		return "isr"
+	}
+	return "other"
+}
 
 // build fills the results' statistics.
 func (c *Checker) buildStats() results.Stats {
@@ -221,14 +234,14 @@ func (c *Checker) buildStats() results.Stats {
 	for k := fSend; k <= fISR; k++ {
 		o := s.byKind[k]
 		if o != (results.Outcomes{}) {
-			out.Ops[kindNames[k]] = o
+			out.Ops[k.String()] = o
 		}
 		if s.lat[k].n > 0 {
-			out.LatencyByF[kindNames[k]] = s.lat[k].percentiles()
+			out.LatencyByF[k.String()] = s.lat[k].percentiles()
 		}
 	}
 	for f, o := range s.other {
-		if _, clash := out.Ops[f]; !clash && f != "" {
+		if _, clash := out.Ops[f]; !clash {
 			out.Ops[f] = *o
 		}
 	}

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/verity-kafka/verity/history"
@@ -31,6 +32,18 @@ func TestZombieWrite(t *testing.T) {
 				h.poll(7, RC, at(late, 4))
 			},
 			want: map[guarantee.Anomaly]want{guarantee.ZombieWrite: {count: 1}},
+		},
+		{
+			name: "an explicit init op takes the id before the new instance's first transaction",
+			build: func(h *hb) {
+				h.txn(5, "tx", history.IntentCommit, OK, at(old, 0))
+				h.add(history.Op{Process: history.Client(6), Type: history.Invoke, F: "init", Value: history.Payload{Raw: json.RawMessage(`{"txn_id":"tx"}`)}})
+				h.add(history.Op{Process: history.Client(6), Type: OK, F: "init", Value: history.Payload{Raw: json.RawMessage(`{"txn_id":"tx"}`)}}) // op 3
+				h.txn(5, "tx", history.IntentCommit, OK, at(late, 4))                                                                               // ops 4, 5
+				h.finalBoth("t", 0, 0, 6, at(old, 0), at(late, 4))
+			},
+			want:    map[guarantee.Anomaly]want{guarantee.ZombieWrite: {count: 1, ops: []int64{3, 4, 5}}},
+			verdict: results.Fail,
 		},
 		// Near misses.
 		{

@@ -28,10 +28,10 @@ func checkCommand(onUsage cli.OnUsageErrorFunc) *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "out", Usage: "write results.json to `DIR` (default: the history's directory)"},
 			&cli.StringFlag{Name: "acks", Usage: "judge every producer as acks=`ACKS` (0, 1 or all)"},
-			&cli.BoolFlag{Name: "idempotence", Usage: "judge every producer with enable.idempotence set to this"},
-			&cli.IntFlag{Name: "min-isr", Usage: "judge every topic with min.insync.replicas=`N`"},
-			&cli.IntFlag{Name: "rf", Usage: "judge every topic with replication factor `N`"},
-			&cli.BoolFlag{Name: "unclean", Usage: "judge every topic with unclean.leader.election.enable set to this"},
+			&cli.BoolFlag{Name: "idempotence", Usage: "judge every producer with enable.idempotence on (--idempotence=false: off)"},
+			&cli.IntFlag{Name: "min-isr", Usage: "judge every topic with min.insync.replicas=`N`", HideDefault: true},
+			&cli.IntFlag{Name: "rf", Usage: "judge every topic with replication factor `N`", HideDefault: true},
+			&cli.BoolFlag{Name: "unclean", Usage: "judge every topic with unclean.leader.election.enable on (--unclean=false: off)"},
 			&cli.StringFlag{Name: "isolation", Usage: "isolation `LEVEL` of reads that name none (read_committed or read_uncommitted)"},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
@@ -46,7 +46,7 @@ func overrides(cmd *cli.Command) (guarantee.Overrides, error) {
 	if cmd.IsSet("acks") {
 		a, err := guarantee.ParseAcks(cmd.String("acks"))
 		if err != nil {
-			return o, &usageError{err: fmt.Errorf("--acks: %w", err)}
+			return o, &usageError{err: fmt.Errorf("--acks: %w", err), cmd: "verity check"}
 		}
 		o.Acks = &a
 	}
@@ -61,7 +61,7 @@ func overrides(cmd *cli.Command) (guarantee.Overrides, error) {
 		if cmd.IsSet(f.name) {
 			v := cmd.Int(f.name)
 			if v < 1 {
-				return o, &usageError{err: fmt.Errorf("--%s %d: want a number of replicas, 1 or more", f.name, v)}
+				return o, &usageError{err: fmt.Errorf("--%s %d: want a number of replicas, 1 or more", f.name, v), cmd: "verity check"}
 			}
 			*f.dst = &v
 		}
@@ -73,7 +73,7 @@ func overrides(cmd *cli.Command) (guarantee.Overrides, error) {
 	if cmd.IsSet("isolation") {
 		v := cmd.String("isolation")
 		if v != guarantee.ReadCommitted && v != guarantee.ReadUncommitted {
-			return o, &usageError{err: fmt.Errorf("--isolation %q: want read_committed or read_uncommitted", v)}
+			return o, &usageError{err: fmt.Errorf("--isolation %q: want read_committed or read_uncommitted", v), cmd: "verity check"}
 		}
 		o.Isolation = &v
 	}
@@ -82,7 +82,7 @@ func overrides(cmd *cli.Command) (guarantee.Overrides, error) {
 
 func check(ctx context.Context, cmd *cli.Command, stdout io.Writer) error {
 	if cmd.NArg() != 1 {
-		return &usageError{err: errors.New("check takes one argument, the history file: verity check HISTORY [--out DIR]")}
+		return &usageError{err: errors.New("check takes one argument, the history file: verity check HISTORY [--out DIR]"), cmd: "verity check"}
 	}
 	path := cmd.Args().First()
 	ov, err := overrides(cmd)
@@ -101,7 +101,7 @@ func check(ctx context.Context, cmd *cli.Command, stdout io.Writer) error {
 		if ctx.Err() != nil {
 			return &exitError{code: exitUsage, msg: "check interrupted"}
 		}
-		return &exitError{code: exitUsage, msg: fmt.Sprintf("cannot check %s: %s; pass a Verity history.jsonl", path, oneLine(err.Error()))}
+		return &exitError{code: exitUsage, msg: "cannot check the history: " + oneLine(err.Error())}
 	}
 	written, err := results.Write(out, r)
 	if err != nil {
@@ -121,11 +121,8 @@ func check(ctx context.Context, cmd *cli.Command, stdout io.Writer) error {
 // printSummary writes a short human summary: the verdict, each anomaly found with its
 // judgement and reason, and why a verdict is unknown.
 func printSummary(w io.Writer, path string, r *results.Results) {
-	parts := 0
-	if r.Stats.Partitions != nil {
-		parts = len(r.Stats.Partitions)
-	}
-	head := fmt.Sprintf("verity check: %s  %s (%d ops, %d partitions read at the end)", strings.ToUpper(string(r.Verdict)), path, r.History.Ops, parts)
+	parts := len(r.Stats.Partitions)
+	head := fmt.Sprintf("verity check: %s  %s (ops: %d, partitions with final reads: %d)", strings.ToUpper(string(r.Verdict)), path, r.History.Ops, parts)
 	if r.Scenario != "" {
 		head += ", scenario " + r.Scenario
 	}

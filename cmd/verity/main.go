@@ -47,8 +47,12 @@ type exitError struct {
 
 func (e *exitError) Error() string { return e.msg }
 
-// usageError is bad usage: a missing argument, an unknown or malformed flag.
-type usageError struct{ err error }
+// usageError is bad usage: a missing argument, an unknown or malformed flag. cmd names the
+// command whose help says how to use it.
+type usageError struct {
+	err error
+	cmd string
+}
 
 func (e *usageError) Error() string { return e.err.Error() }
 
@@ -68,7 +72,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return ee.code
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "verity: %s (see 'verity --help')\n", oneLine(ue.Error()))
+		cmd := ue.cmd
+		if cmd == "" {
+			cmd = "verity"
+		}
+		fmt.Fprintf(stderr, "verity: %s (see '%s --help')\n", oneLine(ue.Error()), cmd)
 		return exitUsage
 	default:
 		// urfave/cli's own parse errors arrive here when no OnUsageError caught them.
@@ -82,8 +90,8 @@ func oneLine(s string) string {
 }
 
 func newApp(stdout, stderr io.Writer) *cli.Command {
-	onUsage := func(_ context.Context, _ *cli.Command, err error, _ bool) error {
-		return &usageError{err: err}
+	onUsage := func(_ context.Context, cmd *cli.Command, err error, _ bool) error {
+		return &usageError{err: err, cmd: cmd.FullName()}
 	}
 	return &cli.Command{
 		Name:  "verity",

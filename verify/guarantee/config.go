@@ -281,6 +281,11 @@ func (c Config) ProducerFor(p int, transactional bool) ProducerSettings {
 	if o, ok := c.Processes[strconv.Itoa(p)]; ok {
 		if o.Acks != nil {
 			merged.Acks = o.Acks
+			// An acks=1 process beside idempotent ones means a producer without idempotence
+			// (which cannot run with acks other than all), not a conflict.
+			if *o.Acks != AcksAll && o.Idempotence == nil {
+				merged.Idempotence = nil
+			}
 		}
 		if o.Idempotence != nil {
 			merged.Idempotence = o.Idempotence

@@ -11,7 +11,7 @@ func TestDecode(t *testing.T) {
 	raw := json.RawMessage(`{
 		"scenario": "lab-isr-below-min",
 		"producer": {"acks": "all", "idempotent": true, "max_in_flight": 5, "retries": 10},
-		"processes": {"3": {"acks": 1, "idempotence": false}},
+		"processes": {"3": {"acks": 1}},
 		"topic": {"replication_factor": 3, "min_insync_replicas": 2},
 		"topics": {"loose": {"min_insync_replicas": 1}},
 		"isolation": "read_uncommitted",

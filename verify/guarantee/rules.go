@@ -136,77 +136,83 @@ const (
 	whyDiskBeyond       = "disk loss on {disk_nodes} broker(s) with replication.factor={rf}, min.insync.replicas={min_isr}: beyond the documented guarantee, records below the high watermark may have lived only on the lost disk"
 )
 
-// rules is the guarantee table of shared/design/guarantees.md. Rows are tried in order; the
+// Table is the guarantee table of shared/design/guarantees.md. Rows are tried in order; the
 // first whose Match holds decides. Every family ends in a catch-all row, so "no row matched"
 // only happens for a name the table does not know.
-var rules = []Rule{
-	// Durability of acknowledged writes.
-	{LostWrite, "no writer", noWriter, Unknown, whyNoWriter},
-	{LostWrite, "producer settings conflict", producerConflict, Unknown, whyProducerConflict},
-	{LostWrite, "acks=0", acks(0), Permitted, "acks=0: the producer does not wait for the broker, so nothing is acknowledged and loss is permitted"},
-	{LostWrite, "acks=1", acks(1), Permitted, "acks=1: the leader acknowledges before followers copy the record; loss of acknowledged writes is permitted when the leader fails"},
-	{LostWrite, "topic settings conflict", topicConflict, Unknown, whyTopicConflict},
-	{LostWrite, "unclean election possible", truncation, Permitted, whyTruncation + "; loss permitted"},
-	{LostWrite, "RF=1 and disk loss", and(diskLoss, func(f Facts) bool { return f.Topic.RF == 1 }), Permitted, "replication.factor=1 with disk loss: the only copy was lost; loss permitted"},
-	{LostWrite, "min ISR 1 and disk loss", and(diskLoss, minISROne), Permitted, "acks=all, min.insync.replicas=1 with disk loss: the ISR may shrink to the leader alone and still acknowledge, and that leader's disk was lost; loss permitted"},
-	{LostWrite, "disk loss on min ISR brokers", diskBeyond, Permitted, "acks=all, min.insync.replicas={min_isr} with disk loss on {disk_nodes} brokers: beyond the documented guarantee; loss permitted"},
-	{LostWrite, "min ISR 1, no disk loss", minISROne, Forbidden, "acks=all, replication.factor={rf}, min.insync.replicas={min_isr}, unclean=false, no disk lost: an acknowledged write is on the leader's disk and no out-of-sync replica may lead, so it must survive broker failures"},
-	{LostWrite, "acks=all, min ISR >= 2", always, Forbidden, "acks=all, min.insync.replicas={min_isr}, unclean=false: an acknowledged write is on every ISR member (at least {min_isr}) and must survive one broker loss"},
+type Table []Rule
 
-	{LostObserved, "topic settings conflict", topicConflict, Unknown, whyTopicConflict},
-	{LostObserved, "unclean election possible", truncation, Permitted, whyTruncation + ", so even a record a consumer saw may be cut"},
-	{LostObserved, "disk loss beyond the guarantee", diskBeyond, Permitted, whyDiskBeyond},
-	{LostObserved, "disk loss, writer acks<all", diskWeakAcks, Permitted, "acks={acks} with disk loss: an acks<all write is accepted while the ISR is the leader alone, and a consumer can see it there before the leader's disk is lost"},
-	{LostObserved, "otherwise", always, Forbidden, "a record a consumer observed was below the high watermark, on every ISR member; without an unclean election or disk loss beyond the guarantee it must not disappear or change at its offset"},
+// Rules returns the guarantee table. Each call builds a fresh copy, so callers may keep or
+// change theirs.
+func Rules() Table {
+	return Table{
+		// Durability of acknowledged writes.
+		{LostWrite, "no writer", noWriter, Unknown, whyNoWriter},
+		{LostWrite, "producer settings conflict", producerConflict, Unknown, whyProducerConflict},
+		{LostWrite, "acks=0", acks(0), Permitted, "acks=0: the producer does not wait for the broker, so nothing is acknowledged and loss is permitted"},
+		{LostWrite, "acks=1", acks(1), Permitted, "acks=1: the leader acknowledges before followers copy the record; loss of acknowledged writes is permitted when the leader fails"},
+		{LostWrite, "topic settings conflict", topicConflict, Unknown, whyTopicConflict},
+		{LostWrite, "unclean election possible", truncation, Permitted, whyTruncation + "; loss permitted"},
+		{LostWrite, "RF=1 and disk loss", and(diskLoss, func(f Facts) bool { return f.Topic.RF == 1 }), Permitted, "replication.factor=1 with disk loss: the only copy was lost; loss permitted"},
+		{LostWrite, "min ISR 1 and disk loss", and(diskLoss, minISROne), Permitted, "acks=all, min.insync.replicas=1 with disk loss: the ISR may shrink to the leader alone and still acknowledge, and that leader's disk was lost; loss permitted"},
+		{LostWrite, "disk loss on min ISR brokers", diskBeyond, Permitted, "acks=all, min.insync.replicas={min_isr} with disk loss on {disk_nodes} brokers: beyond the documented guarantee; loss permitted"},
+		{LostWrite, "min ISR 1, no disk loss", minISROne, Forbidden, "acks=all, replication.factor={rf}, min.insync.replicas={min_isr}, unclean=false, no disk lost: an acknowledged write is on the leader's disk and no out-of-sync replica may lead, so it must survive broker failures"},
+		{LostWrite, "acks=all, min ISR >= 2", always, Forbidden, "acks=all, min.insync.replicas={min_isr}, unclean=false: an acknowledged write is on every ISR member (at least {min_isr}) and must survive one broker loss"},
 
-	// Duplicates and order.
-	{Duplicate, "value sent again by the application", resent, Permitted, "the application sent this value again after a failed or unknown send: a new send is a new record in every configuration (idempotence covers the producer's own retries only)"},
-	{Duplicate, "no writer", noWriter, Unknown, whyNoWriter},
-	{Duplicate, "producer settings conflict", producerConflict, Unknown, whyProducerConflict},
-	{Duplicate, "unclean election possible", truncation, Permitted, whyTruncation + ", dropping the broker's record of producer sequences: a retried batch that a reader saw at its first offset may be appended again"},
-	{Duplicate, "idempotent", idempotent, Forbidden, "enable.idempotence=true: the broker de-duplicates the producer's retries by producer id, epoch and sequence within one producer session"},
-	{Duplicate, "not idempotent, retries>0", retries, Permitted, "enable.idempotence=false, retries={retries}: when an acknowledgement is lost the producer retries and the record is appended again"},
-	{Duplicate, "not idempotent, retries=0", always, Forbidden, "enable.idempotence=false, retries=0: each record is sent once, so nothing may append it twice"},
+		{LostObserved, "topic settings conflict", topicConflict, Unknown, whyTopicConflict},
+		{LostObserved, "unclean election possible", truncation, Permitted, whyTruncation + ", so even a record a consumer saw may be cut"},
+		{LostObserved, "disk loss beyond the guarantee", diskBeyond, Permitted, whyDiskBeyond},
+		{LostObserved, "disk loss, writer acks<all", diskWeakAcks, Permitted, "acks={acks} with disk loss: an acks<all write is accepted while the ISR is the leader alone, and a consumer can see it there before the leader's disk is lost"},
+		{LostObserved, "otherwise", always, Forbidden, "a record a consumer observed was below the high watermark, on every ISR member; without an unclean election or disk loss beyond the guarantee it must not disappear or change at its offset"},
 
-	{Reorder, "no writer", noWriter, Unknown, whyNoWriter},
-	{Reorder, "producer settings conflict", producerConflict, Unknown, whyProducerConflict},
-	{Reorder, "idempotent", idempotent, Forbidden, "enable.idempotence=true: sequence numbers keep one producer session's batches in send order within a partition (max.in.flight={in_flight})"},
-	{Reorder, "not idempotent, in-flight 1", inFlightOne, Forbidden, "enable.idempotence=false, max.in.flight.requests.per.connection=1: one request at a time cannot be overtaken"},
-	{Reorder, "not idempotent, retries>0, in-flight>1", retries, Permitted, "enable.idempotence=false, retries={retries}, max.in.flight.requests.per.connection={in_flight}: a retried batch may land after a later one"},
-	{Reorder, "not idempotent, retries=0", always, Forbidden, "enable.idempotence=false, retries=0: a failed batch is not retried, so acknowledged batches keep their send order"},
+		// Duplicates and order.
+		{Duplicate, "value sent again by the application", resent, Permitted, "the application sent this value again after a failed or unknown send: a new send is a new record in every configuration (idempotence covers the producer's own retries only)"},
+		{Duplicate, "no writer", noWriter, Unknown, whyNoWriter},
+		{Duplicate, "producer settings conflict", producerConflict, Unknown, whyProducerConflict},
+		{Duplicate, "unclean election possible", truncation, Permitted, whyTruncation + ", dropping the broker's record of producer sequences: a retried batch that a reader saw at its first offset may be appended again"},
+		{Duplicate, "idempotent", idempotent, Forbidden, "enable.idempotence=true: the broker de-duplicates the producer's retries by producer id, epoch and sequence within one producer session"},
+		{Duplicate, "not idempotent, retries>0", retries, Permitted, "enable.idempotence=false, retries={retries}: when an acknowledgement is lost the producer retries and the record is appended again"},
+		{Duplicate, "not idempotent, retries=0", always, Forbidden, "enable.idempotence=false, retries=0: each record is sent once, so nothing may append it twice"},
 
-	{InconsistentOffset, "topic settings conflict", topicConflict, Unknown, whyTopicConflict},
-	{InconsistentOffset, "unclean election possible", truncation, Permitted, whyTruncation + " and the freed offsets are reused by later records"},
-	{InconsistentOffset, "writer acks<all", weakAcks, Permitted, "acks={acks}: a write acknowledged before it was replicated can be truncated on leader failover and its offset reused"},
-	{InconsistentOffset, "disk loss beyond the guarantee", diskBeyond, Permitted, whyDiskBeyond + ", and their offsets reused"},
-	{InconsistentOffset, "otherwise", always, Forbidden, "an offset holds one record for the life of the log: unless the log is truncated (unclean election, disk loss beyond the guarantee, an acks<all write lost on failover) every report of an offset names the same record"},
+		{Reorder, "no writer", noWriter, Unknown, whyNoWriter},
+		{Reorder, "producer settings conflict", producerConflict, Unknown, whyProducerConflict},
+		{Reorder, "idempotent", idempotent, Forbidden, "enable.idempotence=true: sequence numbers keep one producer session's batches in send order within a partition (max.in.flight={in_flight})"},
+		{Reorder, "not idempotent, in-flight 1", inFlightOne, Forbidden, "enable.idempotence=false, max.in.flight.requests.per.connection=1: one request at a time cannot be overtaken"},
+		{Reorder, "not idempotent, retries>0, in-flight>1", retries, Permitted, "enable.idempotence=false, retries={retries}, max.in.flight.requests.per.connection={in_flight}: a retried batch may land after a later one"},
+		{Reorder, "not idempotent, retries=0", always, Forbidden, "enable.idempotence=false, retries=0: a failed batch is not retried, so acknowledged batches keep their send order"},
 
-	// Transactions.
-	{AbortedRead, "a failed plain send was read", failedSend, Forbidden, "a send that completed fail definitely did not happen: no reader may see its record"},
-	{AbortedRead, "read_uncommitted reader", readUncommitted, Permitted, "isolation.level=read_uncommitted: readers may see records of aborted and open transactions"},
-	{AbortedRead, "read_committed reader", always, Forbidden, "isolation.level=read_committed: records of aborted transactions stay in the log, but their abort markers hide them from read_committed readers"},
+		{InconsistentOffset, "topic settings conflict", topicConflict, Unknown, whyTopicConflict},
+		{InconsistentOffset, "unclean election possible", truncation, Permitted, whyTruncation + " and the freed offsets are reused by later records"},
+		{InconsistentOffset, "writer acks<all", weakAcks, Permitted, "acks={acks}: a write acknowledged before it was replicated can be truncated on leader failover and its offset reused"},
+		{InconsistentOffset, "disk loss beyond the guarantee", diskBeyond, Permitted, whyDiskBeyond + ", and their offsets reused"},
+		{InconsistentOffset, "otherwise", always, Forbidden, "an offset holds one record for the life of the log: unless the log is truncated (unclean election, disk loss beyond the guarantee, an acks<all write lost on failover) every report of an offset names the same record"},
 
-	{PartialTransaction, "always", always, Forbidden, "transactions are atomic across partitions and topics: a read_committed reader sees all records of a committed transaction or none of them"},
-	{ZombieWrite, "always", always, Forbidden, "initTransactions by a new instance with the same transactional.id bumps the epoch and fences the old one: none of the old instance's later records may become visible as committed"},
-	{EOSMissing, "always", always, Forbidden, "exactly-once read-process-write (offsets sent in the transaction, read_committed downstream): each committed input record yields its output in the committed output"},
-	{EOSDuplicate, "always", always, Forbidden, "exactly-once read-process-write: each committed input record yields its output exactly once, and group offsets move only with committed transactions"},
+		// Transactions.
+		{AbortedRead, "a failed plain send was read", failedSend, Forbidden, "a send that completed fail definitely did not happen: no reader may see its record"},
+		{AbortedRead, "read_uncommitted reader", readUncommitted, Permitted, "isolation.level=read_uncommitted: readers may see records of aborted and open transactions"},
+		{AbortedRead, "read_committed reader", always, Forbidden, "isolation.level=read_committed: records of aborted transactions stay in the log, but their abort markers hide them from read_committed readers"},
 
-	// Consumers.
-	{NonmonotonicPoll, "log truncation possible", truncOrDisk, Permitted, "the log may be truncated (unclean election or disk loss beyond the guarantee): a consumer whose position is past the new end is reset (OFFSET_OUT_OF_RANGE)"},
-	{NonmonotonicPoll, "otherwise", always, Forbidden, "a consumer's position in a partition only moves forward between rebalances and seeks"},
-	{PollSkip, "log truncation possible", truncOrDisk, Permitted, "the log may be truncated (unclean election or disk loss beyond the guarantee): a consumer whose position is past the new end is reset (OFFSET_OUT_OF_RANGE)"},
-	{PollSkip, "otherwise", always, Forbidden, "between rebalances and seeks a consumer reads, in offset order, every record its isolation level shows (offsets taken by transaction markers are not records)"},
+		{PartialTransaction, "always", always, Forbidden, "transactions are atomic across partitions and topics: a read_committed reader sees all records of a committed transaction or none of them"},
+		{ZombieWrite, "always", always, Forbidden, "initTransactions by a new instance with the same transactional.id bumps the epoch and fences the old one: none of the old instance's later records may become visible as committed"},
+		{EOSMissing, "always", always, Forbidden, "exactly-once read-process-write (offsets sent in the transaction, read_committed downstream): each committed input record yields its output in the committed output"},
+		{EOSDuplicate, "always", always, Forbidden, "exactly-once read-process-write: each committed input record yields its output exactly once, and group offsets move only with committed transactions"},
 
-	{UnexpectedAck, "writer acks<all", weakAcks, Permitted, "acks={acks}: min.insync.replicas applies to acks=all writes only"},
-	{UnexpectedAck, "acks=all", always, Forbidden, "acks=all: the leader must reject writes with NOT_ENOUGH_REPLICAS while the ISR has fewer than min.insync.replicas members"},
+		// Consumers.
+		{NonmonotonicPoll, "log truncation possible", truncOrDisk, Permitted, "the log may be truncated (unclean election or disk loss beyond the guarantee): a consumer whose position is past the new end is reset (OFFSET_OUT_OF_RANGE)"},
+		{NonmonotonicPoll, "otherwise", always, Forbidden, "a consumer's position in a partition only moves forward between rebalances and seeks"},
+		{PollSkip, "log truncation possible", truncOrDisk, Permitted, "the log may be truncated (unclean election or disk loss beyond the guarantee): a consumer whose position is past the new end is reset (OFFSET_OUT_OF_RANGE)"},
+		{PollSkip, "otherwise", always, Forbidden, "between rebalances and seeks a consumer reads, in offset order, every record its isolation level shows (offsets taken by transaction markers are not records)"},
+
+		{UnexpectedAck, "writer acks<all", weakAcks, Permitted, "acks={acks}: min.insync.replicas applies to acks=all writes only"},
+		{UnexpectedAck, "acks=all", always, Forbidden, "acks=all: the leader must reject writes with NOT_ENOUGH_REPLICAS while the ISR has fewer than min.insync.replicas members"},
+	}
 }
 
-// Rules returns a copy of the guarantee table, in the order rows are tried.
-func Rules() []Rule { return append([]Rule(nil), rules...) }
+// Judge looks anomaly a up in the guarantee table for the circumstances f.
+func Judge(a Anomaly, f Facts) Decision { return Rules().Judge(a, f) }
 
-// Judge looks anomaly a up in the table for the circumstances f.
-func Judge(a Anomaly, f Facts) Decision {
-	for i, r := range rules {
+// Judge looks anomaly a up in t for the circumstances f.
+func (t Table) Judge(a Anomaly, f Facts) Decision {
+	for i, r := range t {
 		if r.Anomaly == a && r.Match(f) {
 			return Decision{Judgement: r.Judgement, Why: Explain(r.Why, f), Rule: i}
 		}

@@ -20,6 +20,7 @@ var (
 
 // Every family ends in a catch-all row, so a finding is never left unjudged for lack of a row.
 func TestEveryAnomalyHasACatchAll(t *testing.T) {
+	rules := Rules()
 	for _, a := range Anomalies() {
 		var last *Rule
 		for i := range rules {
@@ -96,7 +97,7 @@ func TestJudge(t *testing.T) {
 func TestRulesIsACopy(t *testing.T) {
 	rs := Rules()
 	rs[0].Why = "changed"
-	if rules[0].Why == "changed" {
+	if Rules()[0].Why == "changed" {
 		t.Fatal("Rules returned the table itself")
 	}
 }

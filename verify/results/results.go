@@ -176,9 +176,6 @@ const (
 	keyPartitions       = "partitions"
 )
 
-var statsKeys = []string{keyNemesis, keyUnknownSends, keyUnknownLaterSeen, keyUnavailableMs,
-	keyUnavailability, keyLatency, keyLatencyByF, keyPartitions}
-
 // MarshalJSON writes the per-kind counts beside the other fields, with "send", "txn" and
 // "poll" always present.
 func (s Stats) MarshalJSON() ([]byte, error) {
@@ -192,7 +189,8 @@ func (s Stats) MarshalJSON() ([]byte, error) {
 		m[f] = Outcomes{}
 	}
 	for f, o := range s.Ops {
-		if slices.Contains(statsKeys, f) {
+		if slices.Contains([]string{keyNemesis, keyUnknownSends, keyUnknownLaterSeen, keyUnavailableMs,
+			keyUnavailability, keyLatency, keyLatencyByF, keyPartitions}, f) {
 			return nil, fmt.Errorf("an op named %q clashes with a stats field", f)
 		}
 		m[f] = o

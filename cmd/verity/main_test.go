@@ -1,0 +1,107 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/verity-kafka/verity/verify/results"
+)
+
+const header = `{"verity_history":1,"started":"2026-01-01T00:00:00Z","seed":3,"config":{"scenario":"cli","producer":{"acks":"all","idempotence":true},"topic":{"replication_factor":3,"min_insync_replicas":2}}}`
+
+// Histories: an acked write that the final read has (pass), that it lacks (fail), and one with
+// no final read (unknown).
+var (
+	sendOK = `{"i":0,"t":1,"p":1,"type":"invoke","f":"send","value":{"topic":"t","partition":0,"value":"1-1"}}
+{"i":1,"t":2,"p":1,"type":"ok","f":"send","value":{"topic":"t","partition":0,"offset":0,"value":"1-1"}}
+`
+	finalHas  = `{"i":2,"t":3,"p":9,"type":"ok","f":"final-read","value":{"topic":"t","partition":0,"isolation":"read_uncommitted","from":0,"end":1,"records":[{"topic":"t","partition":0,"offset":0,"value":"1-1"}]}}` + "\n"
+	finalLost = `{"i":2,"t":3,"p":9,"type":"ok","f":"final-read","value":{"topic":"t","partition":0,"isolation":"read_uncommitted","from":0,"end":1,"records":[]}}` + "\n"
+)
+
+func writeFile(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "history.jsonl")
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func runCLI(args ...string) (code int, stdout, stderr string) {
+	var out, errw bytes.Buffer
+	code = run(context.Background(), append([]string{"verity"}, args...), &out, &errw)
+	return code, out.String(), errw.String()
+}
+
+func TestCheckExitCodes(t *testing.T) {
+	pass := writeFile(t, header+"\n"+sendOK+finalHas)
+	fail := writeFile(t, header+"\n"+sendOK+finalLost)
+	unknown := writeFile(t, header+"\n"+sendOK)
+	outDir := t.TempDir()
+	cases := []struct {
+		name    string
+		args    []string
+		code    int
+		stdout  string // substring
+		stderr  string // substring; an error must be one line
+		results string // where results.json must be written
+	}{
+		{"pass", []string{"check", pass}, exitPass, "verity check: PASS", "", filepath.Dir(pass)},
+		{"fail", []string{"check", fail}, exitFail, "lost-write", "", filepath.Dir(fail)},
+		{"unknown", []string{"check", unknown}, exitUnknown, "unknown: no final reads", "", filepath.Dir(unknown)},
+		{"--out", []string{"check", "--out", outDir, fail}, exitFail, "results: " + filepath.Join(outDir, "results.json"), "", outDir},
+		{"flags after the argument", []string{"check", fail, "--acks", "1"}, exitPass, "permitted", "", ""},
+		{"--acks overrides the header", []string{"check", "--acks", "1", fail}, exitPass, "permitted", "", ""},
+		{"--unclean overrides the header", []string{"check", "--unclean", fail}, exitPass, "permitted", "", ""},
+		{"--min-isr and --rf", []string{"check", "--min-isr", "1", "--rf", "1", fail}, exitFail, "min.insync.replicas=1", "", ""},
+		{"bad --acks", []string{"check", "--acks", "2", fail}, exitUsage, "", "--acks", ""},
+		{"bad --isolation", []string{"check", "--isolation", "serializable", fail}, exitUsage, "", "--isolation", ""},
+		{"bad --min-isr", []string{"check", "--min-isr", "0", fail}, exitUsage, "", "--min-isr", ""},
+		{"no history", []string{"check"}, exitUsage, "", "one argument", ""},
+		{"two histories", []string{"check", pass, fail}, exitUsage, "", "one argument", ""},
+		{"missing file", []string{"check", filepath.Join(t.TempDir(), "nope.jsonl")}, exitUsage, "", "cannot check", ""},
+		{"not a history", []string{"check", writeFile(t, "hello\nworld\n")}, exitUsage, "", "cannot check", ""},
+		{"malformed line", []string{"check", writeFile(t, header+"\n"+sendOK+"{oops}\n"+finalHas)}, exitUsage, "", "line 4", ""},
+		{"--out not a directory", []string{"check", "--out", pass, pass}, exitUsage, "", "not a directory", ""},
+		{"unknown flag", []string{"check", "--frobnicate", pass}, exitUsage, "", "frobnicate", ""},
+		{"unknown command", []string{"frobnicate"}, exitUsage, "", "frobnicate", ""},
+		{"no command", nil, exitUsage, "check", "", ""},
+		{"help", []string{"check", "--help"}, exitPass, "verity check", "", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(tc.args...)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d\nstdout: %s\nstderr: %s", code, tc.code, stdout, stderr)
+			}
+			if !strings.Contains(stdout, tc.stdout) {
+				t.Errorf("stdout lacks %q:\n%s", tc.stdout, stdout)
+			}
+			if tc.stderr != "" {
+				if !strings.Contains(stderr, tc.stderr) {
+					t.Errorf("stderr lacks %q: %q", tc.stderr, stderr)
+				}
+				if n := strings.Count(strings.TrimRight(stderr, "\n"), "\n"); n != 0 {
+					t.Errorf("an error must be one line, got %d:\n%s", n+1, stderr)
+				}
+				if strings.Contains(stderr, "goroutine") || strings.Contains(stderr, "panic") {
+					t.Errorf("a stack trace on stderr: %s", stderr)
+				}
+			}
+			if tc.results != "" {
+				r, err := results.Read(filepath.Join(tc.results, results.FileName))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.Seed != 3 || r.Scenario != "cli" {
+					t.Errorf("results %+v", r)
+				}
+			}
+		})
+	}
+}
