@@ -21,6 +21,7 @@ import (
 	"strings"
 	"syscall"
 
+	tclog "github.com/testcontainers/testcontainers-go/log"
 	"github.com/urfave/cli/v3"
 )
 
@@ -33,6 +34,9 @@ const (
 )
 
 func main() {
+	// testcontainers prints a banner on its first engine connection through its own global
+	// logger; a command line tool keeps stderr for its one-line messages.
+	tclog.SetDefault(tclog.NewNoopLogger())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args, os.Stdout, os.Stderr)
 	stop()
@@ -104,6 +108,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 		ExitErrHandler: func(context.Context, *cli.Command, error) {}, // run maps errors to codes
 		Commands: []*cli.Command{
 			checkCommand(onUsage),
+			reapCommand(onUsage),
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.NArg() > 0 {
