@@ -54,7 +54,8 @@ build_kafka() {
   mvn -q -B -f "$here/kafka/pom.xml" dependency:copy-dependencies \
     -DoutputDirectory="$ctx/libs" -DincludeScope=runtime >&2
   cp "$here/kafka/"{Dockerfile,run,jsa-train,server.properties,log4j2.yaml,tools-log4j2.yaml} "$ctx/"
-  docker build -q --build-arg BASE="$BASE" --label io.verity.recipe="$(recipe kafka)" -t "$KAFKA_STANDIN" "$ctx" >/dev/null
+  docker build --build-arg BASE="$BASE" --label io.verity.recipe="$(recipe kafka)" -t "$KAFKA_STANDIN" "$ctx" \
+    >"$WORK/kafka-build.log" 2>&1 || { tail -n 30 "$WORK/kafka-build.log" >&2; log "docker build failed (log: $WORK/kafka-build.log)"; exit 1; }
   rm -rf "$ctx"
   log "built $KAFKA_STANDIN"
 }
@@ -67,7 +68,8 @@ build_toxiproxy() {
     github.com/Shopify/toxiproxy/v2/cmd/server@v2.12.0 >&2
   mv "$ctx/server" "$ctx/toxiproxy"
   cp "$here/toxiproxy/Dockerfile" "$ctx/"
-  docker build -q --label io.verity.recipe="$(recipe toxiproxy)" -t "$TOXI_STANDIN" "$ctx" >/dev/null
+  docker build --label io.verity.recipe="$(recipe toxiproxy)" -t "$TOXI_STANDIN" "$ctx" \
+    >"$WORK/toxiproxy-build.log" 2>&1 || { tail -n 30 "$WORK/toxiproxy-build.log" >&2; log "docker build failed (log: $WORK/toxiproxy-build.log)"; exit 1; }
   rm -rf "$ctx"
   log "built $TOXI_STANDIN"
 }

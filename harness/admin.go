@@ -366,6 +366,23 @@ func (c *Cluster) Offsets(ctx context.Context, topic string, partition int32) (O
 	return o, nil
 }
 
+// WaitOffsets polls a partition's offsets until cond holds or ctx ends.
+func (c *Cluster) WaitOffsets(ctx context.Context, topic string, partition int32, cond func(Offsets) bool) (Offsets, error) {
+	var last Offsets
+	err := poll(ctx, 200*time.Millisecond, func() (bool, error) {
+		o, err := c.Offsets(ctx, topic, partition)
+		if err != nil {
+			return false, nil
+		}
+		last = o
+		return cond(o), nil
+	})
+	if err != nil {
+		return last, fmt.Errorf("waiting on the offsets of %s-%d (last %+v): %w", topic, partition, last, err)
+	}
+	return last, nil
+}
+
 func retriable(k sarama.KError) bool {
 	switch k {
 	case sarama.ErrOffsetNotAvailable, sarama.ErrNotLeaderForPartition, sarama.ErrLeaderNotAvailable,

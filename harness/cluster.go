@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/netip"
 	"os"
 	"os/signal"
@@ -196,13 +197,13 @@ func (c *Cluster) Deviations() []string { return c.spec.Deviations() }
 func (c *Cluster) ArtifactDir() string { return c.spec.ArtifactDir }
 
 func (c *Cluster) createNetworks(ctx context.Context) error {
-	nw, err := tcnetwork.New(ctx, tcnetwork.WithLabels(c.labels))
+	nw, err := tcnetwork.New(ctx, tcnetwork.WithLabels(c.runLabels()))
 	if err != nil {
 		return fmt.Errorf("creating the core network: %w", err)
 	}
 	c.core = nw
 	for _, m := range c.members {
-		nw, err := tcnetwork.New(ctx, tcnetwork.WithLabels(c.labels))
+		nw, err := tcnetwork.New(ctx, tcnetwork.WithLabels(c.runLabels()))
 		if err != nil {
 			return fmt.Errorf("creating the link network of node %d: %w", m.ID, err)
 		}
@@ -325,7 +326,7 @@ func (c *Cluster) startProxies(ctx context.Context) error {
 
 func (c *Cluster) startProxy(ctx context.Context, req testcontainers.ContainerRequest) (*proxyBox, error) {
 	req.Image = c.images.Toxiproxy
-	req.Labels = c.labels
+	req.Labels = c.runLabels()
 	req.ExposedPorts = append(req.ExposedPorts, fmt.Sprintf("%d/tcp", toxiAPIPort))
 	req.WaitingFor = wait.ForHTTP("/version").WithPort(fmt.Sprintf("%d/tcp", toxiAPIPort)).
 		WithForcedIPv4LocalHost().WithStartupTimeout(time.Minute)
@@ -360,7 +361,7 @@ func (c *Cluster) startNodes(ctx context.Context) error {
 	for _, m := range c.members {
 		node := &Node{ID: m.ID, Role: m.Role, Name: c.containerName(fmt.Sprintf("node-%d", m.ID)),
 			Volume: c.containerName(fmt.Sprintf("node-%d-data", m.ID))}
-		if _, err := c.eng.VolumeCreate(ctx, client.VolumeCreateOptions{Name: node.Volume, Labels: c.labels}); err != nil {
+		if _, err := c.eng.VolumeCreate(ctx, client.VolumeCreateOptions{Name: node.Volume, Labels: c.runLabels()}); err != nil {
 			return fmt.Errorf("creating the data volume of node %d: %w", m.ID, err)
 		}
 		c.nodes[m.ID] = node
@@ -370,7 +371,7 @@ func (c *Cluster) startNodes(ctx context.Context) error {
 				ContainerRequest: testcontainers.ContainerRequest{
 					Image:          c.images.Kafka,
 					Name:           node.Name,
-					Labels:         c.labels,
+					Labels:         c.runLabels(),
 					Env:            c.spec.nodeEnv(m, c.clientHostPorts),
 					Networks:       []string{c.core.Name, link},
 					NetworkAliases: map[string][]string{c.core.Name: {fmt.Sprintf("node-%d", m.ID)}},
@@ -631,3 +632,7 @@ type tcLogger struct{ log *slog.Logger }
 func (l tcLogger) Printf(format string, v ...any) {
 	l.log.Debug(strings.TrimSpace(fmt.Sprintf(format, v...)), "from", "testcontainers")
 }
+
+// runLabels is a fresh copy of the run's labels for one request: testcontainers adds its own
+// labels into the map it is given, so requests made in parallel must not share one.
+func (c *Cluster) runLabels() map[string]string { return maps.Clone(c.labels) }

@@ -87,6 +87,49 @@ func TestNodeAndLinkControls(t *testing.T) {
 		require.Less(t, after, delay, "removing the toxic should remove its delay")
 	})
 
+	t.Run("every toxic type goes on a link and comes off", func(t *testing.T) {
+		link := harness.Link{From: fs[0], To: leader}
+		for _, tx := range []harness.Toxic{
+			harness.Latency("upstream", 50*time.Millisecond, 10*time.Millisecond),
+			harness.Bandwidth("downstream", 512),
+			harness.Timeout("upstream", 5*time.Second),
+			harness.ResetPeer("upstream", 5*time.Second),
+			harness.SlowClose("downstream", time.Second),
+			harness.LimitData("downstream", 1<<20),
+		} {
+			name, err := c.AddToxic(ctx, link, tx)
+			require.NoError(t, err, "adding %s", tx.Type)
+			require.NoError(t, c.RemoveToxic(ctx, link, name), "removing %s", tx.Type)
+		}
+	})
+
+	t.Run("an open transaction holds the LSO below the high watermark", func(t *testing.T) {
+		const txTopic = "controls-txn"
+		require.NoError(t, c.CreateTopic(ctx, harness.TopicSpec{Name: txTopic, Partitions: 1, RF: 3, MinISR: 2}))
+		cfg := harness.SaramaConfig("controls-txn")
+		cfg.Producer.Transaction.ID = "controls-txn"
+		cfg.Producer.Idempotent = true
+		cfg.Producer.RequiredAcks = sarama.WaitForAll
+		cfg.Producer.Return.Successes = true
+		cfg.Net.MaxOpenRequests = 1
+		cfg.Producer.Partitioner = sarama.NewManualPartitioner
+		tp, err := sarama.NewSyncProducer(c.Bootstrap(), cfg)
+		require.NoError(t, err)
+		defer tp.Close()
+		require.NoError(t, tp.BeginTxn())
+		_, first, err := tp.SendMessage(&sarama.ProducerMessage{Topic: txTopic, Value: sarama.StringEncoder("open")})
+		require.NoError(t, err)
+		open, err := c.Offsets(ctx, txTopic, 0)
+		require.NoError(t, err)
+		require.Equal(t, first, open.LastStable, "the LSO stops at the open transaction's first offset")
+		require.Greater(t, open.HighWatermark, open.LastStable)
+		require.NoError(t, tp.CommitTxn())
+		done, err := c.WaitOffsets(ctx, txTopic, 0, func(o harness.Offsets) bool { return o.LastStable == o.HighWatermark })
+		require.NoError(t, err, "after the commit the LSO reaches the HW")
+		t.Logf("open transaction: earliest %d, LSO %d, HW %d; committed: LSO %d, HW %d (the marker takes an offset)",
+			open.Earliest, open.LastStable, open.HighWatermark, done.LastStable, done.HighWatermark)
+	})
+
 	mustReadBack(t, ctx, c, tp, 0, acks)
 	require.NoError(t, c.WaitHealthy(ctx))
 }

@@ -137,7 +137,7 @@ func (c *Cluster) wipeVolume(ctx context.Context, n *Node) error {
 			Image:      c.images.Kafka,
 			User:       "root",
 			Entrypoint: []string{"/bin/sh", "-c", "find /data -mindepth 1 -delete && ls -A /data | wc -l"},
-			Labels:     c.labels,
+			Labels:     c.runLabels(),
 		},
 		HostConfig: &container.HostConfig{Binds: []string{n.Volume + ":/data"}},
 	})
