@@ -93,8 +93,13 @@ func check(ctx context.Context, cmd *cli.Command, stdout io.Writer) error {
 	if out == "" {
 		out = filepath.Dir(path)
 	}
+	// An --out directory that does not exist yet is made, as `run --out` will; a path that
+	// exists but is not a directory is a usage error.
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return &exitError{code: exitUsage, msg: fmt.Sprintf("--out %s: cannot make the directory (%v); choose another", out, err)}
+	}
 	if st, err := os.Stat(out); err != nil || !st.IsDir() {
-		return &exitError{code: exitUsage, msg: fmt.Sprintf("--out %s: not a directory; create it or choose another", out)}
+		return &exitError{code: exitUsage, msg: fmt.Sprintf("--out %s: not a directory; choose another", out)}
 	}
 	r, err := verify.CheckFile(ctx, path, ov, verify.Options{})
 	if err != nil {
