@@ -5,6 +5,7 @@ package harnesstest
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"testing"
@@ -68,4 +69,30 @@ func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Helper()
 	w.t.Log(string(p[:len(p)-min(1, len(p))]))
 	return len(p), nil
+}
+
+// Main is TestMain for a package whose tests start clusters: it runs the tests, then fails the
+// package if anything labelled io.verity.run is left, since every test must remove what it
+// started. Packages that start clusters run one at a time (go test -p 1, as make test does), so
+// any label found belongs to this package's runs.
+//
+//	func TestMain(m *testing.M) { os.Exit(harnesstest.Main(m)) }
+func Main(m *testing.M) int {
+	code := m.Run()
+	if testing.Short() || harness.Ping(context.Background()) != nil {
+		return code
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	left, err := harness.Leftovers(ctx, "")
+	switch {
+	case err != nil:
+		fmt.Fprintf(os.Stderr, "checking for leftovers: %v\n", err)
+		return 1
+	case left != (harness.Removed{}):
+		fmt.Fprintf(os.Stderr, "FAIL: leftovers labelled %s after the tests: %+v (run `make clean`)\n", harness.Label, left)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "no container, network or volume labelled %s is left\n", harness.Label)
+	return code
 }
