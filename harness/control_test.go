@@ -1,8 +1,11 @@
 package harness_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"slices"
@@ -227,4 +230,45 @@ func TestReap(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, left)
 	_ = c.Close(ctx) // nothing left to remove; must not fail the test
+}
+
+// TestInterruptCleansUp: a process that gets SIGINT (Ctrl-C) while its cluster runs removes the
+// cluster before it exits. The child starts a one-node cluster and waits; the parent interrupts it.
+func TestInterruptCleansUp(t *testing.T) {
+	if os.Getenv("VERITY_CHILD_INTERRUPT") == "1" {
+		c, err := harness.Start(context.Background(), harness.Spec{Nodes: 1, RunID: "t-sigint", ArtifactDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Println("READY", c.RunID())
+		<-t.Context().Done() // never returns normally: the signal handler removes the cluster and re-raises
+		return
+	}
+	harnesstest.RequireDocker(t)
+	ctx := withTimeout(t, 3*time.Minute)
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestInterruptCleansUp$", "-test.v")
+	cmd.Env = append(os.Environ(), "VERITY_CHILD_INTERRUPT=1")
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	cmd.Stderr = cmd.Stdout
+	require.NoError(t, cmd.Start())
+	sc := bufio.NewScanner(out)
+	ready := false
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "READY") {
+			ready = true
+			break
+		}
+	}
+	require.True(t, ready, "the child never reported its cluster ready")
+	left, err := harness.Leftovers(ctx, "t-sigint")
+	require.NoError(t, err)
+	require.NotZero(t, left, "the child's cluster should be running before the interrupt")
+	require.NoError(t, cmd.Process.Signal(os.Interrupt))
+	go func() { _, _ = io.Copy(io.Discard, out) }()
+	werr := cmd.Wait()
+	t.Logf("child after SIGINT: %v", werr)
+	left, err = harness.Leftovers(ctx, "t-sigint")
+	require.NoError(t, err)
+	require.Zero(t, left, "SIGINT must remove the cluster before the process exits")
 }
