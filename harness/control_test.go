@@ -272,3 +272,22 @@ func TestInterruptCleansUp(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, left, "SIGINT must remove the cluster before the process exits")
 }
+
+// TestPanicCleansUp: a test that panics with a running cluster still removes it (harnesstest
+// wires Close to t.Cleanup, which the testing package runs before it reports the panic).
+func TestPanicCleansUp(t *testing.T) {
+	if os.Getenv("VERITY_CHILD_PANIC") == "1" {
+		harnesstest.Start(t, harness.Spec{Nodes: 1, RunID: "t-panic"})
+		panic("a test panicked while its cluster ran")
+	}
+	harnesstest.RequireDocker(t)
+	ctx := withTimeout(t, 3*time.Minute)
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestPanicCleansUp$")
+	cmd.Env = append(os.Environ(), "VERITY_CHILD_PANIC=1")
+	out, err := cmd.CombinedOutput()
+	require.Error(t, err, "the child must fail")
+	require.Contains(t, string(out), "a test panicked while its cluster ran")
+	left, err := harness.Leftovers(ctx, "t-panic")
+	require.NoError(t, err)
+	require.Zero(t, left, "a panicking test must still remove its cluster")
+}
