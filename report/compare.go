@@ -1,0 +1,334 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/verity-kafka/verity/verify/results"
+)
+
+// Axis is one configuration axis of a matrix cell and its value ("acks", "1").
+type Axis struct {
+	Name, Value string
+}
+
+// Cell is one run of a matrix: where it sits on the axes, and what the checker found.
+type Cell struct {
+	Axes []Axis
+	// Run numbers the repetitions of one combination of axes (1, 2, 3); runs with equal axes
+	// are summarised in one row.
+	Run     int
+	Results *results.Results
+	// Report is the run's report.html, as the table should link it (relative path); optional.
+	Report string
+}
+
+// FamilyCount sums one anomaly family over the runs of a row.
+type FamilyCount struct {
+	Total int
+	// Runs is how many runs found any.
+	Runs int
+	// Forbidden is how many findings were forbidden.
+	Forbidden int
+}
+
+// Row is one combination of axes, over its runs.
+type Row struct {
+	Axes []Axis
+	Runs int
+	// Lost is lost-write; Duplicate duplicate; Reordered reorder.
+	Lost, Duplicate, Reordered FamilyCount
+	// Other counts every other family's findings.
+	Other FamilyCount
+	// Availability is the mean share of the run time during which writes succeeded, in %
+	// (-1 when no run says). FromOps marks a value that, lacking the run's length, is the
+	// share of writes that succeeded instead.
+	Availability float64
+	FromOps      bool
+	// P99 is the largest p99 write latency over the runs, in milliseconds.
+	P99 float64
+	// Verdicts counts the runs per verdict.
+	Verdicts map[results.Verdict]int
+	Reports  []string
+}
+
+// Verdict summarises the verdicts: "pass", "fail ×3", "2 pass, 1 fail".
+func (r Row) Verdict() string {
+	if len(r.Verdicts) == 1 {
+		for v, n := range r.Verdicts {
+			if n == 1 {
+				return string(v)
+			}
+			return fmt.Sprintf("%s ×%d", v, n)
+		}
+	}
+	var parts []string
+	for _, v := range []results.Verdict{results.Fail, results.Unknown, results.Pass} {
+		if n := r.Verdicts[v]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, v))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Worst is the worst verdict of the row: fail, then unknown, then pass.
+func (r Row) Worst() results.Verdict {
+	for _, v := range []results.Verdict{results.Fail, results.Unknown} {
+		if r.Verdicts[v] > 0 {
+			return v
+		}
+	}
+	return results.Pass
+}
+
+// Compare summarises cells into rows, one per distinct combination of axes, in the order the
+// combinations first appear. Cells without results are skipped.
+func Compare(cells []Cell) []Row {
+	var rows []Row
+	index := map[string]int{}
+	avail := map[int][]float64{}
+	for _, c := range cells {
+		r := c.Results
+		if r == nil {
+			continue
+		}
+		key := axesKey(c.Axes)
+		i, ok := index[key]
+		if !ok {
+			i = len(rows)
+			index[key] = i
+			rows = append(rows, Row{Axes: slices.Clone(c.Axes), Verdicts: map[results.Verdict]int{}, Availability: -1})
+		}
+		row := &rows[i]
+		row.Runs++
+		row.Verdicts[r.Verdict]++
+		addFamily(&row.Lost, r.Anomalies["lost-write"])
+		addFamily(&row.Duplicate, r.Anomalies["duplicate"])
+		addFamily(&row.Reordered, r.Anomalies["reorder"])
+		other := FamilyCount{}
+		for name, a := range r.Anomalies {
+			if name != "lost-write" && name != "duplicate" && name != "reorder" {
+				other.Total += a.Count
+				other.Forbidden += forbiddenCount(a)
+			}
+		}
+		row.Other.Total += other.Total
+		row.Other.Forbidden += other.Forbidden
+		if other.Total > 0 {
+			row.Other.Runs++
+		}
+		if a, fromOps, ok := availability(r); ok {
+			avail[i] = append(avail[i], a)
+			row.FromOps = row.FromOps || fromOps
+		}
+		row.P99 = math.Max(row.P99, r.Stats.LatencyMs.P99)
+		if c.Report != "" {
+			row.Reports = append(row.Reports, c.Report)
+		}
+	}
+	for i, as := range avail {
+		var sum float64
+		for _, a := range as {
+			sum += a
+		}
+		rows[i].Availability = sum / float64(len(as))
+	}
+	return rows
+}
+
+func axesKey(axes []Axis) string {
+	var b strings.Builder
+	for _, a := range axes {
+		b.WriteString(a.Name)
+		b.WriteByte(0)
+		b.WriteString(a.Value)
+		b.WriteByte(0)
+	}
+	return b.String()
+}
+
+func addFamily(f *FamilyCount, a results.Anomaly) {
+	f.Total += a.Count
+	f.Forbidden += forbiddenCount(a)
+	if a.Count > 0 {
+		f.Runs++
+	}
+}
+
+// availability is the share of the run during which writes succeeded, in %: from the time
+// writes failed (stats.unavailable_ms) over the run's length (timings.run_s); lacking the
+// length, the share of writes that succeeded (fromOps).
+func availability(r *results.Results) (pct float64, fromOps, ok bool) {
+	if r.Timings.RunS > 0 {
+		a := 100 * (1 - r.Stats.UnavailableMs/(r.Timings.RunS*1000))
+		return math.Min(100, math.Max(0, a)), false, true
+	}
+	var okN, all int64
+	for _, f := range []string{"send", "txn", "rpw"} {
+		o := r.Stats.Ops[f]
+		okN += o.OK
+		all += o.OK + o.Fail + o.Info
+	}
+	if all == 0 {
+		return 0, false, false
+	}
+	return 100 * float64(okN) / float64(all), true, true
+}
+
+// axisNames are the axes of all rows, in order of first appearance.
+func axisNames(rows []Row) []string {
+	var names []string
+	for _, r := range rows {
+		for _, a := range r.Axes {
+			if !slices.Contains(names, a.Name) {
+				names = append(names, a.Name)
+			}
+		}
+	}
+	return names
+}
+
+func axisValue(r Row, name string) string {
+	for _, a := range r.Axes {
+		if a.Name == name {
+			return a.Value
+		}
+	}
+	return ""
+}
+
+// String writes a family's count for a table: "0", "3 (permitted)", "5 in 2/3 runs (4 forbidden)".
+func (f FamilyCount) String(runs int) string {
+	if f.Total == 0 {
+		return "0"
+	}
+	s := strconv.Itoa(f.Total)
+	if runs > 1 {
+		s += fmt.Sprintf(" in %d/%d runs", f.Runs, runs)
+	}
+	switch {
+	case f.Forbidden == f.Total:
+		s += " (forbidden)"
+	case f.Forbidden > 0:
+		s += fmt.Sprintf(" (%d forbidden)", f.Forbidden)
+	default:
+		s += " (permitted)"
+	}
+	return s
+}
+
+func (r Row) availabilityText() string {
+	if r.Availability < 0 {
+		return "n/a"
+	}
+	s := strconv.FormatFloat(r.Availability, 'f', 1, 64) + " %"
+	if r.FromOps {
+		s += "*"
+	}
+	return s
+}
+
+func (r Row) p99Text() string {
+	if r.P99 == 0 {
+		return "n/a"
+	}
+	return strconv.FormatFloat(r.P99, 'f', 1, 64) + " ms"
+}
+
+// tableColumns are the columns after the axes.
+func tableColumns() []string {
+	return []string{"runs", "lost", "duplicate", "reordered", "other anomalies", "write availability", "p99 latency", "verdict"}
+}
+
+func (r Row) cells() []string {
+	return []string{strconv.Itoa(r.Runs), r.Lost.String(r.Runs), r.Duplicate.String(r.Runs), r.Reordered.String(r.Runs),
+		r.Other.String(r.Runs), r.availabilityText(), r.p99Text(), r.Verdict()}
+}
+
+// CompareMarkdown is the comparison table of cells in markdown, for a terminal or a PR.
+func CompareMarkdown(cells []Cell) string {
+	rows := Compare(cells)
+	names := axisNames(rows)
+	header := append(slices.Clone(names), tableColumns()...)
+	var b strings.Builder
+	b.WriteString("| " + strings.Join(header, " | ") + " |\n")
+	b.WriteString("|" + strings.Repeat(" --- |", len(header)) + "\n")
+	fromOps := false
+	for _, r := range rows {
+		var cs []string
+		for _, n := range names {
+			cs = append(cs, mdEscape(axisValue(r, n)))
+		}
+		for _, c := range r.cells() {
+			cs = append(cs, mdEscape(c))
+		}
+		b.WriteString("| " + strings.Join(cs, " | ") + " |\n")
+		fromOps = fromOps || r.FromOps
+	}
+	if fromOps {
+		b.WriteString("\n\\* share of writes that succeeded (the run's length was not recorded)\n")
+	}
+	return b.String()
+}
+
+func mdEscape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+
+const compareTemplate = `<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{{.Title}}</title>
+<style>
+body{font-family:system-ui,-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;margin:1.5em;color:#222}
+table{border-collapse:collapse;font-size:14px}th,td{border:1px solid #ccc;padding:4px 8px;text-align:left}
+th{background:#f0f0f0}.pass{background:#e3f4e1}.fail{background:#fbe0e0}.unknown{background:#fff2cc}
+td.num{text-align:right}.note{color:#555;font-size:13px}
+</style></head><body>
+<h1>{{.Title}}</h1>
+<table id="comparison"><thead><tr>{{range .Axes}}<th>{{.}}</th>{{end}}{{range .Columns}}<th>{{.}}</th>{{end}}</tr></thead>
+<tbody>{{range .Rows}}<tr class="{{.Class}}">{{range .Axes}}<td>{{.}}</td>{{end}}{{range .Cells}}<td>{{.}}</td>{{end}}<td>{{range $i, $r := .Reports}}{{if $i}}, {{end}}<a href="{{$r}}">run {{inc $i}}</a>{{end}}</td></tr>
+{{end}}</tbody></table>
+{{if .FromOps}}<p class="note">* share of writes that succeeded (the run's length was not recorded)</p>{{end}}
+<p class="note">lost = lost-write, reordered = reorder; counts are totals over a row's runs. Write availability is the share of the run during which writes succeeded (mean over runs); p99 latency is the worst run's.</p>
+</body></html>
+`
+
+type compareRow struct {
+	Class   string
+	Axes    []string
+	Cells   []string
+	Reports []string
+}
+
+// CompareHTML is the comparison table of cells as one self-contained HTML page. Links to the
+// cells' reports are relative paths, never external URLs.
+func CompareHTML(title string, cells []Cell) (string, error) {
+	rows := Compare(cells)
+	names := axisNames(rows)
+	data := struct {
+		Title   string
+		Axes    []string
+		Columns []string
+		Rows    []compareRow
+		FromOps bool
+	}{Title: title, Axes: names, Columns: append(tableColumns(), "reports")}
+	for _, r := range rows {
+		cr := compareRow{Class: string(r.Worst()), Cells: r.cells(), Reports: r.Reports}
+		for _, n := range names {
+			cr.Axes = append(cr.Axes, axisValue(r, n))
+		}
+		data.Rows = append(data.Rows, cr)
+		data.FromOps = data.FromOps || r.FromOps
+	}
+	t, err := template.New("compare").Funcs(template.FuncMap{"inc": func(i int) int { return i + 1 }}).Parse(compareTemplate)
+	if err != nil {
+		return "", fmt.Errorf("comparison template: %w", err)
+	}
+	var b bytes.Buffer
+	if err := t.Execute(&b, data); err != nil {
+		return "", fmt.Errorf("rendering the comparison table: %w", err)
+	}
+	return b.String(), nil
+}

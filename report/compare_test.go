@@ -1,0 +1,132 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"golang.org/x/net/html"
+
+	"github.com/verity-kafka/verity/verify/results"
+)
+
+// matrixCells are acks {1, all} × min ISR {1, 2} × 3 runs under leader loss: acks=1 loses
+// writes (permitted) in 2 of 3 runs; the acks=all cells keep everything.
+func matrixCells() []Cell {
+	var cells []Cell
+	for _, acks := range []string{"1", "all"} {
+		for _, minISR := range []string{"1", "2"} {
+			for run := 1; run <= 3; run++ {
+				r := &results.Results{Verdict: results.Pass, Scenario: "acks-minisr", Seed: int64(run),
+					Anomalies: map[string]results.Anomaly{},
+					Stats:     results.Stats{UnavailableMs: 600 * float64(run), LatencyMs: results.Percentiles{P99: 10 * float64(run)}},
+					Timings:   results.Timings{RunS: 60}}
+				if acks == "1" && run < 3 {
+					r.Anomalies["lost-write"] = results.Anomaly{Count: run * 2, Permitted: true, Judgement: "permitted"}
+				}
+				if acks == "all" && minISR == "1" && run == 2 {
+					r.Verdict = results.Fail
+					r.Anomalies["lost-write"] = results.Anomaly{Count: 1, Judgement: "forbidden", Forbidden: 1}
+					r.Anomalies["duplicate"] = results.Anomaly{Count: 2, Judgement: "permitted", Permitted: true}
+					r.Anomalies["poll-skip"] = results.Anomaly{Count: 4, Judgement: "forbidden", Forbidden: 4}
+				}
+				cells = append(cells, Cell{
+					Axes:    []Axis{{"acks", acks}, {"min.insync.replicas", minISR}, {"fault", "kill-leader"}},
+					Run:     run,
+					Results: r,
+					Report:  fmt.Sprintf("acks-%s_minisr-%s/run-%d/report.html", acks, minISR, run),
+				})
+			}
+		}
+	}
+	return cells
+}
+
+func TestCompare(t *testing.T) {
+	rows := Compare(matrixCells())
+	if len(rows) != 4 {
+		t.Fatalf("%d rows, want 4", len(rows))
+	}
+	r := rows[0] // acks=1, min ISR 1
+	if r.Runs != 3 || r.Lost.Total != 6 || r.Lost.Runs != 2 || r.Lost.Forbidden != 0 || r.Verdict() != "pass ×3" {
+		t.Errorf("row 0: %+v, verdict %q", r, r.Verdict())
+	}
+	if got := r.Lost.String(r.Runs); got != "6 in 2/3 runs (permitted)" {
+		t.Errorf("lost cell %q", got)
+	}
+	// Availability: 60 s runs unavailable 0.6, 1.2, 1.8 s: mean 98 %.
+	if r.Availability < 97.99 || r.Availability > 98.01 || r.FromOps || r.P99 != 30 {
+		t.Errorf("availability %.3f, p99 %.1f", r.Availability, r.P99)
+	}
+	f := rows[2] // acks=all, min ISR 1
+	if f.Verdict() != "1 fail, 2 pass" || f.Worst() != results.Fail || f.Lost.String(3) != "1 in 1/3 runs (forbidden)" ||
+		f.Other.String(3) != "4 in 1/3 runs (forbidden)" || f.Duplicate.String(3) != "2 in 1/3 runs (permitted)" {
+		t.Errorf("row 2: verdict %q, lost %q, other %q, dup %q", f.Verdict(), f.Lost.String(3), f.Other.String(3), f.Duplicate.String(3))
+	}
+	if Compare(nil) != nil {
+		t.Error("rows from no cells")
+	}
+}
+
+func TestCompareMarkdown(t *testing.T) {
+	md := CompareMarkdown(matrixCells())
+	lines := strings.Split(strings.TrimSpace(md), "\n")
+	if len(lines) != 6 {
+		t.Fatalf("%d lines:\n%s", len(lines), md)
+	}
+	want := "| acks | min.insync.replicas | fault | runs | lost | duplicate | reordered | other anomalies | write availability | p99 latency | verdict |"
+	if lines[0] != want {
+		t.Errorf("header\n%s\nwant\n%s", lines[0], want)
+	}
+	if !strings.HasPrefix(lines[1], "| --- |") || strings.Count(lines[1], "---") != 11 {
+		t.Errorf("separator %q", lines[1])
+	}
+	if want := "| 1 | 1 | kill-leader | 3 | 6 in 2/3 runs (permitted) | 0 | 0 | 0 | 98.0 % | 30.0 ms | pass ×3 |"; lines[2] != want {
+		t.Errorf("row\n%s\nwant\n%s", lines[2], want)
+	}
+	// Without the run's length, availability is the share of writes that succeeded, marked.
+	cells := []Cell{{Axes: []Axis{{"acks", "all"}}, Results: &results.Results{Verdict: results.Pass,
+		Stats: results.Stats{Ops: map[string]results.Outcomes{"send": {OK: 90, Fail: 5, Info: 5}}}}}}
+	md = CompareMarkdown(cells)
+	if !strings.Contains(md, "| 90.0 %* |") || !strings.Contains(md, "\\* share of writes") {
+		t.Errorf("ops-based availability not marked:\n%s", md)
+	}
+}
+
+func TestCompareHTML(t *testing.T) {
+	page, err := CompareHTML("acks × min ISR under leader loss", matrixCells())
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := html.Parse(strings.NewReader(page))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := pageOf(root, page)
+	table := p.byID("comparison")
+	if table == nil {
+		t.Fatal("no comparison table")
+	}
+	rows := 0
+	walk(table, func(n *html.Node) {
+		if n.Type == html.ElementNode && n.Data == "tr" {
+			rows++
+		}
+		if n.Type == html.ElementNode && n.Data == "a" {
+			if href, _ := attr(n, "href"); strings.Contains(href, "://") {
+				t.Errorf("external link %q", href)
+			}
+		}
+	})
+	if rows != 5 {
+		t.Errorf("%d rows, want header + 4", rows)
+	}
+	if !strings.Contains(text(table), "1 fail, 2 pass") || !strings.Contains(text(table), "run 3") {
+		t.Errorf("table text: %s", text(table))
+	}
+	if strings.Contains(page, "http://") || strings.Contains(page, "https://") || len(p.elements("script")) > 0 {
+		t.Error("the comparison page is not self-contained")
+	}
+}
+
+func pageOf(root *html.Node, raw string) page { return page{root: root, raw: raw} }

@@ -1,0 +1,30 @@
+package report_test
+
+import (
+	"fmt"
+
+	"github.com/verity-kafka/verity/report"
+	"github.com/verity-kafka/verity/verify/results"
+)
+
+func ExampleCompareMarkdown() {
+	run := func(lost int, permitted bool, verdict results.Verdict) *results.Results {
+		r := &results.Results{Verdict: verdict, Anomalies: map[string]results.Anomaly{},
+			Stats: results.Stats{UnavailableMs: 3000, LatencyMs: results.Percentiles{P99: 12.5}}, Timings: results.Timings{RunS: 60}}
+		if lost > 0 {
+			r.Anomalies["lost-write"] = results.Anomaly{Count: lost, Permitted: permitted}
+		}
+		return r
+	}
+	cells := []report.Cell{
+		{Axes: []report.Axis{{Name: "acks", Value: "1"}}, Run: 1, Results: run(4, true, results.Pass)},
+		{Axes: []report.Axis{{Name: "acks", Value: "1"}}, Run: 2, Results: run(0, true, results.Pass)},
+		{Axes: []report.Axis{{Name: "acks", Value: "all"}}, Run: 1, Results: run(1, false, results.Fail)},
+	}
+	fmt.Print(report.CompareMarkdown(cells))
+	// Output:
+	// | acks | runs | lost | duplicate | reordered | other anomalies | write availability | p99 latency | verdict |
+	// | --- | --- | --- | --- | --- | --- | --- | --- | --- |
+	// | 1 | 2 | 4 in 1/2 runs (permitted) | 0 | 0 | 0 | 95.0 % | 12.5 ms | pass ×2 |
+	// | all | 1 | 1 (forbidden) | 0 | 0 | 0 | 95.0 % | 12.5 ms | fail |
+}

@@ -1,0 +1,453 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/verity-kafka/verity/verify/guarantee"
+	"github.com/verity-kafka/verity/verify/results"
+)
+
+// pageTemplate is report.html. Everything is inline — styles here, plots as data: URIs — so the
+// page is one file that opens anywhere without the network. Section ids are stable (tests and
+// links use them): verdict, summary, throughput, latency, faults, partitions, anomalies, config.
+const pageTemplate = `<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Verity: {{.Scenario}} — {{.Verdict}}</title>
+<style>
+body{font-family:system-ui,-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;margin:0 auto;max-width:1100px;padding:1em 1.5em;color:#222;line-height:1.4}
+h1{margin:.2em 0}h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:1.6em}
+table{border-collapse:collapse;font-size:13px;margin:.4em 0}th,td{border:1px solid #d0d0d0;padding:3px 7px;text-align:left;vertical-align:top}
+th{background:#f2f2f2}td.num{text-align:right;font-variant-numeric:tabular-nums}
+#verdict{border-radius:8px;padding:.8em 1.2em;margin:.6em 0;display:flex;gap:2.5em;align-items:center;flex-wrap:wrap}
+#verdict .big{font-size:2.2em;font-weight:700;text-transform:uppercase;letter-spacing:.05em}
+#verdict .seed{font-size:1.5em;font-weight:600}
+.pass{background:#e3f4e1;border:2px solid #3c9a3c}.fail{background:#fbe0e0;border:2px solid #c62828}.unknown{background:#fff2cc;border:2px solid #c99a00}
+tr.forbidden td{background:#fbe0e0}tr.permitted td{background:#f3f8ee}tr.notjudged td{background:#fff8e1}tr.unchecked td{background:#f2f2f2}
+img.plot{width:100%;height:auto;border:1px solid #eee}
+.swatch{display:inline-block;width:.9em;height:.9em;border-radius:2px;margin:0 .3em 0 .8em;vertical-align:-.1em}
+.note{color:#555;font-size:13px}code,pre{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px}
+pre{background:#f7f7f7;padding:.6em;overflow:auto;max-height:30em}ul.ex{margin:0;padding-left:1.1em}
+</style></head><body>
+<h1>Verity report: {{.Scenario}}</h1>
+<div id="verdict" class="{{.Verdict}}">
+<div><div class="note">verdict</div><div class="big" id="verdict-value">{{.Verdict}}</div></div>
+<div><div class="note">seed</div><div class="seed" id="seed">{{.Seed}}</div></div>
+<div><div class="note">scenario</div><div class="seed">{{.Scenario}}</div></div>
+<div class="note">{{.ForbiddenText}}<br>rerun: <code>verity run --scenario {{.Scenario}} --seed {{.Seed}}</code></div>
+</div>
+{{if .UnknownReasons}}<p><b>Why the verdict is unknown:</b></p><ul>{{range .UnknownReasons}}<li>{{.}}</li>{{end}}</ul>{{end}}
+{{range .Warnings}}<p class="note"><b>Note:</b> {{.}}</p>{{end}}
+
+<section id="summary"><h2>Summary</h2>
+<table><tr><th>history</th><td>{{.History}}</td></tr>
+<tr><th>events</th><td class="num">{{.Ops}}</td></tr>
+<tr><th>run length (history)</th><td class="num">{{.Length}}</td></tr>
+<tr><th>faults</th><td>{{if .FaultKinds}}{{join .FaultKinds ", "}}{{else}}none{{end}}</td></tr>
+<tr><th>write latency</th><td class="num">p50 {{ms .Stats.LatencyMs.P50}}, p99 {{ms .Stats.LatencyMs.P99}}{{if .Stats.LatencyMs.P999}}, p99.9 {{ms .Stats.LatencyMs.P999}}{{end}}{{if .Stats.LatencyMs.Max}}, max {{ms .Stats.LatencyMs.Max}}{{end}}</td></tr>
+<tr><th>unknown sends</th><td class="num">{{.Stats.UnknownSends}} ({{.Stats.UnknownLaterSeen}} later seen in the log)</td></tr>
+<tr><th>writes unavailable</th><td class="num">{{ms .Stats.UnavailableMs}}</td></tr>
+<tr><th>timings</th><td class="num">cluster ready {{secs .Timings.ClusterReadyS}}, run {{secs .Timings.RunS}}, check {{secs .Timings.CheckS}}</td></tr>
+</table>
+<table><tr><th>op</th><th>ok</th><th>fail</th><th>info</th><th>pending</th></tr>
+{{range .OpRows}}<tr><td>{{.Name}}</td><td class="num">{{.O.OK}}</td><td class="num">{{.O.Fail}}</td><td class="num">{{.O.Info}}</td><td class="num">{{.O.Pending}}</td></tr>{{end}}
+</table>
+{{if .Windows}}<p>Windows during which writes failed{{if .WindowsCut}} (first {{len .Windows}} of {{.WindowsCut}}){{end}}:</p>
+<table><tr><th>partition</th><th>from (s)</th><th>to (s)</th><th>failed writes</th></tr>
+{{range .Windows}}<tr><td>{{.Topic}}-{{.Partition}}</td><td class="num">{{secs1000 .StartMs}}</td><td class="num">{{secs1000 .EndMs}}</td><td class="num">{{.Failed}}</td></tr>{{end}}</table>{{end}}
+</section>
+
+<section id="throughput"><h2>Throughput</h2>
+{{if .FaultLegend}}<p class="note">Shaded: fault intervals (injection to heal).{{range .FaultLegend}}<span class="swatch" style="background: {{.Color}}"></span>{{.Name}}{{end}}</p>{{end}}
+{{if .Throughput}}<img class="plot" alt="throughput over time" src="{{.Throughput}}">{{else}}<p class="note">No client operations in the history.</p>{{end}}
+</section>
+<section id="latency"><h2>Latency</h2>
+{{if .Latency}}<img class="plot" alt="latency over time" src="{{.Latency}}"><p class="note">Per {{.Bucket}}: p50 and p99 of acknowledged writes from a log histogram (within 4 %), and the largest.</p>{{else}}<p class="note">No acknowledged writes.</p>{{end}}
+</section>
+
+<section id="faults"><h2>Faults</h2>
+{{if .Faults}}<table><tr><th>#</th><th>fault</th><th>nodes</th><th>links</th><th>role</th><th>start (s)</th><th>in place (s)</th><th>end (s)</th><th>ended by</th><th>op i (inject, heal)</th></tr>
+{{range $i, $f := .Faults}}<tr><td class="num">{{inc $i}}</td><td>{{$f.Label}}{{if $f.Uncertain}} (uncertain){{end}}</td><td>{{ints $f.Nodes}}</td><td>{{links $f.Links}}</td><td>{{$f.Role}}</td>
+<td class="num">{{ns $f.Start}}</td><td class="num">{{if ge $f.InPlace 0}}{{ns $f.InPlace}}{{end}}</td><td class="num">{{ns $f.End}}</td><td>{{$f.HealedBy}}</td><td class="num">{{$f.Invoke}}{{if ge $f.Heal 0}}, {{$f.Heal}}{{end}}</td></tr>
+{{end}}</table>{{else}}<p class="note">No nemesis events in the history.</p>{{end}}
+{{range .Markers}}<p class="note">{{.Label}} at {{ns .T}} s (op {{.Index}})</p>{{end}}
+</section>
+
+<section id="partitions"><h2>Leaders and ISR</h2>
+{{if .Partitions}}<p class="note">Thin bars: replicas in the ISR; thick bars: the leader; red: ISR below min.insync.replicas; other shading: faults. From the run's ISR samples (f "isr").</p>
+<table><tr><th>partition</th><th>observations kept</th><th>leader changes</th><th>smallest ISR</th><th>time below min ISR (s)</th></tr>
+{{range .Partitions}}<tr><td>{{.Name}}</td><td class="num">{{.States}}</td><td class="num">{{.LeaderChanges}}</td><td class="num">{{.SmallestISR}}</td><td class="num">{{printf "%.1f" .BelowMin}}</td></tr>{{end}}</table>
+{{range .Partitions}}{{if .Plot}}<img class="plot" alt="leader and ISR of {{.Name}}" src="{{.Plot}}">{{end}}{{end}}
+{{if .PartitionsOmitted}}<p class="note">Plots of {{.PartitionsOmitted}} more partitions are left out (see the table).</p>{{end}}
+{{else}}<p class="note">The history has no ISR observations (f "isr").</p>{{end}}
+{{range .TimelineNotes}}<p class="note">{{.}}</p>{{end}}
+</section>
+
+<section id="anomalies"><h2>Anomalies</h2>
+{{if .Anomalies}}<table><tr><th>anomaly</th><th>count</th><th>judgement</th><th>why</th><th>evidence (op indices "i" in the history)</th></tr>
+{{range .Anomalies}}<tr class="{{.Class}}" id="anomaly-{{.Name}}"><td>{{.Name}}</td><td class="num">{{.Count}}</td><td>{{.Judgement}}</td>
+<td>{{.Why}}{{if .ByRule}}<ul class="ex">{{range .ByRule}}<li>{{.Count}} {{.Judgement}}: {{.Why}}</li>{{end}}</ul>{{end}}</td>
+<td>{{if .Examples}}<ul class="ex">{{range .Examples}}<li>{{.}}</li>{{end}}</ul>{{if .More}}<span class="note">and {{.More}} more</span>{{end}}{{end}}</td></tr>
+{{end}}</table>{{end}}
+<p class="note">None found: {{if .NoneFound}}{{join .NoneFound ", "}}{{else}}—{{end}}.</p>
+</section>
+
+<section id="config"><h2>Configuration</h2>
+<h3>Deviations from Kafka 4.3's defaults</h3>
+{{if or .Deviations .SettingDeviations}}<ul>{{range .Deviations}}<li><code>{{.}}</code> (broker)</li>{{end}}{{range .SettingDeviations}}<li><code>{{.}}</code></li>{{end}}</ul>{{else}}<p class="note">None.</p>{{end}}
+{{if .Assumed}}<h3>Assumed at Kafka's default (the config did not say)</h3><ul>{{range .Assumed}}<li><code>{{.}}</code></li>{{end}}</ul>{{end}}
+{{if .Overrides}}<h3>Forced from outside the history</h3><ul>{{range .Overrides}}<li><code>{{.}}</code></li>{{end}}</ul>{{end}}
+{{if .Notes}}<h3>Notes of the check</h3><ul>{{range .Notes}}<li>{{.}}</li>{{end}}</ul>{{end}}
+<details><summary>The run's configuration (history header)</summary><pre>{{.ConfigJSON}}</pre></details>
+</section>
+</body></html>
+`
+
+// pageData is what the template shows.
+type pageData struct {
+	Scenario, Verdict, ForbiddenText string
+	Seed                             int64
+	UnknownReasons, Warnings         []string
+	History, Length, Bucket          string
+	Ops                              int64
+	FaultKinds                       []string
+	Stats                            results.Stats
+	Timings                          results.Timings
+	OpRows                           []opRow
+	Windows                          []results.Window
+	WindowsCut                       int
+	Throughput, Latency              template.URL
+	FaultLegend                      []legendItem
+	Faults                           []FaultInterval
+	Markers                          []Marker
+	Partitions                       []partitionView
+	PartitionsOmitted                int
+	TimelineNotes                    []string
+	Anomalies                        []anomalyView
+	NoneFound                        []string
+	Deviations, SettingDeviations    []string
+	Assumed, Overrides, Notes        []string
+	ConfigJSON                       string
+}
+
+type opRow struct {
+	Name string
+	O    results.Outcomes
+}
+
+type legendItem struct{ Name, Color string }
+
+type partitionView struct {
+	Name                  string
+	States, LeaderChanges int
+	SmallestISR           int
+	BelowMin              float64
+	Plot                  template.URL
+}
+
+type anomalyView struct {
+	Name, Judgement, Class, Why string
+	Count, More                 int
+	ByRule                      []results.RuleCount
+	Examples                    []string
+}
+
+// maxExamplesShown bounds the examples listed per family (results.json has them all).
+const maxExamplesShown = 50
+
+// maxWindowsShown bounds the unavailability windows listed.
+const maxWindowsShown = 50
+
+func templateFuncs() template.FuncMap {
+	return template.FuncMap{
+		"join":     strings.Join,
+		"inc":      func(i int) int { return i + 1 },
+		"ms":       func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) + " ms" },
+		"secs":     func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) + " s" },
+		"secs1000": func(v float64) string { return strconv.FormatFloat(v/1000, 'f', 2, 64) },
+		"ns":       func(v int64) string { return strconv.FormatFloat(float64(v)/1e9, 'f', 2, 64) },
+		"ints":     func(v []int) string { return joinInts(v) },
+		"links": func(ls [][2]string) string {
+			s := make([]string, len(ls))
+			for i, l := range ls {
+				s[i] = l[0] + "→" + l[1]
+			}
+			if len(s) > 12 {
+				return strings.Join(s[:12], ", ") + fmt.Sprintf(" and %d more", len(s)-12)
+			}
+			return strings.Join(s, ", ")
+		},
+	}
+}
+
+// RenderHTML writes report.html for r to w, with the plots drawn from tl (nil: a page without
+// plots, for a run whose history could not be read). warnings are shown at the top.
+func RenderHTML(w io.Writer, r *results.Results, tl *Timeline, opts Options, warnings []string) error {
+	opts = opts.withDefaults()
+	d := pageData{
+		Scenario: r.Scenario, Verdict: string(r.Verdict), Seed: r.Seed,
+		UnknownReasons: r.UnknownReasons, Warnings: warnings,
+		FaultKinds: r.Faults, Stats: r.Stats, Timings: r.Timings,
+		Deviations: r.Deviations, Assumed: r.Assumed, Overrides: r.Overrides, Notes: r.Notes,
+	}
+	if d.Verdict == "" {
+		d.Verdict = string(results.Unknown)
+	}
+	if r.History != nil {
+		d.History = r.History.Path
+	}
+	d.ForbiddenText = forbiddenSummary(r)
+	for _, f := range slices.Sorted(maps.Keys(r.Stats.Ops)) {
+		d.OpRows = append(d.OpRows, opRow{Name: f, O: r.Stats.Ops[f]})
+	}
+	d.Windows = r.Stats.Unavailability
+	if len(d.Windows) > maxWindowsShown {
+		d.WindowsCut = len(d.Windows)
+		d.Windows = d.Windows[:maxWindowsShown]
+	}
+	d.Anomalies, d.NoneFound = anomalyViews(r)
+	d.SettingDeviations = settingDeviations(r.Config)
+	d.ConfigJSON = prettyJSON(r.Config)
+
+	if tl != nil {
+		if err := d.addTimeline(tl, opts); err != nil {
+			return err
+		}
+	}
+	t, err := template.New("report").Funcs(templateFuncs()).Parse(pageTemplate)
+	if err != nil {
+		return fmt.Errorf("report template: %w", err)
+	}
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, d); err != nil {
+		return fmt.Errorf("rendering report.html: %w", err)
+	}
+	if _, err := w.Write(buf.Bytes()); err != nil {
+		return fmt.Errorf("writing report.html: %w", err)
+	}
+	return nil
+}
+
+func (d *pageData) addTimeline(tl *Timeline, opts Options) error {
+	if d.History == "" {
+		d.History = tl.Path
+	}
+	d.Ops = tl.Ops
+	d.Length = strconv.FormatFloat(seconds(tl.End), 'f', 1, 64) + " s"
+	d.Bucket = tl.Bucket.String()
+	d.Faults = tl.Faults
+	d.Markers = tl.Markers
+	d.TimelineNotes = tl.Notes
+	if tl.Torn > 0 {
+		d.Warnings = append(d.Warnings, fmt.Sprintf("the history's last line (%d) was torn and skipped", tl.Torn))
+	}
+	colors := faultColors(tl.Faults)
+	seen := map[string]bool{}
+	for i := range tl.Faults {
+		k := faultKey(&tl.Faults[i])
+		if !seen[k] {
+			seen[k] = true
+			c := colors[k]
+			d.FaultLegend = append(d.FaultLegend, legendItem{Name: k, Color: fmt.Sprintf("#%02x%02x%02x", c.R, c.G, c.B)})
+		}
+	}
+	if len(tl.Buckets) > 0 {
+		p, err := throughputPlot(tl, colors)
+		if err != nil {
+			return err
+		}
+		if d.Throughput, err = svgURI(p, plotWidth, plotHeight); err != nil {
+			return err
+		}
+		hasLatency := slices.ContainsFunc(tl.Buckets, func(b Bucket) bool { return b.latN > 0 })
+		if hasLatency {
+			if p, err = latencyPlot(tl, colors); err != nil {
+				return err
+			}
+			if d.Latency, err = svgURI(p, plotWidth, plotHeight); err != nil {
+				return err
+			}
+		}
+	}
+	for i, tr := range tl.Partitions {
+		v := partitionSummary(tl, tr)
+		if i < opts.MaxPartitionPlots {
+			p, err := partitionPlot(tl, tr, colors)
+			if err != nil {
+				return err
+			}
+			if v.Plot, err = svgURI(p, plotWidth, partitionHeight); err != nil {
+				return err
+			}
+		} else {
+			d.PartitionsOmitted++
+		}
+		d.Partitions = append(d.Partitions, v)
+	}
+	return nil
+}
+
+func partitionSummary(tl *Timeline, tr *PartitionTrack) partitionView {
+	v := partitionView{Name: tr.Name(), States: len(tr.States), SmallestISR: -1}
+	var below int64
+	for k, st := range tr.States {
+		if k > 0 && st.Leader != tr.States[k-1].Leader {
+			v.LeaderChanges++
+		}
+		if v.SmallestISR < 0 || len(st.ISR) < v.SmallestISR {
+			v.SmallestISR = len(st.ISR)
+		}
+		if st.MinISR > 0 && len(st.ISR) < st.MinISR {
+			end := tl.End
+			if k+1 < len(tr.States) {
+				end = tr.States[k+1].T
+			}
+			below += end - st.T
+		}
+	}
+	v.BelowMin = seconds(below)
+	return v
+}
+
+// forbiddenSummary says in a line what decided the verdict.
+func forbiddenSummary(r *results.Results) string {
+	var forb, perm []string
+	for _, name := range Families(r) {
+		a := r.Anomalies[name]
+		if n := forbiddenCount(a); n > 0 {
+			forb = append(forb, fmt.Sprintf("%d %s", n, name))
+		} else if a.Count > 0 {
+			perm = append(perm, fmt.Sprintf("%d %s", a.Count, name))
+		}
+	}
+	switch {
+	case len(forb) > 0:
+		return "forbidden: " + strings.Join(forb, ", ")
+	case len(perm) > 0:
+		return "no forbidden anomaly; permitted or not judged: " + strings.Join(perm, ", ")
+	}
+	return "no anomaly found"
+}
+
+func anomalyViews(r *results.Results) (views []anomalyView, none []string) {
+	for _, name := range Families(r) {
+		a, ok := r.Anomalies[name]
+		if !ok || (a.Count == 0 && a.Unchecked == "") {
+			none = append(none, name)
+			continue
+		}
+		v := anomalyView{Name: name, Count: a.Count, Why: a.Why, ByRule: a.ByRule}
+		switch {
+		case a.Unchecked != "":
+			v.Judgement, v.Class, v.Why = "not checked", "unchecked", a.Unchecked
+		case forbiddenCount(a) > 0:
+			v.Judgement, v.Class = "forbidden", "forbidden"
+			if n := forbiddenCount(a); n < a.Count {
+				v.Judgement = fmt.Sprintf("forbidden (%d of %d)", n, a.Count)
+			}
+		case a.Judgement == "unknown":
+			v.Judgement, v.Class = "not judged", "notjudged"
+		default:
+			v.Judgement, v.Class = "permitted", "permitted"
+		}
+		for i, e := range a.Examples {
+			if i == maxExamplesShown {
+				v.More = len(a.Examples) - i
+				break
+			}
+			v.Examples = append(v.Examples, exampleText(e))
+		}
+		views = append(views, v)
+	}
+	return views, none
+}
+
+// settingDeviations lists the producer, topic and consumer settings of the run's config that
+// differ from Kafka 4.3's defaults (the broker's come in results.json's deviations).
+func settingDeviations(raw json.RawMessage) []string {
+	cfg, _, err := guarantee.Decode(raw)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	producer := func(prefix string, p guarantee.ProducerSettings) {
+		if p.Conflict != "" {
+			out = append(out, prefix+"settings no documented guarantee covers: "+p.Conflict)
+		}
+		if p.Acks != guarantee.AcksAll {
+			out = append(out, prefix+"acks="+p.Acks.String()+" (Kafka default all)")
+		}
+		if !p.Idempotent && !p.Transactional {
+			out = append(out, prefix+"enable.idempotence=false (Kafka default true)")
+		}
+		if p.MaxInFlight != guarantee.DefaultMaxInFlight {
+			out = append(out, fmt.Sprintf("%smax.in.flight.requests.per.connection=%d (Kafka default %d)", prefix, p.MaxInFlight, guarantee.DefaultMaxInFlight))
+		}
+		if p.Retries != guarantee.DefaultRetries {
+			out = append(out, fmt.Sprintf("%sretries=%d (Kafka default %d)", prefix, p.Retries, guarantee.DefaultRetries))
+		}
+		if p.AppResend {
+			out = append(out, prefix+"the application re-sends after failed or unknown sends")
+		}
+	}
+	def := cfg.DefaultProducer(false)
+	producer("producers: ", def)
+	for _, k := range slices.Sorted(maps.Keys(cfg.Processes)) {
+		n, err := strconv.Atoi(k)
+		if err != nil {
+			continue
+		}
+		p := cfg.ProducerFor(n, false)
+		if p.Transactional {
+			continue // Kafka fixes a transactional producer's settings
+		}
+		if p.Acks == def.Acks && p.Idempotent == def.Idempotent && p.MaxInFlight == def.MaxInFlight &&
+			p.Retries == def.Retries && p.AppResend == def.AppResend && p.Conflict == def.Conflict {
+			continue
+		}
+		producer("process "+k+": ", p)
+	}
+	topic := func(prefix string, t guarantee.TopicSettings) {
+		if t.RF != guarantee.DefaultRF {
+			out = append(out, fmt.Sprintf("%sreplication.factor=%d (Kafka default.replication.factor %d)", prefix, t.RF, guarantee.DefaultRF))
+		}
+		if t.MinISR != guarantee.DefaultMinISR {
+			out = append(out, fmt.Sprintf("%smin.insync.replicas=%d (Kafka default %d)", prefix, t.MinISR, guarantee.DefaultMinISR))
+		}
+		if t.Unclean {
+			out = append(out, prefix+"unclean.leader.election.enable=true (Kafka default false)")
+		}
+		if t.Conflict != "" {
+			out = append(out, prefix+"settings no documented guarantee covers: "+t.Conflict)
+		}
+	}
+	if len(cfg.Topics) == 0 {
+		topic("topics: ", cfg.TopicFor(""))
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Topics)) {
+		topic("topic "+name+": ", cfg.TopicFor(name))
+	}
+	if cfg.ReadIsolation() != guarantee.ReadUncommitted {
+		out = append(out, "consumers: isolation.level="+cfg.ReadIsolation()+" (Kafka default read_uncommitted)")
+	}
+	return out
+}
+
+func prettyJSON(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return "(none)"
+	}
+	var b bytes.Buffer
+	if err := json.Indent(&b, raw, "", "  "); err != nil {
+		return string(raw)
+	}
+	return b.String()
+}

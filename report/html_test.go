@@ -1,0 +1,294 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/net/html"
+
+	"github.com/verity-kafka/verity/history"
+)
+
+// page is a parsed report.html.
+type page struct {
+	root *html.Node
+	raw  string
+}
+
+func parsePage(t *testing.T, path string) page {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := html.Parse(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("report.html does not parse: %v", err)
+	}
+	return page{root: root, raw: string(b)}
+}
+
+func walk(n *html.Node, visit func(*html.Node)) {
+	visit(n)
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		walk(c, visit)
+	}
+}
+
+func attr(n *html.Node, key string) (string, bool) {
+	for _, a := range n.Attr {
+		if a.Key == key {
+			return a.Val, true
+		}
+	}
+	return "", false
+}
+
+func (p page) byID(id string) *html.Node {
+	var found *html.Node
+	walk(p.root, func(n *html.Node) {
+		if v, ok := attr(n, "id"); ok && v == id && found == nil {
+			found = n
+		}
+	})
+	return found
+}
+
+func text(n *html.Node) string {
+	var b strings.Builder
+	walk(n, func(c *html.Node) {
+		if c.Type == html.TextNode {
+			b.WriteString(c.Data)
+		}
+	})
+	return strings.Join(strings.Fields(b.String()), " ")
+}
+
+func (p page) elements(tag string) []*html.Node {
+	var out []*html.Node
+	walk(p.root, func(n *html.Node) {
+		if n.Type == html.ElementNode && n.Data == tag {
+			out = append(out, n)
+		}
+	})
+	return out
+}
+
+// renderSample writes a report of the sample results over a generated history with faults and
+// ISR samples, and parses it. With -artifacts the files stay for a look (go test -run
+// TestReportHTML -artifacts -outputdir DIR).
+func renderSample(t *testing.T) (page, string) {
+	t.Helper()
+	dir := t.ArtifactDir()
+	hist := filepath.Join(dir, "history.jsonl")
+	writeTestHistory(t, hist, 30000, 5)
+	r, err := history.Open(hist)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := r.Header().Config
+	r.Close()
+	w, err := Write(context.Background(), dir, sampleResults(hist, cfg), "", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(w.Warnings) > 0 {
+		t.Errorf("warnings: %v", w.Warnings)
+	}
+	return parsePage(t, w.HTML), dir
+}
+
+func TestReportHTML(t *testing.T) {
+	p, _ := renderSample(t)
+
+	for _, id := range []string{"verdict", "verdict-value", "seed", "summary", "throughput", "latency", "faults", "partitions", "anomalies", "config"} {
+		if p.byID(id) == nil {
+			t.Errorf("no element with id %q", id)
+		}
+	}
+	if got := text(p.byID("verdict-value")); got != "fail" {
+		t.Errorf("verdict shows %q", got)
+	}
+	if got := text(p.byID("seed")); got != fmt.Sprint(testSeed) {
+		t.Errorf("seed shows %q", got)
+	}
+	if !strings.Contains(text(p.elements("title")[0]), "fail") {
+		t.Error("the title does not carry the verdict")
+	}
+
+	// Every example's op indices are in the anomaly table, with their family.
+	res := sampleResults("", nil)
+	anomalies := text(p.byID("anomalies"))
+	for name, a := range res.Anomalies {
+		if a.Count == 0 && a.Unchecked == "" {
+			if !strings.Contains(anomalies, "None found:") || !strings.Contains(anomalies, name) {
+				t.Errorf("family %s with no finding is not listed as none found", name)
+			}
+			continue
+		}
+		row := p.byID("anomaly-" + name)
+		if row == nil {
+			t.Errorf("no row for %s", name)
+			continue
+		}
+		for _, e := range a.Examples {
+			want := "ops " + joinInts(e.Ops)
+			if !strings.Contains(text(row), want) {
+				t.Errorf("row of %s lacks %q: %s", name, want, text(row))
+			}
+		}
+	}
+	for name, want := range map[string]string{"lost-write": "forbidden", "duplicate": "permitted", "reorder": "not judged", "eos-missing": "not checked"} {
+		if row := p.byID("anomaly-" + name); row == nil || !strings.Contains(text(row), want) {
+			t.Errorf("%s is not shown as %s", name, want)
+		}
+	}
+
+	// Self-contained: no script, stylesheet link or external reference.
+	if strings.Contains(p.raw, "http://") || strings.Contains(p.raw, "https://") {
+		t.Error("the page contains an http(s) URL")
+	}
+	for _, tag := range []string{"script", "link", "iframe", "object", "embed"} {
+		if n := len(p.elements(tag)); n > 0 {
+			t.Errorf("%d <%s> elements", n, tag)
+		}
+	}
+	walk(p.root, func(n *html.Node) {
+		for _, a := range n.Attr {
+			switch a.Key {
+			case "src":
+				if !strings.HasPrefix(a.Val, "data:image/svg+xml;base64,") {
+					t.Errorf("<%s src=%.60q>: not an inline image", n.Data, a.Val)
+				}
+			case "href", "action", "srcset", "data", "poster":
+				if !strings.HasPrefix(a.Val, "#") {
+					t.Errorf("<%s %s=%q>: an external reference", n.Data, a.Key, a.Val)
+				}
+			}
+		}
+	})
+
+	// Plots: throughput, latency and one per partition, each a real SVG.
+	imgs := p.elements("img")
+	if len(imgs) != 5 {
+		t.Errorf("%d plots, want 5 (throughput, latency, 3 partitions)", len(imgs))
+	}
+	for _, img := range imgs {
+		src, _ := attr(img, "src")
+		svg, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(src, "data:image/svg+xml;base64,"))
+		if err != nil || !bytes.Contains(svg, []byte("<svg")) || !bytes.Contains(svg, []byte("</svg>")) {
+			t.Errorf("plot is not an SVG: %v %.80q", err, svg)
+		}
+		dec := xml.NewDecoder(bytes.NewReader(svg))
+		for {
+			if _, err := dec.Token(); err != nil {
+				if !errors.Is(err, io.EOF) {
+					t.Errorf("plot SVG is not well-formed XML: %v", err)
+				}
+				break
+			}
+		}
+	}
+
+	faults := text(p.byID("faults"))
+	for _, want := range []string{"isolate [2]", "latency [1 3]", "disk-loss [3]", "pause [1]", "heal-all", "itself", "1→2"} {
+		if !strings.Contains(faults, want) {
+			t.Errorf("fault table lacks %q", want)
+		}
+	}
+	if strings.Contains(faults, "bridge") {
+		t.Error("fault table shows a bridge that never happened")
+	}
+	parts := text(p.byID("partitions"))
+	if !strings.Contains(parts, "verity-0") || !strings.Contains(parts, "verity-2") {
+		t.Errorf("partition table: %s", parts)
+	}
+	cfg := text(p.byID("config"))
+	for _, want := range []string{"replica.lag.time.max.ms=10000", "replication.factor=3", "min.insync.replicas=2", "isolation.level=read_committed", "retries=2147483647", `"scenario": "histgen"`} {
+		if !strings.Contains(cfg, want) {
+			t.Errorf("config section lacks %q", want)
+		}
+	}
+	summary := text(p.byID("summary"))
+	for _, want := range []string{"p99 41.0 ms", "1234.0 ms", "verity-0", "send"} {
+		if !strings.Contains(summary, want) {
+			t.Errorf("summary lacks %q", want)
+		}
+	}
+}
+
+// A report whose history cannot be read still shows the results, and says why there are no
+// plots.
+func TestReportWithoutHistory(t *testing.T) {
+	dir := t.TempDir()
+	r := sampleResults(filepath.Join(dir, "missing.jsonl"), nil)
+	w, err := Write(context.Background(), dir, r, "", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(w.Warnings) != 1 || !strings.Contains(w.Warnings[0], "missing.jsonl") {
+		t.Errorf("warnings %v", w.Warnings)
+	}
+	p := parsePage(t, w.HTML)
+	if len(p.elements("img")) != 0 || !strings.Contains(p.raw, "missing.jsonl") || text(p.byID("verdict-value")) != "fail" {
+		t.Error("page without history is wrong")
+	}
+	if _, err := os.Stat(w.JUnit); err != nil {
+		t.Errorf("junit.xml not written: %v", err)
+	}
+}
+
+// Results text is escaped, never markup.
+func TestReportEscapes(t *testing.T) {
+	dir := t.TempDir()
+	r := sampleResults("", nil)
+	r.Scenario = `<script>alert(1)</script>`
+	r.Notes = []string{`<img src="http://example.invalid/x.png">`}
+	w, err := Write(context.Background(), dir, r, "", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := parsePage(t, w.HTML)
+	if len(p.elements("script")) > 0 || len(p.elements("img")) > 0 {
+		t.Error("results text became markup")
+	}
+}
+
+// The page opens in headless Chromium (Debian's package) without a console message. Skipped
+// where Chromium is not installed.
+func TestReportOpensInChromium(t *testing.T) {
+	bin, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Skip("chromium is not installed (apt-get install chromium)")
+	}
+	_, dir := renderSample(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+		"--disable-component-update", "--disable-sync", "--no-first-run", "--user-data-dir="+t.TempDir(),
+		"--enable-logging=stderr", "--log-level=0", "--dump-dom", "file://"+filepath.Join(dir, HTMLFile))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("chromium: %v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), `id="verdict-value"`) || strings.Count(stdout.String(), "<img") != 5 {
+		t.Errorf("the DOM chromium loaded lacks the verdict or the plots:\n%.500s", stdout.String())
+	}
+	for _, l := range strings.Split(stderr.String(), "\n") {
+		if strings.Contains(l, ":CONSOLE") {
+			t.Errorf("console message: %s", l)
+		}
+	}
+}

@@ -1,0 +1,236 @@
+package report
+
+import (
+	"encoding/xml"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/verity-kafka/verity/verify/guarantee"
+	"github.com/verity-kafka/verity/verify/results"
+)
+
+// JUnit document types, in the shape CI tools (Jenkins, GitLab, GitHub test reporters) read.
+type (
+	// JUnitSuites is the document root.
+	JUnitSuites struct {
+		XMLName  xml.Name     `xml:"testsuites"`
+		Name     string       `xml:"name,attr"`
+		Tests    int          `xml:"tests,attr"`
+		Failures int          `xml:"failures,attr"`
+		Errors   int          `xml:"errors,attr"`
+		Skipped  int          `xml:"skipped,attr"`
+		Time     string       `xml:"time,attr"`
+		Suites   []JUnitSuite `xml:"testsuite"`
+	}
+	// JUnitSuite is one run.
+	JUnitSuite struct {
+		Name       string          `xml:"name,attr"`
+		Tests      int             `xml:"tests,attr"`
+		Failures   int             `xml:"failures,attr"`
+		Errors     int             `xml:"errors,attr"`
+		Skipped    int             `xml:"skipped,attr"`
+		Time       string          `xml:"time,attr"`
+		Properties []JUnitProperty `xml:"properties>property,omitempty"`
+		Cases      []JUnitCase     `xml:"testcase"`
+	}
+	// JUnitProperty is a name and value.
+	JUnitProperty struct {
+		Name  string `xml:"name,attr"`
+		Value string `xml:"value,attr"`
+	}
+	// JUnitCase is one test case: passed when it has no failure, error or skipped element.
+	JUnitCase struct {
+		Name       string          `xml:"name,attr"`
+		Classname  string          `xml:"classname,attr"`
+		Time       string          `xml:"time,attr"`
+		Properties []JUnitProperty `xml:"properties>property,omitempty"`
+		Failure    *JUnitMessage   `xml:"failure,omitempty"`
+		Error      *JUnitMessage   `xml:"error,omitempty"`
+		Skipped    *JUnitMessage   `xml:"skipped,omitempty"`
+		SystemOut  string          `xml:"system-out,omitempty"`
+	}
+	// JUnitMessage is a failure, error or skip with its text.
+	JUnitMessage struct {
+		Message string `xml:"message,attr"`
+		Type    string `xml:"type,attr,omitempty"`
+		Text    string `xml:",chardata"`
+	}
+)
+
+// Families returns the anomaly families a report lists for r: every family of the guarantee
+// table in its order, then any other name r carries, sorted.
+func Families(r *results.Results) []string {
+	var out []string
+	for _, a := range guarantee.Anomalies() {
+		out = append(out, string(a))
+	}
+	for _, k := range slices.Sorted(maps.Keys(r.Anomalies)) {
+		if !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// forbiddenCount is how many findings of a the guarantee table forbade, as results.json says:
+// Forbidden when the checker split the count, else all of Count when the family is judged
+// neither permitted nor unknown.
+func forbiddenCount(a results.Anomaly) int {
+	switch {
+	case a.Count == 0 || a.Unchecked != "":
+		return 0
+	case a.Forbidden > 0:
+		return a.Forbidden
+	case a.Permitted || a.Judgement == "unknown" || a.Judgement == "permitted":
+		return 0
+	}
+	return a.Count
+}
+
+// JUnit builds the junit.xml of one checked run: a test case per anomaly family — failed when
+// the family has forbidden findings, skipped (with its count and reason) when its findings are
+// permitted or not judged or it could not be checked, passed otherwise — and one for the
+// verdict: failed on fail, an error on unknown (the run could not be checked, which must not
+// look green). The seed is a property of the suite and of every case.
+func JUnit(r *results.Results) *JUnitSuites {
+	class := "verity." + r.Scenario
+	seed := strconv.FormatInt(r.Seed, 10)
+	seedProp := JUnitProperty{Name: "seed", Value: seed}
+	total := r.Timings.ClusterReadyS + r.Timings.RunS + r.Timings.CheckS
+	s := JUnitSuite{
+		Name: class,
+		Time: fmt.Sprintf("%.3f", total),
+		Properties: []JUnitProperty{
+			{Name: "scenario", Value: r.Scenario}, seedProp, {Name: "verdict", Value: string(r.Verdict)},
+		},
+	}
+	for _, d := range r.Deviations {
+		s.Properties = append(s.Properties, JUnitProperty{Name: "deviation", Value: d})
+	}
+	for _, f := range r.Faults {
+		s.Properties = append(s.Properties, JUnitProperty{Name: "fault", Value: f})
+	}
+
+	verdict := JUnitCase{Name: "verdict", Classname: class, Time: fmt.Sprintf("%.3f", r.Timings.CheckS),
+		Properties: []JUnitProperty{seedProp, {Name: "verdict", Value: string(r.Verdict)}}}
+	switch r.Verdict {
+	case results.Fail:
+		var parts []string
+		for _, name := range Families(r) {
+			if n := forbiddenCount(r.Anomalies[name]); n > 0 {
+				parts = append(parts, fmt.Sprintf("%d %s", n, name))
+			}
+		}
+		verdict.Failure = &JUnitMessage{Type: "verdict", Message: "a documented guarantee was violated: " + strings.Join(parts, ", "),
+			Text: fmt.Sprintf("scenario %s, seed %d: rerun with --seed %d", r.Scenario, r.Seed, r.Seed)}
+	case results.Pass:
+	default:
+		verdict.Error = &JUnitMessage{Type: "verdict", Message: "verdict " + string(r.Verdict) + ": the run could not be checked",
+			Text: strings.Join(r.UnknownReasons, "\n")}
+	}
+	s.Cases = append(s.Cases, verdict)
+
+	for _, name := range Families(r) {
+		a, found := r.Anomalies[name]
+		c := JUnitCase{Name: "anomaly/" + name, Classname: class, Time: "0",
+			Properties: []JUnitProperty{seedProp, {Name: "count", Value: strconv.Itoa(a.Count)}}}
+		if a.Judgement != "" {
+			c.Properties = append(c.Properties, JUnitProperty{Name: "judgement", Value: a.Judgement})
+		}
+		if found && a.Why != "" {
+			c.Properties = append(c.Properties, JUnitProperty{Name: "why", Value: a.Why})
+		}
+		switch n := forbiddenCount(a); {
+		case a.Unchecked != "":
+			c.Skipped = &JUnitMessage{Message: "not checked: " + a.Unchecked}
+		case n > 0:
+			c.Failure = &JUnitMessage{Type: name, Message: fmt.Sprintf("%d forbidden: %s", n, a.Why), Text: examplesText(a)}
+		case a.Count > 0 && (a.Judgement == "unknown"):
+			c.Skipped = &JUnitMessage{Message: fmt.Sprintf("%d found, not judged: %s", a.Count, a.Why)}
+			c.SystemOut = examplesText(a)
+		case a.Count > 0:
+			c.Skipped = &JUnitMessage{Message: fmt.Sprintf("%d found, permitted: %s", a.Count, a.Why)}
+			c.Properties = append(c.Properties, JUnitProperty{Name: "permitted", Value: "true"})
+			c.SystemOut = examplesText(a)
+		}
+		s.Cases = append(s.Cases, c)
+	}
+	for _, c := range s.Cases {
+		s.Tests++
+		switch {
+		case c.Failure != nil:
+			s.Failures++
+		case c.Error != nil:
+			s.Errors++
+		case c.Skipped != nil:
+			s.Skipped++
+		}
+	}
+	return &JUnitSuites{Name: "verity", Tests: s.Tests, Failures: s.Failures, Errors: s.Errors, Skipped: s.Skipped,
+		Time: s.Time, Suites: []JUnitSuite{s}}
+}
+
+// examplesText lists a family's examples, one a line, with the op indices that prove each.
+func examplesText(a results.Anomaly) string {
+	var b strings.Builder
+	for _, e := range a.Examples {
+		b.WriteString(exampleText(e))
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+func exampleText(e results.Example) string {
+	var parts []string
+	if e.Value != "" {
+		parts = append(parts, "value "+e.Value)
+	}
+	parts = append(parts, "ops "+joinInts(e.Ops))
+	if e.Topic != "" {
+		tp := e.Topic
+		if e.Partition != nil {
+			tp += "-" + strconv.Itoa(int(*e.Partition))
+		}
+		parts = append(parts, tp)
+	}
+	if len(e.Offsets) > 0 {
+		parts = append(parts, "offsets "+joinInts(e.Offsets))
+	}
+	if e.Process != nil {
+		parts = append(parts, "process "+strconv.Itoa(*e.Process))
+	}
+	if e.Judgement != "" {
+		parts = append(parts, e.Judgement)
+	}
+	if e.Note != "" {
+		parts = append(parts, e.Note)
+	}
+	return strings.Join(parts, " · ")
+}
+
+func joinInts[T ~int64 | ~int](xs []T) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.FormatInt(int64(x), 10)
+	}
+	return strings.Join(s, ", ")
+}
+
+// WriteJUnit writes r's junit.xml to w.
+func WriteJUnit(w io.Writer, r *results.Results) error {
+	b, err := xml.MarshalIndent(JUnit(r), "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding junit.xml: %w", err)
+	}
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return fmt.Errorf("writing junit.xml: %w", err)
+	}
+	if _, err := w.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("writing junit.xml: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,134 @@
+package report
+
+import (
+	"bytes"
+	"encoding/xml"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/verity-kafka/verity/verify/results"
+)
+
+func parseJUnit(t *testing.T, r *results.Results) JUnitSuites {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := WriteJUnit(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(buf.String(), "<?xml") {
+		t.Error("no XML declaration")
+	}
+	var doc JUnitSuites
+	if err := xml.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatalf("junit.xml does not parse: %v\n%s", err, buf.String())
+	}
+	return doc
+}
+
+func prop(ps []JUnitProperty, name string) string {
+	for _, p := range ps {
+		if p.Name == name {
+			return p.Value
+		}
+	}
+	return ""
+}
+
+// A test case fails exactly when its family has forbidden findings; the verdict case fails
+// exactly on a fail verdict and errs on unknown; permitted, unjudged and unchecked families
+// are skipped; the seed is everywhere.
+func TestJUnit(t *testing.T) {
+	failing := sampleResults("", nil)
+	passing := sampleResults("", nil)
+	passing.Verdict = results.Pass
+	delete(passing.Anomalies, "lost-write")
+	unknown := sampleResults("", nil)
+	unknown.Verdict = results.Unknown
+	unknown.UnknownReasons = []string{"final reads of verity-3 are incomplete"}
+	delete(unknown.Anomalies, "lost-write")
+	split := sampleResults("", nil) // one family judged by two rows
+	split.Anomalies["lost-write"] = results.Anomaly{Count: 5, Permitted: false, Forbidden: 2, Judgement: "forbidden",
+		ByRule:   []results.RuleCount{{Count: 3, Judgement: "permitted", Why: "acks=1"}, {Count: 2, Judgement: "forbidden", Why: "acks=all"}},
+		Examples: []results.Example{{Value: "1-1", Ops: []int64{1, 2}}}}
+	legacy := sampleResults("", nil) // results with only the fields history.md requires
+	legacy.Anomalies["lost-write"] = results.Anomaly{Count: 1, Permitted: false, Why: "w", Examples: []results.Example{{Ops: []int64{7}}}}
+	legacy.Anomalies["duplicate"] = results.Anomaly{Count: 4, Permitted: true, Why: "p"}
+
+	cases := []struct {
+		name        string
+		r           *results.Results
+		failed      map[string]bool // anomaly families with a failure
+		verdictFail bool
+		verdictErr  bool
+	}{
+		{"fail", failing, map[string]bool{"lost-write": true}, true, false},
+		{"pass", passing, nil, false, false},
+		{"unknown", unknown, nil, false, true},
+		{"split by rule", split, map[string]bool{"lost-write": true}, true, false},
+		{"fields of history.md only", legacy, map[string]bool{"lost-write": true}, true, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			doc := parseJUnit(t, c.r)
+			if len(doc.Suites) != 1 {
+				t.Fatalf("%d suites", len(doc.Suites))
+			}
+			s := doc.Suites[0]
+			seed := fmt.Sprint(testSeed)
+			if prop(s.Properties, "seed") != seed || prop(s.Properties, "verdict") != string(c.r.Verdict) || prop(s.Properties, "scenario") != c.r.Scenario {
+				t.Errorf("suite properties %+v", s.Properties)
+			}
+			families := Families(c.r)
+			if len(s.Cases) != 1+len(families) {
+				t.Errorf("%d cases, want the verdict and %d families", len(s.Cases), len(families))
+			}
+			failures, skipped, errs := 0, 0, 0
+			for _, tc := range s.Cases {
+				if prop(tc.Properties, "seed") != seed {
+					t.Errorf("case %s has no seed property", tc.Name)
+				}
+				switch {
+				case tc.Failure != nil:
+					failures++
+				case tc.Error != nil:
+					errs++
+				case tc.Skipped != nil:
+					skipped++
+				}
+				if tc.Name == "verdict" {
+					if (tc.Failure != nil) != c.verdictFail || (tc.Error != nil) != c.verdictErr {
+						t.Errorf("verdict case %+v", tc)
+					}
+					continue
+				}
+				family := strings.TrimPrefix(tc.Name, "anomaly/")
+				a := c.r.Anomalies[family]
+				if got := tc.Failure != nil; got != c.failed[family] {
+					t.Errorf("%s: failure %t, want %t (%+v)", family, got, c.failed[family], a)
+				}
+				if tc.Failure != nil {
+					for _, e := range a.Examples {
+						if !strings.Contains(tc.Failure.Text, "ops "+joinInts(e.Ops)) {
+							t.Errorf("%s failure lacks the op indices %v", family, e.Ops)
+						}
+					}
+				}
+				wantSkip := tc.Failure == nil && (a.Unchecked != "" || a.Count > 0)
+				if (tc.Skipped != nil) != wantSkip {
+					t.Errorf("%s: skipped %v, want %t", family, tc.Skipped, wantSkip)
+				}
+				if a.Count > 0 && a.Permitted && prop(tc.Properties, "permitted") != "true" {
+					t.Errorf("%s: permitted family lacks the permitted property", family)
+				}
+				if prop(tc.Properties, "count") != fmt.Sprint(a.Count) {
+					t.Errorf("%s: count property %q, want %d", family, prop(tc.Properties, "count"), a.Count)
+				}
+			}
+			if s.Tests != len(s.Cases) || s.Failures != failures || s.Skipped != skipped || s.Errors != errs ||
+				doc.Tests != s.Tests || doc.Failures != s.Failures {
+				t.Errorf("counts: suite %d/%d/%d/%d, cases %d/%d/%d/%d", s.Tests, s.Failures, s.Errors, s.Skipped, len(s.Cases), failures, errs, skipped)
+			}
+		})
+	}
+}

@@ -1,0 +1,116 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/verity-kafka/verity/verify/results"
+)
+
+// File names a report writes in a run's directory.
+const (
+	HTMLFile  = "report.html"
+	JUnitFile = "junit.xml"
+)
+
+// Options tune a report; the zero value is the default.
+type Options struct {
+	// Bucket is the width of a time bucket; default one second.
+	Bucket time.Duration
+	// MaxPartitionPlots bounds the leader/ISR plots (every partition stays in the table);
+	// default 24.
+	MaxPartitionPlots int
+}
+
+func (o Options) withDefaults() Options {
+	if o.Bucket <= 0 {
+		o.Bucket = time.Second
+	}
+	if o.MaxPartitionPlots <= 0 {
+		o.MaxPartitionPlots = 24
+	}
+	return o
+}
+
+// Written says what Write wrote.
+type Written struct {
+	HTML, JUnit string
+	// Warnings are problems with the history that the page shows (it could not be opened, a
+	// line was malformed): the report is still written from results.json.
+	Warnings []string
+}
+
+// Write writes report.html and junit.xml for r into dir, reading the history at historyPath
+// (empty: results' own history path) for the plots. A history that cannot be read does not stop
+// the report — the page says so, and Written.Warnings lists why — since results.json holds the
+// verdict and its evidence; only failing to write a file is an error.
+func Write(ctx context.Context, dir string, r *results.Results, historyPath string, opts Options) (Written, error) {
+	opts = opts.withDefaults()
+	if historyPath == "" && r.History != nil {
+		historyPath = r.History.Path
+	}
+	var w Written
+	var tl *Timeline
+	if historyPath == "" {
+		w.Warnings = append(w.Warnings, "no history given: the page has no plots")
+	} else {
+		var err error
+		tl, err = ReadTimeline(ctx, historyPath, opts.Bucket)
+		if err != nil {
+			if ctx.Err() != nil {
+				return w, fmt.Errorf("writing the report: %w", ctx.Err())
+			}
+			w.Warnings = append(w.Warnings, err.Error())
+		}
+	}
+	var page bytes.Buffer
+	if err := RenderHTML(&page, r, tl, opts, w.Warnings); err != nil {
+		return w, err
+	}
+	var junit bytes.Buffer
+	if err := WriteJUnit(&junit, r); err != nil {
+		return w, err
+	}
+	var err error
+	if w.HTML, err = writeFile(dir, HTMLFile, page.Bytes()); err != nil {
+		return w, err
+	}
+	if w.JUnit, err = writeFile(dir, JUnitFile, junit.Bytes()); err != nil {
+		return w, err
+	}
+	return w, nil
+}
+
+// writeFile writes b to dir/name through a temporary file, so that a reader never sees half a
+// file.
+func writeFile(dir, name string, b []byte) (string, error) {
+	path := filepath.Join(dir, name)
+	tmp, err := os.CreateTemp(dir, "."+name+"-*")
+	if err != nil {
+		return "", fmt.Errorf("writing %s: %w", path, err)
+	}
+	cleanup := func(e error) (string, error) {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return "", fmt.Errorf("writing %s: %w", path, e)
+	}
+	// CreateTemp makes the file private; reports are for people and CI to read.
+	if err := tmp.Chmod(0o644); err != nil {
+		return cleanup(err)
+	}
+	if _, err := tmp.Write(b); err != nil {
+		return cleanup(err)
+	}
+	if err := tmp.Close(); err != nil {
+		return cleanup(err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return "", fmt.Errorf("writing %s: %w", path, err)
+	}
+	return path, nil
+}

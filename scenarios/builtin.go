@@ -1,0 +1,468 @@
+package scenarios
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Builtins returns the built-in scenarios, "default" first, then the catalogue of
+// shared/design/scenarios.md in its order, each with defaults applied. Each call builds fresh
+// values, so a caller may change what it gets.
+func Builtins() []Scenario {
+	makers := builtinMakers()
+	out := make([]Scenario, len(makers))
+	for i, m := range makers {
+		out[i] = m().WithDefaults()
+	}
+	return out
+}
+
+// Names lists the built-in scenarios' names in Builtins' order.
+func Names() []string {
+	var out []string
+	for _, s := range Builtins() {
+		out = append(out, s.Name)
+	}
+	return out
+}
+
+// Builtin returns the built-in scenario called name.
+func Builtin(name string) (Scenario, error) {
+	for _, s := range Builtins() {
+		if s.Name == name {
+			return s, nil
+		}
+	}
+	names := Names()
+	return Scenario{}, fmt.Errorf("no built-in scenario %q%s; built-ins: %s", name, suggest(name, names), strings.Join(names, ", "))
+}
+
+// Default returns the default scenario: 3 nodes, RF 3, min ISR 2, acks=all and idempotent,
+// one leader kill, 60 s.
+func Default() Scenario { return defaultScenario().WithDefaults() }
+
+func builtinMakers() []func() Scenario {
+	return []func() Scenario{
+		defaultScenario,
+		labFollowerDown, labISRBelowMin, labLeaderFailover, labAbortInvisible, labFencing, labLSOHold,
+		acks0LeaderLoss, acks1LeaderLoss,
+		minISR1DiskLoss, minISR2DiskLoss,
+		uncleanIsolation, elrLastReplica,
+		idempotentAckLoss, plainAckLoss, plainInflightReorder, plainInflight1Order, appResend,
+		eosCoordinatorKill, eosRollingBounce,
+		groupRebalance,
+	}
+}
+
+// Helpers that keep the catalogue readable.
+
+func sec(n float64) Duration { return Duration(time.Duration(n * float64(time.Second))) }
+
+func ptr[T any](v T) *T { return &v }
+
+// Targets on partition 0 of the default topic.
+func leaderOf0() *Target    { return &Target{Role: RoleLeaderOf, Topic: DefaultTopic} }
+func followerOf0() *Target  { return &Target{Role: RoleFollowerOf, Topic: DefaultTopic} }
+func followersOf0() *Target { return &Target{Role: RoleFollowersOf, Topic: DefaultTopic} }
+
+func timeline(steps ...Step) Schedule { return Schedule{Kind: ScheduleTimeline, Timeline: steps} }
+
+func step(at, dur float64, name FaultName, t *Target) Step {
+	return Step{At: sec(at), For: sec(dur), Fault: Fault{Name: name, Target: t}}
+}
+
+// forbiddenDurability are the anomalies acks=all, min ISR 2, unclean off and idempotence
+// forbid under a single broker fault.
+func forbiddenDurability() []string {
+	return []string{"lost-write", "lost-observed", "duplicate", "reorder", "inconsistent-offset", "unexpected-ack",
+		"nonmonotonic-poll", "poll-skip"}
+}
+
+// base is the catalogue's defaults: 3 nodes, topic "verity" with 3 partitions, RF 3, min ISR
+// 2, unclean off; acks=all idempotent producers (two one at a time, one async); one
+// read_committed consumer; 60 s; no faults.
+func base(name, description, source string) Scenario {
+	return Scenario{
+		Name:        name,
+		Description: description,
+		Source:      source,
+		Topology:    Topology{Nodes: 3},
+		Topics:      []Topic{{Name: DefaultTopic, Partitions: 3, ReplicationFactor: 3, MinInsyncReplicas: 2}},
+		Client:      Client{Acks: "all", Idempotence: ptr(true), MaxInFlight: 5, Compression: "none", Isolation: ReadCommitted},
+		Workload: Workload{
+			Producers: []ProducerGroup{{Count: 2, Topic: DefaultTopic}, {Count: 1, Async: true, Topic: DefaultTopic}},
+			Consumers: Consumers{ReadCommitted: 1, Topics: []string{DefaultTopic}},
+		},
+		Faults:   Schedule{Kind: ScheduleNone},
+		Duration: sec(60),
+		Seed:     1,
+	}
+}
+
+func defaultScenario() Scenario {
+	s := base("default", "The defaults that keep Kafka's durability promise, under one leader crash.", "000 §6, §20.5")
+	s.Faults = timeline(step(20, 20, FaultKill, leaderOf0()))
+	s.Expect = Expectation{
+		Text: "acks=all with min.insync.replicas=2 and unclean election off: a write is acknowledged only once every " +
+			"ISR member (at least 2) has it, so when p0's leader is SIGKILLed an in-sync follower takes over with every " +
+			"acknowledged write; idempotence de-duplicates the producers' retries and keeps their order. No anomaly is permitted.",
+		Forbidden: forbiddenDurability(),
+	}
+	return s
+}
+
+func labFollowerDown() Scenario {
+	s := base("lab-follower-down", "Stop one follower of p0 for 30 s while writing.", "000 §20.3, 001 §10")
+	s.Faults = timeline(step(10, 30, FaultStop, followerOf0()))
+	s.Expect = Expectation{
+		Text: "With one follower of p0 down its ISR shrinks to 2, which still meets min.insync.replicas=2, so acks=all " +
+			"writes keep succeeding; nothing acknowledged is lost and the follower catches up from the leader when it returns.",
+		Forbidden: forbiddenDurability(),
+	}
+	return s
+}
+
+func labISRBelowMin() Scenario {
+	s := base("lab-isr-below-min", "Stop both followers of p0 while acks=all producers and one acks=1 producer write.", "000 §20.4, 001 §10")
+	s.Workload.Producers = append(s.Workload.Producers, ProducerGroup{Count: 1, Topic: DefaultTopic, Acks: "1", Idempotence: ptr(false)})
+	s.Faults = timeline(step(10, 30, FaultStop, followersOf0()))
+	s.Expect = Expectation{
+		Text: "With both followers of p0 stopped its ISR is the leader alone, below min.insync.replicas=2: acks=all writes to " +
+			"p0 fail with NOT_ENOUGH_REPLICAS (reported as unavailability, not an anomaly) while the acks=1 producer's " +
+			"writes still succeed (min ISR applies to acks=all only). After the followers start, no acknowledged acks=all " +
+			"write is lost, and none was acknowledged while the ISR was below min ISR.",
+		Forbidden: []string{"lost-write", "unexpected-ack", "duplicate", "lost-observed"},
+		Permitted: []string{"unexpected-ack"},
+	}
+	return s
+}
+
+func labLeaderFailover() Scenario {
+	s := base("lab-leader-failover", "SIGKILL p0's leader, start it 20 s later.", "000 §20.5")
+	s.Faults = timeline(step(15, 20, FaultKill, leaderOf0()))
+	s.Expect = Expectation{
+		Text: "The controller elects a new leader of p0 from its ISR, which holds every acknowledged write (acks=all, " +
+			"min ISR 2), so none is lost; the old leader rejoins as a follower, truncating only what was never acknowledged.",
+		Forbidden: forbiddenDurability(),
+	}
+	return s
+}
+
+func labAbortInvisible() Scenario {
+	s := base("lab-abort-invisible", "Transactional producers abort 30 % of their transactions; consumers read in both isolation levels.", "000 §20.8")
+	s.Workload = Workload{
+		Transactional: TxnProducers{Count: 2, Topics: []string{DefaultTopic}},
+		Consumers:     Consumers{ReadCommitted: 1, ReadUncommitted: 1, Topics: []string{DefaultTopic}},
+	}
+	s.Client.Transactions = Transactions{AbortProbability: 0.3}
+	s.Expect = Expectation{
+		Text: "Aborted records stay in the log and their abort markers hide them from read_committed readers, so the " +
+			"read_committed consumer must see none of them (aborted-read forbidden) and must see every committed " +
+			"transaction whole; the read_uncommitted consumer may see them (aborted-read permitted for it).",
+		Forbidden: []string{"aborted-read", "partial-transaction", "lost-write"},
+		Permitted: []string{"aborted-read"},
+		Likely:    []string{"aborted-read"},
+		Provoke:   "30 % of the transactions abort on purpose and a read_uncommitted consumer reads the same partitions, so it meets aborted records in every run.",
+	}
+	return s
+}
+
+func labFencing() Scenario {
+	s := base("lab-fencing", "A second instance takes a transactional producer's transactional.id mid-transaction.", "000 §11.7, §20.10")
+	s.Workload = Workload{
+		Transactional: TxnProducers{Count: 2, Topics: []string{DefaultTopic}},
+		Consumers:     Consumers{ReadCommitted: 1, Topics: []string{DefaultTopic}},
+	}
+	s.Client.Transactions = Transactions{ZombieProbability: 0.1, AbortProbability: 0.1}
+	s.Expect = Expectation{
+		Text: "initTransactions by the new instance bumps the producer epoch and fences the old one: the old instance's " +
+			"later sends and commit fail, and none of its records written after the fence becomes visible as committed.",
+		Forbidden: []string{"zombie-write", "partial-transaction", "aborted-read"},
+	}
+	return s
+}
+
+func labLSOHold() Scenario {
+	s := base("lab-lso-hold", "One transaction is held open for 30 s while plain producers keep writing.", "000 §13.5, §20.10")
+	s.Workload.Transactional = TxnProducers{Count: 1, Topics: []string{DefaultTopic}}
+	s.Workload.Consumers = Consumers{ReadCommitted: 1, ReadUncommitted: 1, Topics: []string{DefaultTopic}}
+	s.Client.Transactions = Transactions{HoldOpen: sec(30)}
+	s.Duration = sec(75)
+	s.Expect = Expectation{
+		Text: "read_committed readers never read past the LSO, the first offset of the earliest open transaction: while " +
+			"the transaction is open their positions stall although the high watermark advances (measured and reported), " +
+			"then proceed after the commit without skipping or repeating anything.",
+		Forbidden: []string{"aborted-read", "partial-transaction", "poll-skip", "nonmonotonic-poll", "lost-write"},
+	}
+	return s
+}
+
+func acks0LeaderLoss() Scenario {
+	s := base("acks0-leader-loss", "acks=0 producers while p0's leader is SIGKILLed.", "000 §2.1")
+	s.Client.Acks, s.Client.Idempotence = "0", ptr(false)
+	s.Faults = timeline(step(20, 20, FaultKill, leaderOf0()))
+	s.Expect = Expectation{
+		Text: "With acks=0 the producer does not wait for the broker: nothing is acknowledged, offsets are unknown (-1), " +
+			"and records on their way to the dying leader are lost without any error. Loss is permitted.",
+		Permitted: []string{"lost-write", "duplicate", "reorder", "inconsistent-offset", "unexpected-ack"},
+		Forbidden: []string{"lost-observed"},
+	}
+	return s
+}
+
+func acks1LeaderLoss() Scenario {
+	s := base("acks1-leader-loss", "acks=1 producers; p0's followers are slowed, then its leader is SIGKILLed.", "000 §2.2, 001 §7")
+	s.Client.Acks, s.Client.Idempotence = "1", ptr(false)
+	s.Workload.Producers = []ProducerGroup{{Count: 2, Topic: DefaultTopic}, {Count: 2, Async: true, Topic: DefaultTopic}}
+	s.Faults = timeline(
+		Step{At: sec(10), For: sec(30), Fault: Fault{Name: FaultLatency, Target: leaderOf0(),
+			Params: Params{Links: LinksFetch, Delay: sec(1), Jitter: Duration(100 * time.Millisecond)}}},
+		step(20, 15, FaultKill, leaderOf0()),
+	)
+	s.Expect = Expectation{
+		Text: "With acks=1 the leader acknowledges a write as soon as it has appended it, before any follower copied it; " +
+			"when the leader dies, the follower elected in its place lacks the newest acknowledged writes and the old " +
+			"leader truncates them when it rejoins. Lost acknowledged writes are permitted.",
+		Permitted: []string{"lost-write", "inconsistent-offset", "duplicate", "reorder", "unexpected-ack"},
+		Likely:    []string{"lost-write"},
+		Forbidden: []string{"lost-observed"},
+		Provoke: "A 1 s latency toxic on the fetch links of p0's followers keeps them about a second behind the leader " +
+			"(still inside replica.lag.time.max.ms, so still in the ISR and electable); killing the leader 10 s later " +
+			"then loses the last second of acks=1 writes in most runs.",
+	}
+	return s
+}
+
+// diskLossTimeline stops both followers of p0, keeps writing to the leader alone, wipes the
+// leader's disk, and lets the followers start again.
+func diskLossTimeline() Schedule {
+	return timeline(
+		step(10, 40, FaultStop, followersOf0()),
+		Step{At: sec(25), Fault: Fault{Name: FaultDiskLoss, Target: leaderOf0()}},
+	)
+}
+
+func minISR1DiskLoss() Scenario {
+	s := base("minisr1-disk-loss", "min.insync.replicas=1: stop both followers of p0, keep writing, wipe the leader's disk, restart all.", "001 §16 case 4")
+	s.Topics[0].MinInsyncReplicas = 1
+	s.Faults = diskLossTimeline()
+	s.Duration = sec(75)
+	s.Expect = Expectation{
+		Text: "With min.insync.replicas=1 the ISR may shrink to the leader alone and acks=all writes are still " +
+			"acknowledged; when that leader's disk is then lost, those writes existed nowhere else. Loss is permitted.",
+		Permitted: []string{"lost-write", "lost-observed", "inconsistent-offset", "nonmonotonic-poll", "poll-skip"},
+		Likely:    []string{"lost-write"},
+		Provoke: "Both followers are stopped first, so for 15 s the leader alone holds (and, with min ISR 1, " +
+			"acknowledges) every write to p0; then its data directory is wiped and it restarts empty.",
+	}
+	return s
+}
+
+func minISR2DiskLoss() Scenario {
+	s := base("minisr2-disk-loss", "min.insync.replicas=2: the same sequence as minisr1-disk-loss.", "000 §6")
+	s.Faults = diskLossTimeline()
+	s.Duration = sec(75)
+	s.Expect = Expectation{
+		Text: "With min.insync.replicas=2, once both followers are stopped acks=all writes to p0 are rejected " +
+			"(NOT_ENOUGH_REPLICAS: unavailability, reported); every write acknowledged before was on all three replicas, " +
+			"so losing the leader's disk loses none of them.",
+		Forbidden: []string{"lost-write", "unexpected-ack"},
+	}
+	return s
+}
+
+func uncleanIsolation() Scenario {
+	s := base("unclean-isolation", "unclean.leader.election.enable=true: cut p0's leader off from its followers, then isolate it.", "000 §7.4, 001 §16 case 5")
+	s.Topics[0].UncleanLeaderElection = true
+	s.Topics[0].MinInsyncReplicas = 1
+	s.Faults = timeline(
+		step(5, 45, FaultLeaderCut, leaderOf0()),
+		step(25, 20, FaultIsolate, leaderOf0()),
+	)
+	s.Expect = Expectation{
+		Text: "With unclean leader election enabled an out-of-sync replica may become leader, and the log is truncated " +
+			"to what it had: acknowledged writes it never copied are lost. Loss is permitted.",
+		Permitted: []string{"lost-write", "lost-observed", "inconsistent-offset", "duplicate", "nonmonotonic-poll", "poll-skip"},
+		Likely:    []string{"lost-write"},
+		Provoke: "The leader is first cut off from its followers while clients still reach it: after " +
+			"replica.lag.time.max.ms its ISR is itself alone and, with min.insync.replicas=1 (set here so that it keeps " +
+			"acknowledging; with 2 it would refuse and nothing acknowledged could be lost), it goes on acknowledging " +
+			"writes the followers never get. Then it is isolated entirely: the controller fences it and, with no ISR " +
+			"member left, elects an out-of-sync follower, truncating those writes.",
+	}
+	return s
+}
+
+func elrLastReplica() Scenario {
+	s := base("elr-last-replica", "Shrink p0's ISR below min ISR, then kill its leader: a replica from the ELR takes over.", "000 §7.2")
+	s.Faults = timeline(
+		step(10, 30, FaultStop, followersOf0()),
+		step(20, 30, FaultKill, leaderOf0()),
+	)
+	s.Duration = sec(75)
+	s.Expect = Expectation{
+		Text: "Kafka 4.x keeps the eligible leader replicas (ELR, KIP-966): replicas that left the ISR while it was below " +
+			"min.insync.replicas still hold every acknowledged write (acks=all writes were rejected meanwhile), so when the " +
+			"last ISR member dies one of them can lead without loss. No acknowledged write may be lost. (The harness " +
+			"cannot show the ELR itself: sarama's metadata does not carry it.)",
+		Forbidden: []string{"lost-write", "unexpected-ack", "lost-observed"},
+	}
+	return s
+}
+
+func idempotentAckLoss() Scenario {
+	s := base("idempotent-ack-loss", "Idempotent producers while the answers of p0's leader are lost, repeatedly.", "000 §0, §9")
+	s.Client.RequestTimeout, s.Client.DeliveryTimeout = sec(5), sec(30)
+	s.Faults = Schedule{Kind: SchedulePeriodic, Periodic: &Periodic{
+		Interval: sec(15), Hold: sec(6), Start: sec(10),
+		Set: []Fault{{Name: FaultAckLoss, Target: leaderOf0(), Params: Params{Hold: true}}},
+	}}
+	s.Expect = Expectation{
+		Text: "The broker appends records whose acknowledgements never reach the producer, which retries them; the " +
+			"idempotent producer's id, epoch and sequence numbers let the broker recognise the retries, so no record is " +
+			"appended twice. Sends the producer gave up on are unknown, not lost, and the final reads resolve them.",
+		Forbidden: []string{"duplicate", "reorder", "lost-write", "inconsistent-offset"},
+	}
+	return s
+}
+
+func plainAckLoss() Scenario {
+	s := base("plain-ack-loss", "Non-idempotent producers with retries while the answers of p0's leader are lost.", "000 §8.1")
+	s.Client.Idempotence, s.Client.MaxInFlight = ptr(false), 1
+	s.Client.RequestTimeout, s.Client.DeliveryTimeout = sec(5), sec(30)
+	ackLoss := Fault{Name: FaultAckLoss, Target: leaderOf0(), Params: Params{Hold: true}}
+	s.Faults = timeline(Step{At: sec(10), For: sec(8), Fault: ackLoss}, Step{At: sec(30), For: sec(8), Fault: ackLoss})
+	s.Expect = Expectation{
+		Text: "Without idempotence the broker cannot tell a retry from a new record: when an acknowledgement is lost the " +
+			"producer retries and the record is appended again. Duplicates are permitted; with one request in flight " +
+			"order is still kept.",
+		Permitted: []string{"duplicate"},
+		Likely:    []string{"duplicate"},
+		Forbidden: []string{"reorder", "lost-write"},
+		Provoke: "ack-loss in hold mode black-holes the leader's answers while requests still arrive, so each request " +
+			"is appended, times out after request_timeout (5 s) and is retried within delivery_timeout (30 s); the " +
+			"retry is appended again.",
+	}
+	return s
+}
+
+// resetPeerSchedule resets the client connections to p0's leader every 10 s.
+func resetPeerSchedule() Schedule {
+	return Schedule{Kind: SchedulePeriodic, Periodic: &Periodic{
+		Interval: sec(10), Hold: sec(3), Start: sec(10),
+		Set: []Fault{{Name: FaultResetPeer, Target: leaderOf0(), Params: Params{After: Duration(200 * time.Millisecond)}}},
+	}}
+}
+
+func plainInflightReorder() Scenario {
+	s := base("plain-inflight-reorder", "Non-idempotent async producers with 5 requests in flight while their connections are reset.", "000 §8.2")
+	s.Client.Idempotence, s.Client.MaxInFlight = ptr(false), 5
+	s.Client.Linger = Duration(5 * time.Millisecond)
+	s.Workload.Producers = []ProducerGroup{{Count: 3, Async: true, Topic: DefaultTopic}}
+	s.Faults = resetPeerSchedule()
+	s.Expect = Expectation{
+		Text: "Without idempotence, with several requests in flight a failed batch is retried after later batches went " +
+			"through, so it lands after them: reordering of one producer's sends is permitted (and duplicates too).",
+		Permitted: []string{"reorder", "duplicate"},
+		Likely:    []string{"reorder"},
+		Provoke: "Async producers keep 5 batches in flight (linger 5 ms makes many small batches) while reset_peer " +
+			"toxics RST the connections to p0's leader every 10 s: batches in flight fail and are retried behind later ones.",
+	}
+	return s
+}
+
+func plainInflight1Order() Scenario {
+	s := plainInflightReorder()
+	s.Name = "plain-inflight1-order"
+	s.Description = "The same as plain-inflight-reorder with one request in flight."
+	s.Client.MaxInFlight = 1
+	s.Expect = Expectation{
+		Text: "With max.in.flight.requests.per.connection=1 a request cannot be overtaken, so retries keep the send " +
+			"order: reorder is forbidden even without idempotence (duplicates are still permitted).",
+		Forbidden: []string{"reorder", "lost-write"},
+		Permitted: []string{"duplicate"},
+	}
+	return s
+}
+
+func appResend() Scenario {
+	s := base("app-resend", "Idempotent producers whose application sends a payload again after an unknown outcome, under ack loss.", "000 §8.4, §9.5")
+	s.Client.AppResend = 1
+	s.Client.RequestTimeout, s.Client.DeliveryTimeout = sec(5), sec(15)
+	ackLoss := Fault{Name: FaultAckLoss, Target: leaderOf0()}
+	s.Faults = timeline(Step{At: sec(10), For: sec(10), Fault: ackLoss}, Step{At: sec(35), For: sec(10), Fault: ackLoss})
+	s.Expect = Expectation{
+		Text: "Idempotence de-duplicates the producer's own retries only: when the application sends the same payload " +
+			"again after a send failed or timed out, that is a new record, and if the first one had been appended both " +
+			"are in the log. Duplicates are permitted in every configuration.",
+		Permitted: []string{"duplicate"},
+		Likely:    []string{"duplicate"},
+		Forbidden: []string{"lost-write"},
+		Provoke: "ack-loss drops the leader's answers while the records are appended; the sends end in errors and the " +
+			"application resends each payload once, so the first copy and the resend are both in the log.",
+	}
+	return s
+}
+
+// eosBase is a read-process-write pipeline from eos-in to eos-out, plus transactional
+// producers on their own topic, with 20 % aborts.
+func eosBase(name, description, source string) Scenario {
+	s := base(name, description, source)
+	s.Topics = []Topic{
+		{Name: "eos-in", Partitions: 3, ReplicationFactor: 3, MinInsyncReplicas: 2},
+		{Name: "eos-out", Partitions: 3, ReplicationFactor: 3, MinInsyncReplicas: 2},
+		{Name: "txn", Partitions: 3, ReplicationFactor: 3, MinInsyncReplicas: 2},
+	}
+	s.Workload = Workload{
+		Producers:     []ProducerGroup{{Count: 2, Topic: "eos-in"}},
+		Transactional: TxnProducers{Count: 1, Topics: []string{"txn"}},
+		Processors:    Processors{Count: 2, Input: "eos-in", Output: "eos-out"},
+		Consumers:     Consumers{ReadCommitted: 1, ReadUncommitted: 1, Topics: []string{"eos-out", "txn"}},
+	}
+	s.Client.Transactions = Transactions{AbortProbability: 0.2}
+	s.Duration = sec(90)
+	s.Expect = Expectation{
+		Forbidden: []string{"eos-missing", "eos-duplicate", "aborted-read", "partial-transaction", "zombie-write", "lost-write"},
+		Permitted: []string{"aborted-read"},
+	}
+	return s
+}
+
+func eosCoordinatorKill() Scenario {
+	s := eosBase("eos-coordinator-kill", "Read-process-write and transactions while the transaction coordinator is SIGKILLed, repeatedly.", "000 §14, 002")
+	s.Faults = Schedule{Kind: SchedulePeriodic, Periodic: &Periodic{
+		Interval: sec(20), Hold: sec(10), Start: sec(15), Quiet: 0.2,
+		Set: []Fault{{Name: FaultKill, Target: &Target{Role: RoleTxnCoordinator}}},
+	}}
+	s.Expect.Text = "A transaction coordinator that dies hands its transactions to the new leader of its " +
+		"__transaction_state partition, which completes or aborts each one: every committed input record yields its " +
+		"output exactly once in the committed output, group offsets move only with committed transactions, and " +
+		"read_committed readers see no aborted record (read_uncommitted ones may)."
+	return s
+}
+
+func eosRollingBounce() Scenario {
+	s := eosBase("eos-rolling-bounce", "Read-process-write and transactions while every broker is hard-bounced in turn.", "Kafka's transactions_test")
+	s.Faults = timeline(Step{At: sec(15), Fault: Fault{Name: FaultRollingBounceHard}})
+	s.Duration = sec(120)
+	s.Expect.Text = "As in Kafka's own transactions_test: with every broker SIGKILLed and restarted in turn, " +
+		"coordinators, group coordinators and partition leaders all move, and exactly-once still holds: no committed " +
+		"input is missing from or repeated in the committed output, and read_committed readers see no aborted record."
+	return s
+}
+
+func groupRebalance() Scenario {
+	s := base("group-rebalance", "A consumer group of 3 that commits after processing, its members crashed one at a time.", "000 §16.3–16.4")
+	s.Workload = Workload{
+		Producers: []ProducerGroup{{Count: 2, Topic: DefaultTopic}},
+		Group:     Group{Count: 3, Name: DefaultGroup, Topics: []string{DefaultTopic}, RestartEvery: sec(10)},
+	}
+	s.Expect = Expectation{
+		Text: "At-least-once consumption: offsets are committed after processing, so a member that crashes leaves its " +
+			"partitions to others from the last committed offset; records after it are read again (not an anomaly), " +
+			"but none is skipped, and within one member's assignment positions only move forward.",
+		Forbidden: []string{"poll-skip", "nonmonotonic-poll", "lost-write"},
+	}
+	return s
+}

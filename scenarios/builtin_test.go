@@ -1,0 +1,243 @@
+package scenarios
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/verity-kafka/verity/verify/guarantee"
+)
+
+// catalogue are the names of shared/design/scenarios.md's table; every one must be built in.
+func catalogue() []string {
+	return []string{"lab-follower-down", "lab-isr-below-min", "lab-leader-failover", "lab-abort-invisible",
+		"lab-fencing", "lab-lso-hold", "acks0-leader-loss", "acks1-leader-loss", "minisr1-disk-loss",
+		"minisr2-disk-loss", "unclean-isolation", "elr-last-replica", "idempotent-ack-loss", "plain-ack-loss",
+		"plain-inflight-reorder", "app-resend", "eos-coordinator-kill", "eos-rolling-bounce", "group-rebalance"}
+}
+
+func TestBuiltinsValidate(t *testing.T) {
+	seen := map[string]bool{}
+	for _, s := range Builtins() {
+		t.Run(s.Name, func(t *testing.T) {
+			if err := s.Validate(); err != nil {
+				t.Fatalf("built-in does not validate:\n%v", err)
+			}
+			if seen[s.Name] {
+				t.Fatalf("name %q used twice", s.Name)
+			}
+			seen[s.Name] = true
+			if s.Description == "" || s.Source == "" || s.Expect.Text == "" {
+				t.Errorf("a built-in must say what it does, which document section it follows and what it expects: description %q, source %q, expect.text %q",
+					s.Description, s.Source, s.Expect.Text)
+			}
+			if len(s.Expect.Forbidden)+len(s.Expect.Permitted) == 0 {
+				t.Errorf("expect names no anomaly, forbidden or permitted")
+			}
+			if !reflect.DeepEqual(s, s.WithDefaults()) {
+				t.Errorf("Builtins returned a scenario without its defaults applied")
+			}
+		})
+	}
+	for _, name := range append(catalogue(), "default") {
+		if !seen[name] {
+			t.Errorf("scenario %q of the catalogue is not built in", name)
+		}
+	}
+	if got := Names()[0]; got != "default" {
+		t.Errorf("first built-in is %q, want default", got)
+	}
+}
+
+// A built-in written as YAML and parsed back is the same value.
+func TestBuiltinYAMLRoundTrip(t *testing.T) {
+	for _, s := range Builtins() {
+		t.Run(s.Name, func(t *testing.T) {
+			b, err := s.YAML()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := Parse(b)
+			if err != nil {
+				t.Fatalf("parsing the YAML of a built-in: %v\n%s", err, b)
+			}
+			if !reflect.DeepEqual(got, s) {
+				t.Errorf("YAML round trip changed the scenario:\n got %+v\nwant %+v\nYAML:\n%s", got, s, b)
+			}
+			// And the YAML of the result is byte for byte the same.
+			b2, err := got.YAML()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(b, b2) {
+				t.Errorf("YAML differs after a round trip:\n%s\n---\n%s", b, b2)
+			}
+		})
+	}
+}
+
+// The header config carries the whole scenario under "spec", which reads back to the same value.
+func TestBuiltinJSONSpecRoundTrip(t *testing.T) {
+	for _, s := range Builtins() {
+		raw, err := s.Config()
+		if err != nil {
+			t.Fatalf("%s: %v", s.Name, err)
+		}
+		var h struct {
+			Spec Scenario `json:"spec"`
+		}
+		if err := json.Unmarshal(raw, &h); err != nil {
+			t.Fatalf("%s: %v", s.Name, err)
+		}
+		if !reflect.DeepEqual(h.Spec, s) {
+			t.Errorf("%s: spec in the header config reads back differently:\n got %+v\nwant %+v", s.Name, h.Spec, s)
+		}
+	}
+}
+
+// The same seed gives the identical scenario, YAML and header config; another seed changes
+// the seed and nothing else.
+func TestBuiltinSameSeedSameScenario(t *testing.T) {
+	for _, name := range Names() {
+		build := func(seed int64) (Scenario, []byte, []byte) {
+			s, err := Builtin(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err = s.Override(Overrides{Seed: &seed})
+			if err != nil {
+				t.Fatal(err)
+			}
+			y, err := s.YAML()
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := s.Config()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s, y, c
+		}
+		a, ay, ac := build(7)
+		b, by, bc := build(7)
+		if !reflect.DeepEqual(a, b) || !bytes.Equal(ay, by) || !bytes.Equal(ac, bc) {
+			t.Errorf("%s: two builds with seed 7 differ", name)
+		}
+		c, _, _ := build(8)
+		if c.Seed != 8 {
+			t.Errorf("%s: seed %d, want 8", name, c.Seed)
+		}
+		c.Seed = 7
+		if !reflect.DeepEqual(a, c) {
+			t.Errorf("%s: seed 8 changed more than the seed", name)
+		}
+	}
+}
+
+func TestDefaultScenario(t *testing.T) {
+	s := Default()
+	if s.Name != "default" || s.Topology.Nodes != 3 || s.Duration != sec(60) {
+		t.Errorf("default: name %q, nodes %d, duration %s", s.Name, s.Topology.Nodes, s.Duration)
+	}
+	tp := s.Topics[0]
+	if tp.ReplicationFactor != 3 || tp.MinInsyncReplicas != 2 || tp.UncleanLeaderElection {
+		t.Errorf("default topic %+v, want RF 3, min ISR 2, unclean off", tp)
+	}
+	if s.Client.Acks != "all" || s.Client.Idempotence == nil || !*s.Client.Idempotence {
+		t.Errorf("default client %+v, want acks=all and idempotence", s.Client)
+	}
+	if len(s.Faults.Timeline) != 1 || s.Faults.Timeline[0].Name != FaultKill || s.Faults.Timeline[0].Target.Role != RoleLeaderOf {
+		t.Errorf("default faults %+v, want one leader kill", s.Faults)
+	}
+	b, err := Builtin("default")
+	if err != nil || !reflect.DeepEqual(b, s) {
+		t.Errorf("Builtin(default) = %+v, %v; want Default()", b, err)
+	}
+}
+
+func TestBuiltinUnknown(t *testing.T) {
+	_, err := Builtin("acks1-leader-los")
+	if err == nil {
+		t.Fatal("no error for an unknown built-in")
+	}
+	for _, want := range []string{`"acks1-leader-los"`, "did you mean acks1-leader-loss?", "default, lab-follower-down"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not contain %q", err, want)
+		}
+	}
+}
+
+// Builtins hands out fresh values: changing one changes no later call's.
+func TestBuiltinsAreFresh(t *testing.T) {
+	a := Builtins()
+	a[0].Topics[0].Name = "changed"
+	a[0].Faults.Timeline[0].Target.Role = RoleNode
+	b := Builtins()
+	if b[0].Topics[0].Name != DefaultTopic || b[0].Faults.Timeline[0].Target.Role != RoleLeaderOf {
+		t.Error("changing a returned scenario changed the catalogue")
+	}
+}
+
+// Each built-in's expectation agrees with the guarantee table that will judge its run: what it
+// lists as forbidden the table forbids for its main producer and reader, and what it lists as
+// permitted the table permits for at least one of its producers, readers or writer kinds.
+func TestBuiltinExpectationsMatchGuaranteeTable(t *testing.T) {
+	for _, s := range Builtins() {
+		t.Run(s.Name, func(t *testing.T) {
+			raw, err := s.Config()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, warns, err := guarantee.Decode(raw)
+			if err != nil || len(warns) > 0 {
+				t.Fatalf("decoding the header config: %v %v", err, warns)
+			}
+			plain := len(s.Workload.Producers) > 0
+			kind := guarantee.WriterSend
+			if !plain {
+				kind = guarantee.WriterTxn
+			}
+			main := guarantee.Facts{HasWriter: true, Producer: cfg.DefaultProducer(!plain), WriterKind: kind,
+				Resent: s.Client.AppResend > 0, Topic: cfg.TopicFor(s.Topics[0].Name), Faults: cfg.FaultsOf(),
+				Isolation: s.Client.Isolation}
+			if main.Producer.Conflict != "" || main.Topic.Conflict != "" {
+				t.Fatalf("settings no guarantee covers: %q %q", main.Producer.Conflict, main.Topic.Conflict)
+			}
+			for _, a := range s.Expect.Forbidden {
+				if d := guarantee.Judge(guarantee.Anomaly(a), main); d.Judgement != guarantee.Forbidden {
+					t.Errorf("expect.forbidden lists %s, but the table says %s: %s", a, d.Judgement, d.Why)
+				}
+			}
+			variants := []guarantee.Facts{}
+			producers := []guarantee.ProducerSettings{main.Producer, cfg.DefaultProducer(true)}
+			for p := range cfg.Processes {
+				n, err := strconv.Atoi(p)
+				if err != nil {
+					t.Fatalf("process key %q: %v", p, err)
+				}
+				producers = append(producers, cfg.ProducerFor(n, false))
+			}
+			for _, p := range producers {
+				for _, iso := range []string{guarantee.ReadCommitted, guarantee.ReadUncommitted} {
+					for _, k := range []string{guarantee.WriterSend, guarantee.WriterTxn, guarantee.WriterRPW} {
+						f := main
+						f.Producer, f.Isolation, f.WriterKind = p, iso, k
+						variants = append(variants, f)
+					}
+				}
+			}
+			for _, a := range s.Expect.Permitted {
+				ok := slices.ContainsFunc(variants, func(f guarantee.Facts) bool {
+					return guarantee.Judge(guarantee.Anomaly(a), f).Judgement == guarantee.Permitted
+				})
+				if !ok {
+					t.Errorf("expect.permitted lists %s, but the table permits it for none of the scenario's clients", a)
+				}
+			}
+		})
+	}
+}

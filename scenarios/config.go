@@ -1,0 +1,169 @@
+package scenarios
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+
+	"github.com/verity-kafka/verity/verify/guarantee"
+)
+
+// headerConfig is the history header's "config": the settings the checker judges by, in
+// verify/guarantee.Config's field names, and the whole scenario under "spec" (which the
+// checker ignores, and a reader of the history can use to see what ran).
+type headerConfig struct {
+	guarantee.Config
+	Spec Scenario `json:"spec"`
+}
+
+// Config returns the history header's "config" for s (with defaults applied): every producer
+// and topic setting stated explicitly, so that the checker assumes nothing, and per-process
+// entries ("processes") for producer groups with their own acks or idempotence and for every
+// transactional producer and processor. Process numbers follow Workload's documented order.
+// "faults" names the faults the schedule may inject; "deviations" the broker overrides that
+// differ from Kafka 4.3's defaults (the harness adds its own when it runs).
+func (s Scenario) Config() (json.RawMessage, error) {
+	s = s.WithDefaults()
+	if err := s.Validate(); err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", s.Name, err)
+	}
+	cl := s.Client
+	c := guarantee.Config{
+		Scenario:   s.Name,
+		Producer:   producerSettings(cl.Acks, cl.Idempotence, cl),
+		Topics:     map[string]guarantee.Topic{},
+		Isolation:  cl.Isolation,
+		Faults:     s.ScheduledFaults(),
+		Deviations: s.Deviations(),
+	}
+	for _, t := range s.Topics {
+		c.Topics[t.Name] = topicSettings(t)
+	}
+	c.Topic = topicSettings(s.Topics[0])
+
+	procs := map[string]guarantee.Producer{}
+	p := 0
+	for _, g := range s.Workload.Producers {
+		for range g.Count {
+			if g.Acks != "" || g.Idempotence != nil {
+				acks, idem := cl.Acks, cl.Idempotence
+				if g.Acks != "" {
+					acks = g.Acks
+					if acks != "all" && g.Idempotence == nil {
+						idem = nil // Kafka's default for such acks: off
+					}
+				}
+				if g.Idempotence != nil {
+					idem = g.Idempotence
+				}
+				procs[strconv.Itoa(p)] = producerSettings(acks, idem, cl)
+			}
+			p++
+		}
+	}
+	for range s.Workload.Transactional.Count + s.Workload.Processors.Count {
+		procs[strconv.Itoa(p)] = transactionalSettings()
+		p++
+	}
+	if len(procs) > 0 {
+		c.Processes = procs
+	}
+	b, err := json.Marshal(headerConfig{Config: c, Spec: s})
+	if err != nil {
+		return nil, fmt.Errorf("encoding the config of scenario %s: %w", s.Name, err)
+	}
+	return b, nil
+}
+
+// producerSettings states every delivery setting of a plain producer explicitly, with Kafka's
+// default where the scenario leaves one out.
+func producerSettings(acksText string, idem *bool, cl Client) guarantee.Producer {
+	acks, _ := guarantee.ParseAcks(acksText) // validated
+	retries := guarantee.DefaultRetries
+	if cl.Retries != nil {
+		retries = *cl.Retries
+	}
+	idempotent := acks == guarantee.AcksAll && retries > 0 && cl.MaxInFlight <= 5 // Kafka's default
+	if idem != nil {
+		idempotent = *idem
+	}
+	inFlight := cl.MaxInFlight
+	resend := cl.AppResend > 0
+	return guarantee.Producer{Acks: &acks, Idempotence: &idempotent, MaxInFlight: &inFlight, Retries: &retries, AppResend: &resend}
+}
+
+// transactionalSettings are what Kafka forces on a transactional producer.
+func transactionalSettings() guarantee.Producer {
+	acks, yes, inFlight, retries := guarantee.AcksAll, true, guarantee.DefaultMaxInFlight, guarantee.DefaultRetries
+	return guarantee.Producer{Acks: &acks, Idempotence: &yes, MaxInFlight: &inFlight, Retries: &retries, Transactional: &yes}
+}
+
+func topicSettings(t Topic) guarantee.Topic {
+	rf, minISR, unclean := t.ReplicationFactor, t.MinInsyncReplicas, t.UncleanLeaderElection
+	return guarantee.Topic{ReplicationFactor: &rf, MinInsyncReplicas: &minISR, UncleanLeaderElection: &unclean}
+}
+
+// ScheduledFaults lists, sorted and once each, the faults s's schedule may inject (the parts of
+// compounds, not "compound"; never "none").
+func (s Scenario) ScheduledFaults() []string {
+	seen := map[string]bool{}
+	var walk func(f Fault)
+	walk = func(f Fault) {
+		switch f.Name {
+		case FaultNone:
+		case FaultCompound:
+			for _, p := range f.Parts {
+				walk(p)
+			}
+		default:
+			seen[string(f.Name)] = true
+		}
+	}
+	for _, st := range s.Faults.Timeline {
+		walk(st.Fault)
+	}
+	if p := s.Faults.Periodic; p != nil {
+		for _, f := range p.Set {
+			walk(f)
+		}
+	}
+	if len(seen) == 0 {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
+
+// kafkaBrokerDefaults are Kafka 4.3's defaults of broker settings scenarios are likely to
+// override, so that Deviations can leave out an override that sets the default.
+func kafkaBrokerDefaults() map[string]string {
+	return map[string]string{
+		"replica.lag.time.max.ms":                  "30000",
+		"group.initial.rebalance.delay.ms":         "3000",
+		"offsets.topic.replication.factor":         "3",
+		"transaction.state.log.replication.factor": "3",
+		"transaction.state.log.min.isr":            "2",
+		"transaction.state.log.num.partitions":     "50",
+		"transaction.max.timeout.ms":               "900000",
+		"min.insync.replicas":                      "1",
+		"unclean.leader.election.enable":           "false",
+		"default.replication.factor":               "1",
+		"auto.create.topics.enable":                "true",
+		"num.partitions":                           "1",
+	}
+}
+
+// Deviations lists s's broker overrides that differ from Kafka 4.3's defaults, as "key=value",
+// sorted. An override of a setting whose default this package does not know counts.
+func (s Scenario) Deviations() []string {
+	defaults := kafkaBrokerDefaults()
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(s.Broker)) {
+		if d, ok := defaults[k]; ok && d == s.Broker[k] {
+			continue
+		}
+		out = append(out, k+"="+s.Broker[k])
+	}
+	return out
+}

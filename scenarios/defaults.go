@@ -1,0 +1,206 @@
+package scenarios
+
+import (
+	"maps"
+	"slices"
+	"time"
+)
+
+// Defaults of a scenario's omitted fields (see the field comments of Scenario).
+const (
+	DefaultTopic      = "verity"
+	DefaultNodes      = 3
+	DefaultPartitions = 3
+	DefaultRF         = 3
+	DefaultMinISR     = 2
+	DefaultDuration   = Duration(60 * time.Second)
+	DefaultGroup      = "verity-group"
+	DefaultAcks       = "all"
+	DefaultInFlight   = 5
+	DefaultVerdict    = "pass"
+)
+
+// WithDefaults returns a copy of s with every omitted field set to its default. It never
+// changes s, and applying it twice gives the same result as once.
+func (s Scenario) WithDefaults() Scenario {
+	s = s.Clone()
+	if s.Expect.Verdict == "" {
+		s.Expect.Verdict = DefaultVerdict
+	}
+	if s.Topology.Nodes == 0 {
+		s.Topology.Nodes = DefaultNodes
+	}
+	if len(s.Topics) == 0 {
+		s.Topics = []Topic{{Name: DefaultTopic}}
+	}
+	for i := range s.Topics {
+		t := &s.Topics[i]
+		if t.Partitions == 0 {
+			t.Partitions = DefaultPartitions
+		}
+		if t.ReplicationFactor == 0 {
+			t.ReplicationFactor = max(1, min(DefaultRF, s.Topology.Nodes))
+		}
+		if t.MinInsyncReplicas == 0 {
+			t.MinInsyncReplicas = max(1, min(DefaultMinISR, t.ReplicationFactor))
+		}
+	}
+	first := s.Topics[0].Name
+
+	c := &s.Client
+	if c.Acks == "" {
+		c.Acks = DefaultAcks
+	}
+	if c.MaxInFlight == 0 {
+		c.MaxInFlight = DefaultInFlight
+	}
+	if c.Compression == "" {
+		c.Compression = "none"
+	}
+	if c.Isolation == "" {
+		c.Isolation = ReadCommitted
+	}
+
+	w := &s.Workload
+	if len(w.Producers) == 0 && w.Transactional.Count == 0 && w.Processors.Count == 0 &&
+		w.Consumers.ReadCommitted == 0 && w.Consumers.ReadUncommitted == 0 && w.Group.Count == 0 {
+		w.Producers = []ProducerGroup{{Count: 3}}
+		w.Consumers.ReadCommitted = 1
+	}
+	for i := range w.Producers {
+		if w.Producers[i].Count == 0 {
+			w.Producers[i].Count = 1
+		}
+		if w.Producers[i].Topic == "" {
+			w.Producers[i].Topic = first
+		}
+	}
+	if w.Transactional.Count > 0 && len(w.Transactional.Topics) == 0 {
+		w.Transactional.Topics = []string{first}
+	}
+	if w.Processors.Count > 0 {
+		if w.Processors.Input == "" {
+			w.Processors.Input = first
+		}
+		if w.Processors.Output == "" && len(s.Topics) > 1 {
+			w.Processors.Output = s.Topics[1].Name
+		}
+	}
+	if w.Consumers.ReadCommitted+w.Consumers.ReadUncommitted > 0 && len(w.Consumers.Topics) == 0 {
+		for _, t := range s.Topics {
+			w.Consumers.Topics = append(w.Consumers.Topics, t.Name)
+		}
+	}
+	if w.Group.Count > 0 {
+		if w.Group.Name == "" {
+			w.Group.Name = DefaultGroup
+		}
+		if len(w.Group.Topics) == 0 {
+			w.Group.Topics = []string{first}
+		}
+	}
+
+	f := &s.Faults
+	if f.Kind == "" {
+		switch {
+		case f.Periodic != nil:
+			f.Kind = SchedulePeriodic
+		case len(f.Timeline) > 0:
+			f.Kind = ScheduleTimeline
+		default:
+			f.Kind = ScheduleNone
+		}
+	}
+	for i := range f.Timeline {
+		f.Timeline[i].Fault = f.Timeline[i].Fault.withDefaults(first)
+	}
+	if p := f.Periodic; p != nil {
+		if p.Hold == 0 {
+			p.Hold = p.Interval / 2
+		}
+		if p.Start == 0 {
+			p.Start = p.Interval
+		}
+		for i := range p.Set {
+			p.Set[i] = p.Set[i].withDefaults(first)
+		}
+	}
+	if s.Duration == 0 {
+		s.Duration = DefaultDuration
+	}
+	return s
+}
+
+// withDefaults fills the topic of partition targets (the scenario's first topic).
+func (f Fault) withDefaults(topic string) Fault {
+	fill := func(t *Target) {
+		if t != nil && t.Topic == "" && slices.Contains(partitionRoles(), t.Role) {
+			t.Topic = topic
+		}
+	}
+	fill(f.Target)
+	fill(f.Params.To)
+	for i := range f.Parts {
+		f.Parts[i] = f.Parts[i].withDefaults(topic)
+	}
+	return f
+}
+
+// Clone returns a deep copy of s: changing one never changes the other.
+func (s Scenario) Clone() Scenario {
+	s.Expect.Forbidden = slices.Clone(s.Expect.Forbidden)
+	s.Expect.Permitted = slices.Clone(s.Expect.Permitted)
+	s.Expect.Likely = slices.Clone(s.Expect.Likely)
+	s.Broker = maps.Clone(s.Broker)
+	s.Topics = slices.Clone(s.Topics)
+	for i := range s.Topics {
+		s.Topics[i].Config = maps.Clone(s.Topics[i].Config)
+	}
+	s.Client.Idempotence = clonePtr(s.Client.Idempotence)
+	s.Client.Retries = clonePtr(s.Client.Retries)
+	w := &s.Workload
+	w.Producers = slices.Clone(w.Producers)
+	for i := range w.Producers {
+		w.Producers[i].Idempotence = clonePtr(w.Producers[i].Idempotence)
+	}
+	w.Transactional.Topics = slices.Clone(w.Transactional.Topics)
+	w.Consumers.Topics = slices.Clone(w.Consumers.Topics)
+	w.Group.Topics = slices.Clone(w.Group.Topics)
+	s.Faults.Timeline = slices.Clone(s.Faults.Timeline)
+	for i := range s.Faults.Timeline {
+		s.Faults.Timeline[i].Fault = s.Faults.Timeline[i].Fault.clone()
+	}
+	if p := s.Faults.Periodic; p != nil {
+		c := *p
+		c.Set = slices.Clone(c.Set)
+		for i := range c.Set {
+			c.Set[i] = c.Set[i].clone()
+		}
+		s.Faults.Periodic = &c
+	}
+	return s
+}
+
+func (f Fault) clone() Fault {
+	f.Target = clonePtr(f.Target)
+	f.Params.To = clonePtr(f.Params.To)
+	f.Parts = slices.Clone(f.Parts)
+	for i := range f.Parts {
+		f.Parts[i] = f.Parts[i].clone()
+	}
+	return f
+}
+
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
+// Isolation levels as Kafka and the history spell them.
+const (
+	ReadCommitted   = "read_committed"
+	ReadUncommitted = "read_uncommitted"
+)

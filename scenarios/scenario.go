@@ -1,0 +1,384 @@
+package scenarios
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Scenario is one run's description. The YAML and JSON field names are the tags below; Parse
+// fills omitted fields with the defaults documented on each field (see WithDefaults).
+type Scenario struct {
+	// Name identifies the scenario (lower-case letters, digits and dashes).
+	Name string `yaml:"name" json:"name"`
+	// Description says in a sentence what the scenario does.
+	Description string `yaml:"description,omitempty" json:"description,omitempty"`
+	// Source names the document sections the scenario makes observable ("000 §20.5").
+	Source string `yaml:"source,omitempty" json:"source,omitempty"`
+	// Expect is what the run should show, and why.
+	Expect Expectation `yaml:"expect" json:"expect"`
+	// Topology is the cluster's shape.
+	Topology Topology `yaml:"topology" json:"topology"`
+	// Broker overrides server.properties on every node (dotted names, e.g.
+	// "replica.lag.time.max.ms": "10000"), over the harness's own fast defaults.
+	Broker map[string]string `yaml:"broker,omitempty" json:"broker,omitempty"`
+	// Topics are created before the workloads start. Default: one topic "verity" with 3
+	// partitions, replication factor 3 (at most the node count) and min ISR 2 (at most RF).
+	Topics []Topic `yaml:"topics" json:"topics"`
+	// Client is the producers' and consumers' configuration.
+	Client Client `yaml:"client" json:"client"`
+	// Workload is the mix of clients. Default: 3 producers and one read_committed consumer.
+	Workload Workload `yaml:"workload" json:"workload"`
+	// Faults is the fault schedule. Default: none.
+	Faults Schedule `yaml:"faults" json:"faults"`
+	// Duration is how long the workloads run (the final reads come after). Default 60s.
+	Duration Duration `yaml:"duration" json:"duration"`
+	// Seed drives every random choice of the run: targets, random schedules, client choices.
+	Seed int64 `yaml:"seed" json:"seed"`
+}
+
+// Expectation is what a scenario expects the checker to find, and why. Anomaly names are those
+// of shared/design/guarantees.md (verify/guarantee.Anomalies).
+type Expectation struct {
+	// Verdict is the verdict a run should get: "pass" (default) or "fail". Permitted anomalies
+	// do not fail a run, so every built-in expects pass.
+	Verdict string `yaml:"verdict" json:"verdict"`
+	// Text says what the run should show and why, in the documents' terms.
+	Text string `yaml:"text,omitempty" json:"text,omitempty"`
+	// Forbidden are the anomalies whose absence the scenario demonstrates.
+	Forbidden []string `yaml:"forbidden,omitempty" json:"forbidden,omitempty"`
+	// Permitted are anomalies the documents allow under this configuration and faults. A
+	// family may be in both lists when the documents forbid it for some clients and permit it
+	// for others (aborted-read: read_committed vs read_uncommitted readers).
+	Permitted []string `yaml:"permitted,omitempty" json:"permitted,omitempty"`
+	// Likely are permitted anomalies the scenario provokes on purpose and expects in most runs
+	// (a positive control: one that never fires proves nothing). A subset of Permitted.
+	Likely []string `yaml:"likely,omitempty" json:"likely,omitempty"`
+	// Provoke says how the scenario makes the Likely anomalies happen.
+	Provoke string `yaml:"provoke,omitempty" json:"provoke,omitempty"`
+}
+
+// Topology is the cluster's shape.
+type Topology struct {
+	// Nodes is the number of brokers, 1 to 50; default 3. Brokers are nodes 1..Nodes.
+	Nodes int `yaml:"nodes" json:"nodes"`
+	// DedicatedControllers runs three controller-only nodes (ids 101-103) beside the brokers;
+	// by default every broker is also a KRaft controller.
+	DedicatedControllers bool `yaml:"dedicated_controllers,omitempty" json:"dedicated_controllers,omitempty"`
+}
+
+// Topic is one topic to create.
+type Topic struct {
+	Name string `yaml:"name" json:"name"`
+	// Partitions: default 3.
+	Partitions int32 `yaml:"partitions" json:"partitions"`
+	// ReplicationFactor: default 3, at most the node count.
+	ReplicationFactor int `yaml:"replication_factor" json:"replication_factor"`
+	// MinInsyncReplicas is min.insync.replicas: default 2, at most ReplicationFactor.
+	MinInsyncReplicas int `yaml:"min_insync_replicas" json:"min_insync_replicas"`
+	// UncleanLeaderElection is unclean.leader.election.enable (Kafka's default false).
+	UncleanLeaderElection bool `yaml:"unclean_leader_election" json:"unclean_leader_election"`
+	// Config holds any other topic settings (dotted names); the three above have their own
+	// fields and may not appear here.
+	Config map[string]string `yaml:"config,omitempty" json:"config,omitempty"`
+}
+
+// Client is the configuration of the clients. Plain (non-transactional) producers use every
+// setting; transactional producers and read-process-write processors always run with acks=all
+// and idempotence, since Kafka refuses a transactional producer with anything else. A zero
+// duration or nil pointer leaves Kafka's default.
+type Client struct {
+	// Acks is "0", "1" or "all" (default "all").
+	Acks string `yaml:"acks" json:"acks"`
+	// Idempotence is enable.idempotence; nil is Kafka's default: on unless a conflicting
+	// setting is given (acks other than all, retries 0, max_in_flight above 5).
+	Idempotence *bool `yaml:"idempotence,omitempty" json:"idempotence,omitempty"`
+	// MaxInFlight is max.in.flight.requests.per.connection (default 5).
+	MaxInFlight int `yaml:"max_in_flight" json:"max_in_flight"`
+	// Retries; nil is Kafka's default (2147483647).
+	Retries *int `yaml:"retries,omitempty" json:"retries,omitempty"`
+	// RetryBackoff is retry.backoff.ms.
+	RetryBackoff Duration `yaml:"retry_backoff,omitempty" json:"retry_backoff,omitempty"`
+	// RequestTimeout is request.timeout.ms (Kafka 30s).
+	RequestTimeout Duration `yaml:"request_timeout,omitempty" json:"request_timeout,omitempty"`
+	// DeliveryTimeout is delivery.timeout.ms (Kafka 120s); at least linger + request timeout.
+	DeliveryTimeout Duration `yaml:"delivery_timeout,omitempty" json:"delivery_timeout,omitempty"`
+	// Linger is linger.ms.
+	Linger Duration `yaml:"linger,omitempty" json:"linger,omitempty"`
+	// BatchBytes is batch.size.
+	BatchBytes int `yaml:"batch_bytes,omitempty" json:"batch_bytes,omitempty"`
+	// Compression is compression.type: none (default), gzip, snappy, lz4 or zstd.
+	Compression string `yaml:"compression" json:"compression"`
+	// AppResend is how many times the application sends a payload again, as a new record,
+	// after a failed or unknown send (0: never). Idempotence does not cover such resends.
+	AppResend int `yaml:"app_resend,omitempty" json:"app_resend,omitempty"`
+	// Isolation is the consumers' default isolation.level (and that of read-process-write
+	// inputs): read_committed (default) or read_uncommitted.
+	Isolation string `yaml:"isolation" json:"isolation"`
+	// Transactions configures the transactional producers and processors.
+	Transactions Transactions `yaml:"transactions,omitempty" json:"transactions,omitzero"`
+}
+
+// Transactions configures transactional producers and read-process-write processors.
+type Transactions struct {
+	// AbortProbability is the share of transactions aborted on purpose, 0 to below 1.
+	AbortProbability float64 `yaml:"abort_probability,omitempty" json:"abort_probability,omitempty"`
+	// Records is the most records one transaction writes (0: the workload's default).
+	Records int `yaml:"records,omitempty" json:"records,omitempty"`
+	// ZombieProbability is the share of transactions during which a second instance takes
+	// the same transactional.id (initTransactions), fencing the first: 0 to 1.
+	ZombieProbability float64 `yaml:"zombie_probability,omitempty" json:"zombie_probability,omitempty"`
+	// HoldOpen keeps one transaction of each transactional producer open this long before it
+	// commits, while others write (the LSO stalls read_committed readers meanwhile).
+	HoldOpen Duration `yaml:"hold_open,omitempty" json:"hold_open,omitempty"`
+}
+
+// Workload is the mix of clients a run starts. Each instance is one history process; they are
+// numbered in this order: producer groups in order, transactional producers, processors,
+// consumers (read_committed, then read_uncommitted), group consumers (Config relies on it).
+type Workload struct {
+	// Producers are groups of identical plain producers.
+	Producers []ProducerGroup `yaml:"producers,omitempty" json:"producers,omitempty"`
+	// Transactional are transactional producers.
+	Transactional TxnProducers `yaml:"transactional,omitempty" json:"transactional,omitzero"`
+	// Processors are read-process-write processors (consume, produce, offsets in one
+	// transaction).
+	Processors Processors `yaml:"processors,omitempty" json:"processors,omitzero"`
+	// Consumers are assigned consumers (every partition of their topics) per isolation level.
+	Consumers Consumers `yaml:"consumers,omitempty" json:"consumers,omitzero"`
+	// Group are members of one consumer group (subscribe, commit after processing).
+	Group Group `yaml:"group,omitempty" json:"group,omitzero"`
+}
+
+// ProducerGroup is Count identical plain producers. Acks and Idempotence, when set, replace
+// the client's for this group (a run may mix an acks=1 producer with acks=all ones).
+type ProducerGroup struct {
+	// Count: default 1.
+	Count int `yaml:"count" json:"count"`
+	// Async hands records to the client without waiting, up to max_in_flight outstanding;
+	// otherwise each producer sends one record at a time.
+	Async bool `yaml:"async,omitempty" json:"async,omitempty"`
+	// Topic the group writes to; default the first topic.
+	Topic       string `yaml:"topic,omitempty" json:"topic,omitempty"`
+	Acks        string `yaml:"acks,omitempty" json:"acks,omitempty"`
+	Idempotence *bool  `yaml:"idempotence,omitempty" json:"idempotence,omitempty"`
+}
+
+// TxnProducers are Count transactional producers, each with its own transactional.id.
+type TxnProducers struct {
+	Count int `yaml:"count" json:"count"`
+	// Topics each transaction writes to (atomically across them); default the first topic.
+	Topics []string `yaml:"topics,omitempty" json:"topics,omitempty"`
+}
+
+// Processors are Count read-process-write processors from Input to Output.
+type Processors struct {
+	Count int `yaml:"count" json:"count"`
+	// Input and Output topics; default the first and second topics.
+	Input  string `yaml:"input,omitempty" json:"input,omitempty"`
+	Output string `yaml:"output,omitempty" json:"output,omitempty"`
+	// CrashEvery restarts a processor this often (a new instance, same transactional.id).
+	CrashEvery Duration `yaml:"crash_every,omitempty" json:"crash_every,omitempty"`
+}
+
+// Consumers are assigned consumers of Topics (default every topic).
+type Consumers struct {
+	ReadCommitted   int      `yaml:"read_committed,omitempty" json:"read_committed,omitempty"`
+	ReadUncommitted int      `yaml:"read_uncommitted,omitempty" json:"read_uncommitted,omitempty"`
+	Topics          []string `yaml:"topics,omitempty" json:"topics,omitempty"`
+}
+
+// Group is Count members of one consumer group that subscribe to Topics (default the first
+// topic), at the client's isolation level, committing offsets after processing (at least once).
+type Group struct {
+	Count int `yaml:"count" json:"count"`
+	// Name of the group; default "verity-group".
+	Name   string   `yaml:"name,omitempty" json:"name,omitempty"`
+	Topics []string `yaml:"topics,omitempty" json:"topics,omitempty"`
+	// RestartEvery crashes one member at a time this often (a rebalance each time).
+	RestartEvery Duration `yaml:"restart_every,omitempty" json:"restart_every,omitempty"`
+}
+
+// Schedule kinds.
+const (
+	ScheduleNone     = "none"
+	ScheduleTimeline = "timeline"
+	SchedulePeriodic = "periodic"
+)
+
+// Schedule is when faults happen: none, a fixed timeline, or periodic random draws from a set.
+type Schedule struct {
+	// Kind is none, timeline or periodic; default from which of Timeline and Periodic is set.
+	Kind     string    `yaml:"kind" json:"kind"`
+	Timeline []Step    `yaml:"timeline,omitempty" json:"timeline,omitempty"`
+	Periodic *Periodic `yaml:"periodic,omitempty" json:"periodic,omitempty"`
+}
+
+// Step is one fault of a timeline: injected At after the start, healed For later. Faults that
+// end by themselves (see FaultSpec.Heals) take no duration.
+type Step struct {
+	At    Duration `yaml:"at" json:"at"`
+	Fault `yaml:",inline"`
+	For   Duration `yaml:"duration,omitempty" json:"duration,omitempty"`
+}
+
+// Periodic draws one fault from Set every Interval (from the run's seed), leaving a Quiet
+// share of the intervals without a fault; each drawn fault lasts Hold.
+type Periodic struct {
+	Interval Duration `yaml:"interval" json:"interval"`
+	// Quiet is the share of intervals with no fault, 0 to below 1.
+	Quiet float64 `yaml:"quiet,omitempty" json:"quiet,omitempty"`
+	// Hold is how long each fault lasts; default half the interval, at most the interval.
+	Hold Duration `yaml:"hold" json:"hold"`
+	// Start is when the first interval begins; default one interval in, so that the workload
+	// runs unharmed first.
+	Start Duration `yaml:"start" json:"start"`
+	Set   []Fault  `yaml:"set" json:"set"`
+}
+
+// Fault is one fault of the catalogue (FaultSpecs) aimed at a target.
+type Fault struct {
+	Name   FaultName `yaml:"fault" json:"fault"`
+	Target *Target   `yaml:"target,omitempty" json:"target,omitempty"`
+	Params Params    `yaml:"params,omitempty" json:"params,omitzero"`
+	// Parts are the faults of a compound, injected in order and healed in reverse.
+	Parts []Fault `yaml:"parts,omitempty" json:"parts,omitempty"`
+}
+
+// Target says which nodes a fault hits, resolved from the live cluster when it is injected.
+type Target struct {
+	Role Role `yaml:"role" json:"role"`
+	// Topic and Partition name the partition of leader-of, follower-of and followers-of;
+	// default the first topic, partition 0.
+	Topic     string `yaml:"topic,omitempty" json:"topic,omitempty"`
+	Partition int32  `yaml:"partition,omitempty" json:"partition,omitempty"`
+	// Node is the id of role node: a broker 1..nodes, or a dedicated controller 101-103.
+	Node int `yaml:"node,omitempty" json:"node,omitempty"`
+	// TxnID names the transactional.id of txn-coordinator; default the run's first
+	// transactional producer or processor.
+	TxnID string `yaml:"txn_id,omitempty" json:"txn_id,omitempty"`
+	// Group names the consumer group of group-coordinator; default the run's group (the
+	// processors' group when there is no group workload).
+	Group string `yaml:"group,omitempty" json:"group,omitempty"`
+}
+
+// String names the target as the nemesis describes it ("leader of verity-0").
+func (t Target) String() string {
+	switch t.Role {
+	case RoleLeaderOf, RoleFollowerOf, RoleFollowersOf:
+		return fmt.Sprintf("%s %s-%d", t.Role, t.Topic, t.Partition)
+	case RoleNode:
+		return fmt.Sprintf("node %d", t.Node)
+	case RoleTxnCoordinator:
+		if t.TxnID != "" {
+			return fmt.Sprintf("%s of %s", t.Role, t.TxnID)
+		}
+	case RoleGroupCoordinator:
+		if t.Group != "" {
+			return fmt.Sprintf("%s of %s", t.Role, t.Group)
+		}
+	}
+	return string(t.Role)
+}
+
+// Params are a fault's settings; each fault accepts only the ones its FaultSpec lists.
+type Params struct {
+	// Links says which links of the target a link fault acts on: "client" (clients to the
+	// target nodes; default), "fetch" (the partition's followers fetching from its leader:
+	// needs a partition role) or "node" (every inter-node link of the target nodes).
+	Links string `yaml:"links,omitempty" json:"links,omitempty"`
+	// Cut is how a network fault cuts: "blackhole" (default: packets vanish, peers wait for
+	// timeouts, like a real partition) or "refuse" (connections refused at once).
+	Cut string `yaml:"cut,omitempty" json:"cut,omitempty"`
+	// Delay: latency's added delay, slow-close's delay of the close.
+	Delay Duration `yaml:"delay,omitempty" json:"delay,omitempty"`
+	// Jitter: latency's random variation.
+	Jitter Duration `yaml:"jitter,omitempty" json:"jitter,omitempty"`
+	// RateKBps: bandwidth's cap in kilobytes per second.
+	RateKBps int64 `yaml:"rate_kbps,omitempty" json:"rate_kbps,omitempty"`
+	// After: blackhole-timeout closes the connections after this (0: holds them until
+	// healed); reset-peer resets them after this (0: at once).
+	After Duration `yaml:"after,omitempty" json:"after,omitempty"`
+	// Bytes: limit-data closes a connection after this many bytes of responses.
+	Bytes int64 `yaml:"bytes,omitempty" json:"bytes,omitempty"`
+	// Hold: ack-loss holds connections open with the answers black-holed (the client waits
+	// for its request timeout and its retries reach the broker) instead of closing them at
+	// the first byte of an answer (fast; retries never arrive).
+	Hold bool `yaml:"hold,omitempty" json:"hold,omitempty"`
+	// To is the far end of a one-way-cut: traffic from the target to To is dropped.
+	To *Target `yaml:"to,omitempty" json:"to,omitempty"`
+	// Gate bounds a rolling bounce's wait for a healthy cluster between two nodes.
+	Gate Duration `yaml:"gate,omitempty" json:"gate,omitempty"`
+}
+
+// Duration is a time.Duration written as Go writes durations ("60s", "1m30s", "250ms") in
+// YAML and JSON.
+type Duration time.Duration
+
+// Std returns d as a time.Duration.
+func (d Duration) Std() time.Duration { return time.Duration(d) }
+
+// Seconds returns d in seconds.
+func (d Duration) Seconds() float64 { return time.Duration(d).Seconds() }
+
+// String writes d the way time.ParseDuration reads it, without zero minute or second parts
+// ("1m" rather than "1m0s").
+func (d Duration) String() string {
+	s := time.Duration(d).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// ParseDuration reads a Go duration ("60s", "1m30s"); a bare 0 is zero.
+func ParseDuration(s string) (Duration, error) {
+	s = strings.TrimSpace(s)
+	if s == "0" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q: want a duration such as 500ms, 30s or 2m", s)
+	}
+	return Duration(d), nil
+}
+
+// MarshalYAML writes d as a string.
+func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
+
+// UnmarshalYAML reads a duration string.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("line %d: want a duration such as 30s", n.Line)
+	}
+	v, err := ParseDuration(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	*d = v
+	return nil
+}
+
+// MarshalJSON writes d as a string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
+
+// UnmarshalJSON reads a duration string.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration %s: want a string such as \"30s\"", b)
+	}
+	v, err := ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = v
+	return nil
+}

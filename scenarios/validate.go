@@ -1,0 +1,727 @@
+package scenarios
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/verity-kafka/verity/verify/guarantee"
+)
+
+// FieldError is one problem of a scenario: the path of the field (as in YAML, e.g.
+// "topics[0].min_insync_replicas"), what is wrong and what the field accepts. Line is the
+// line of the YAML file the field is on, when the scenario came from one.
+type FieldError struct {
+	Path string
+	Msg  string
+	Line int
+}
+
+func (e *FieldError) Error() string {
+	s := e.Msg
+	if e.Path != "" {
+		s = e.Path + ": " + e.Msg
+	}
+	if e.Line > 0 {
+		s += fmt.Sprintf(" (line %d)", e.Line)
+	}
+	return s
+}
+
+// Errors are every problem found in a scenario, in field order.
+type Errors []*FieldError
+
+func (es Errors) Error() string {
+	lines := make([]string, len(es))
+	for i, e := range es {
+		lines[i] = e.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// checker collects the problems of one scenario.
+type checker struct {
+	s    *Scenario
+	errs Errors
+}
+
+func (c *checker) addf(path, format string, args ...any) {
+	c.errs = append(c.errs, &FieldError{Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+// Validate checks every field of s, as given (call WithDefaults first for a scenario with
+// omitted fields: Parse and Builtin do). It returns nil or Errors naming each bad field with
+// what it accepts.
+func (s Scenario) Validate() error {
+	c := &checker{s: &s}
+	c.scenario()
+	if len(c.errs) == 0 {
+		return nil
+	}
+	return c.errs
+}
+
+// allOf reports whether s is non-empty and every byte of it is a digit, a letter (lower-case
+// only when lower) or one of extra.
+func allOf(s string, lower bool, extra string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case !lower && c >= 'A' && c <= 'Z':
+		case strings.IndexByte(extra, c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func alnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' }
+
+// validName: a scenario name, lower-case letters, digits, dots and dashes, starting with a
+// letter or digit.
+func validName(s string) bool { return allOf(s, true, ".-") && alnum(s[0]) }
+
+// validTopic: Kafka's legal topic characters, at most 249.
+func validTopic(s string) bool { return len(s) <= 249 && allOf(s, false, "._-") }
+
+// validProperty: a dotted property name.
+func validProperty(s string) bool { return allOf(s, false, "._-") && alnum(s[0]) }
+
+// topologyKeys are broker settings the harness sets to build the cluster (harness.Spec
+// refuses them too).
+func topologyKeys() []string {
+	return []string{"node.id", "process.roles", "listeners", "advertised.listeners", "listener.security.protocol.map",
+		"inter.broker.listener.name", "controller.listener.names", "controller.quorum.voters", "log.dirs"}
+}
+
+// topicFieldKeys are topic settings with fields of their own.
+func topicFieldKeys() map[string]string {
+	return map[string]string{
+		"min.insync.replicas":            "min_insync_replicas",
+		"unclean.leader.election.enable": "unclean_leader_election",
+		"replication.factor":             "replication_factor",
+	}
+}
+
+func (c *checker) scenario() {
+	s := c.s
+	switch {
+	case s.Name == "":
+		c.addf("name", "missing: give the scenario a name")
+	case !validName(s.Name):
+		c.addf("name", "%q: want lower-case letters, digits, dots and dashes", s.Name)
+	}
+	c.expect()
+	if n := s.Topology.Nodes; n < 1 || n > 50 {
+		c.addf("topology.nodes", "%d: want 1 to 50 brokers", n)
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.Broker)) {
+		p := fmt.Sprintf("broker[%q]", k)
+		switch {
+		case !validProperty(k):
+			c.addf(p, "not a property name")
+		case slices.Contains(topologyKeys(), k):
+			c.addf(p, "the harness sets %s to build its topology; it cannot be overridden", k)
+		}
+	}
+	c.topics()
+	c.client()
+	c.workload()
+	if d := s.Duration.Std(); d <= 0 || d > 24*time.Hour {
+		c.addf("duration", "%s: want a positive duration up to 24h, such as 60s", s.Duration)
+	}
+	c.schedule()
+}
+
+func (c *checker) expect() {
+	e := c.s.Expect
+	if e.Verdict != "pass" && e.Verdict != "fail" {
+		c.addf("expect.verdict", "%q: want pass or fail", e.Verdict)
+	}
+	known := anomalyNames()
+	check := func(field string, names []string) {
+		for i, n := range names {
+			p := fmt.Sprintf("expect.%s[%d]", field, i)
+			if !slices.Contains(known, n) {
+				c.addf(p, "%q: want one of %s%s", n, strings.Join(known, ", "), suggest(n, known))
+			}
+			if slices.Index(names, n) != i {
+				c.addf(p, "%q is listed twice", n)
+			}
+		}
+	}
+	check("forbidden", e.Forbidden)
+	check("permitted", e.Permitted)
+	check("likely", e.Likely)
+	for i, n := range e.Likely {
+		if !slices.Contains(e.Permitted, n) {
+			c.addf(fmt.Sprintf("expect.likely[%d]", i), "%q is not in expect.permitted: only a permitted anomaly can be expected to show", n)
+		}
+	}
+	if len(e.Likely) > 0 && strings.TrimSpace(e.Provoke) == "" {
+		c.addf("expect.provoke", "missing: say how the scenario makes %s likely", strings.Join(e.Likely, ", "))
+	}
+}
+
+func anomalyNames() []string {
+	var out []string
+	for _, a := range guarantee.Anomalies() {
+		out = append(out, string(a))
+	}
+	return out
+}
+
+func (c *checker) topicNames() []string {
+	out := make([]string, len(c.s.Topics))
+	for i, t := range c.s.Topics {
+		out[i] = t.Name
+	}
+	return out
+}
+
+// topic returns the topic called name, if any.
+func (c *checker) topic(name string) (Topic, bool) {
+	for _, t := range c.s.Topics {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return Topic{}, false
+}
+
+// knownTopic checks that name is a topic of the scenario.
+func (c *checker) knownTopic(path, name string) bool {
+	if _, ok := c.topic(name); ok {
+		return true
+	}
+	if name == "" {
+		c.addf(path, "missing: name one of the topics (%s)", strings.Join(c.topicNames(), ", "))
+	} else {
+		c.addf(path, "%q is not a topic of the scenario (topics: %s)%s", name, strings.Join(c.topicNames(), ", "), suggest(name, c.topicNames()))
+	}
+	return false
+}
+
+func (c *checker) topics() {
+	s := c.s
+	if len(s.Topics) == 0 {
+		c.addf("topics", "no topic: give at least one")
+	}
+	for i, t := range s.Topics {
+		p := fmt.Sprintf("topics[%d]", i)
+		switch {
+		case t.Name == "":
+			c.addf(p+".name", "missing")
+		case !validTopic(t.Name):
+			c.addf(p+".name", "%q: want letters, digits, '.', '_' or '-' (at most 249)", t.Name)
+		case strings.HasPrefix(t.Name, "__"):
+			c.addf(p+".name", "%q: names starting with __ are Kafka's internal topics", t.Name)
+		}
+		for j := range i {
+			if s.Topics[j].Name == t.Name && t.Name != "" {
+				c.addf(p+".name", "%q is also topics[%d]", t.Name, j)
+			}
+		}
+		if t.Partitions < 1 || t.Partitions > 10000 {
+			c.addf(p+".partitions", "%d: want 1 to 10000", t.Partitions)
+		}
+		switch rf := t.ReplicationFactor; {
+		case rf < 1:
+			c.addf(p+".replication_factor", "%d: want at least 1", rf)
+		case rf > s.Topology.Nodes:
+			c.addf(p+".replication_factor", "%d is more than topology.nodes %d", rf, s.Topology.Nodes)
+		}
+		switch m := t.MinInsyncReplicas; {
+		case m < 1:
+			c.addf(p+".min_insync_replicas", "%d: want at least 1", m)
+		case t.ReplicationFactor >= 1 && m > t.ReplicationFactor:
+			c.addf(p+".min_insync_replicas", "%d is more than replication_factor %d", m, t.ReplicationFactor)
+		}
+		own := topicFieldKeys()
+		for _, k := range slices.Sorted(maps.Keys(t.Config)) {
+			kp := fmt.Sprintf("%s.config[%q]", p, k)
+			if f, ok := own[k]; ok {
+				c.addf(kp, "use %s.%s", p, f)
+			} else if !validProperty(k) {
+				c.addf(kp, "not a property name")
+			}
+		}
+	}
+}
+
+// acksValues are the values of acks.
+func acksValues() []string { return []string{"0", "1", "all"} }
+
+func (c *checker) acks(path, v string) bool {
+	if slices.Contains(acksValues(), v) {
+		return true
+	}
+	c.addf(path, "%q: want 0, 1 or all", v)
+	return false
+}
+
+// idempotenceConflict says why enable.idempotence=true cannot run with these settings, or "".
+func idempotenceConflict(acks string, inFlight int, retries *int) string {
+	switch {
+	case acks != "all":
+		return fmt.Sprintf("true needs acks all (has acks %s)", acks)
+	case inFlight > 5:
+		return fmt.Sprintf("true needs max_in_flight at most 5 (has %d)", inFlight)
+	case retries != nil && *retries == 0:
+		return "true needs retries above 0 (has 0)"
+	}
+	return ""
+}
+
+func (c *checker) client() {
+	cl := c.s.Client
+	okAcks := c.acks("client.acks", cl.Acks)
+	if cl.MaxInFlight < 1 {
+		c.addf("client.max_in_flight", "%d: want at least 1", cl.MaxInFlight)
+	}
+	if cl.Retries != nil && *cl.Retries < 0 {
+		c.addf("client.retries", "%d: want 0 or more", *cl.Retries)
+	}
+	if okAcks && cl.Idempotence != nil && *cl.Idempotence {
+		if why := idempotenceConflict(cl.Acks, cl.MaxInFlight, cl.Retries); why != "" {
+			c.addf("client.idempotence", "%s", why)
+		}
+	}
+	for _, d := range []struct {
+		name string
+		v    Duration
+	}{{"retry_backoff", cl.RetryBackoff}, {"request_timeout", cl.RequestTimeout}, {"delivery_timeout", cl.DeliveryTimeout}, {"linger", cl.Linger}} {
+		if d.v < 0 {
+			c.addf("client."+d.name, "%s: want 0 or more", d.v)
+		}
+	}
+	if cl.DeliveryTimeout > 0 {
+		req := cl.RequestTimeout
+		if req == 0 {
+			req = Duration(30 * time.Second) // Kafka's request.timeout.ms
+		}
+		if cl.DeliveryTimeout < cl.Linger+req {
+			c.addf("client.delivery_timeout", "%s is less than linger + request_timeout (%s): Kafka refuses it", cl.DeliveryTimeout, cl.Linger+req)
+		}
+	}
+	if cl.BatchBytes < 0 {
+		c.addf("client.batch_bytes", "%d: want 0 or more", cl.BatchBytes)
+	}
+	if comp := []string{"none", "gzip", "snappy", "lz4", "zstd"}; !slices.Contains(comp, cl.Compression) {
+		c.addf("client.compression", "%q: want one of %s", cl.Compression, strings.Join(comp, ", "))
+	}
+	if cl.AppResend < 0 {
+		c.addf("client.app_resend", "%d: want 0 or more", cl.AppResend)
+	}
+	c.isolation("client.isolation", cl.Isolation)
+	tx := cl.Transactions
+	if tx.AbortProbability < 0 || tx.AbortProbability >= 1 {
+		c.addf("client.transactions.abort_probability", "%g: want 0 to below 1", tx.AbortProbability)
+	}
+	if tx.ZombieProbability < 0 || tx.ZombieProbability > 1 {
+		c.addf("client.transactions.zombie_probability", "%g: want 0 to 1", tx.ZombieProbability)
+	}
+	if tx.Records < 0 {
+		c.addf("client.transactions.records", "%d: want 0 or more", tx.Records)
+	}
+	if tx.HoldOpen < 0 {
+		c.addf("client.transactions.hold_open", "%s: want 0 or more", tx.HoldOpen)
+	}
+	if tx != (Transactions{}) && c.s.Workload.Transactional.Count == 0 && c.s.Workload.Processors.Count == 0 {
+		c.addf("client.transactions", "set, but the workload has no transactional producers or processors")
+	}
+}
+
+func (c *checker) isolation(path, v string) {
+	if v != ReadCommitted && v != ReadUncommitted {
+		c.addf(path, "%q: want %s or %s", v, ReadCommitted, ReadUncommitted)
+	}
+}
+
+func (c *checker) workload() {
+	w := c.s.Workload
+	cl := c.s.Client
+	for i, g := range w.Producers {
+		p := fmt.Sprintf("workload.producers[%d]", i)
+		if g.Count < 1 {
+			c.addf(p+".count", "%d: want at least 1", g.Count)
+		}
+		c.knownTopic(p+".topic", g.Topic)
+		acks := cl.Acks
+		okAcks := true
+		if g.Acks != "" {
+			acks = g.Acks
+			okAcks = c.acks(p+".acks", g.Acks)
+		}
+		// Only the group's own idempotence can conflict here: without one, the group runs with
+		// the client's (checked with the client) or, when its own acks are not all, with Kafka's
+		// default for such acks (off), as Config and verify/guarantee read it.
+		if okAcks && slices.Contains(acksValues(), acks) && g.Idempotence != nil && *g.Idempotence {
+			if why := idempotenceConflict(acks, cl.MaxInFlight, cl.Retries); why != "" {
+				c.addf(p+".idempotence", "%s", why)
+			}
+		}
+	}
+	if w.Transactional.Count < 0 {
+		c.addf("workload.transactional.count", "%d: want 0 or more", w.Transactional.Count)
+	}
+	if w.Transactional.Count > 0 {
+		if len(w.Transactional.Topics) == 0 {
+			c.addf("workload.transactional.topics", "missing: name the topics the transactions write")
+		}
+		for i, t := range w.Transactional.Topics {
+			c.knownTopic(fmt.Sprintf("workload.transactional.topics[%d]", i), t)
+		}
+	}
+	pr := w.Processors
+	if pr.Count < 0 {
+		c.addf("workload.processors.count", "%d: want 0 or more", pr.Count)
+	}
+	if pr.Count > 0 {
+		okIn := c.knownTopic("workload.processors.input", pr.Input)
+		okOut := c.knownTopic("workload.processors.output", pr.Output)
+		if okIn && okOut && pr.Input == pr.Output {
+			c.addf("workload.processors.output", "%q is also the input: a processor needs two topics", pr.Output)
+		}
+	}
+	if pr.CrashEvery < 0 {
+		c.addf("workload.processors.crash_every", "%s: want 0 or more", pr.CrashEvery)
+	}
+	cs := w.Consumers
+	if cs.ReadCommitted < 0 {
+		c.addf("workload.consumers.read_committed", "%d: want 0 or more", cs.ReadCommitted)
+	}
+	if cs.ReadUncommitted < 0 {
+		c.addf("workload.consumers.read_uncommitted", "%d: want 0 or more", cs.ReadUncommitted)
+	}
+	for i, t := range cs.Topics {
+		c.knownTopic(fmt.Sprintf("workload.consumers.topics[%d]", i), t)
+	}
+	g := w.Group
+	if g.Count < 0 {
+		c.addf("workload.group.count", "%d: want 0 or more", g.Count)
+	}
+	if g.Count > 0 {
+		if g.Name == "" {
+			c.addf("workload.group.name", "missing")
+		}
+		for i, t := range g.Topics {
+			c.knownTopic(fmt.Sprintf("workload.group.topics[%d]", i), t)
+		}
+	}
+	if g.RestartEvery < 0 {
+		c.addf("workload.group.restart_every", "%s: want 0 or more", g.RestartEvery)
+	}
+	if len(w.Producers) == 0 && w.Transactional.Count == 0 && w.Processors.Count == 0 {
+		c.addf("workload", "no producers, transactional producers or processors: nothing would be written")
+	}
+}
+
+func (c *checker) schedule() {
+	f := c.s.Faults
+	switch f.Kind {
+	case ScheduleNone:
+		if len(f.Timeline) > 0 {
+			c.addf("faults.timeline", "set, but faults.kind is none")
+		}
+		if f.Periodic != nil {
+			c.addf("faults.periodic", "set, but faults.kind is none")
+		}
+	case ScheduleTimeline:
+		if len(f.Timeline) == 0 {
+			c.addf("faults.timeline", "no step: give at least one, or make faults.kind none")
+		}
+		if f.Periodic != nil {
+			c.addf("faults.periodic", "set, but faults.kind is timeline")
+		}
+	case SchedulePeriodic:
+		if f.Periodic == nil {
+			c.addf("faults.periodic", "missing: faults.kind periodic needs interval and set")
+		}
+		if len(f.Timeline) > 0 {
+			c.addf("faults.timeline", "set, but faults.kind is periodic")
+		}
+	default:
+		c.addf("faults.kind", "%q: want none, timeline or periodic", f.Kind)
+	}
+	for i, st := range f.Timeline {
+		p := fmt.Sprintf("faults.timeline[%d]", i)
+		if st.At < 0 {
+			c.addf(p+".at", "%s: want 0 or more", st.At)
+		} else if st.At >= c.s.Duration && c.s.Duration > 0 {
+			c.addf(p+".at", "%s is not before the end of the run (duration %s)", st.At, c.s.Duration)
+		}
+		spec, ok := c.fault(p, st.Fault, true)
+		switch {
+		case st.For < 0:
+			c.addf(p+".duration", "%s: want 0 or more", st.For)
+		case !ok:
+		case spec.Heals && st.For == 0:
+			c.addf(p+".duration", "missing: %s lasts until healed, so give it a duration", st.Name)
+		case !spec.Heals && st.For != 0:
+			c.addf(p+".duration", "%s: %s ends by itself and takes no duration", st.For, st.Name)
+		}
+	}
+	if pd := f.Periodic; pd != nil {
+		p := "faults.periodic"
+		if pd.Interval <= 0 {
+			c.addf(p+".interval", "%s: want a positive duration", pd.Interval)
+		}
+		if pd.Quiet < 0 || pd.Quiet >= 1 {
+			c.addf(p+".quiet", "%g: want 0 to below 1", pd.Quiet)
+		}
+		if pd.Hold <= 0 || (pd.Interval > 0 && pd.Hold > pd.Interval) {
+			c.addf(p+".hold", "%s: want a positive duration up to the interval %s", pd.Hold, pd.Interval)
+		}
+		if pd.Start < 0 {
+			c.addf(p+".start", "%s: want 0 or more", pd.Start)
+		} else if c.s.Duration > 0 && pd.Start >= c.s.Duration {
+			c.addf(p+".start", "%s is not before the end of the run (duration %s)", pd.Start, c.s.Duration)
+		}
+		if len(pd.Set) == 0 {
+			c.addf(p+".set", "no fault: give at least one to draw from")
+		}
+		for i, ft := range pd.Set {
+			c.fault(fmt.Sprintf("%s.set[%d]", p, i), ft, true)
+		}
+	}
+}
+
+// faultNames returns the catalogue's names as strings.
+func faultNames() []string {
+	var out []string
+	for _, n := range FaultNames() {
+		out = append(out, string(n))
+	}
+	return out
+}
+
+func roleNames(rs []Role) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = string(r)
+	}
+	return out
+}
+
+// fault checks one fault at path; top is false for the parts of a compound.
+func (c *checker) fault(path string, f Fault, top bool) (FaultSpec, bool) {
+	spec, ok := LookupFault(f.Name)
+	if !ok {
+		if f.Name == "" {
+			c.addf(path+".fault", "missing: want one of %s", strings.Join(faultNames(), ", "))
+		} else {
+			c.addf(path+".fault", "%q: want one of %s%s", f.Name, strings.Join(faultNames(), ", "), suggest(string(f.Name), faultNames()))
+		}
+		return spec, false
+	}
+	nodes := c.s.Topology.Nodes
+	if (f.Name == FaultDiskLoss || f.Name == FaultRollingBounce || f.Name == FaultRollingBounceHard) && nodes < 2 {
+		c.addf(path+".fault", "%s needs at least 2 brokers (topology.nodes %d)", f.Name, nodes)
+	}
+	if (f.Name == FaultSplitMajority || f.Name == FaultBridge) && nodes < 3 {
+		c.addf(path+".fault", "%s needs at least 3 brokers (topology.nodes %d)", f.Name, nodes)
+	}
+	switch spec.Target {
+	case TargetNone:
+		if f.Target != nil {
+			c.addf(path+".target", "%s takes no target", f.Name)
+		}
+	case TargetRequired:
+		if f.Target == nil {
+			c.addf(path+".target", "missing: %s needs a target with a role (%s)", f.Name, strings.Join(roleNames(spec.Roles), ", "))
+		}
+	}
+	if f.Target != nil && spec.Target != TargetNone {
+		c.target(path+".target", *f.Target, spec)
+	}
+	c.params(path+".params", f, spec)
+	if f.Name == FaultCompound {
+		if !top {
+			c.addf(path+".fault", "a compound cannot be a part of a compound")
+		}
+		if len(f.Parts) < 2 {
+			c.addf(path+".parts", "%d parts: a compound needs at least 2", len(f.Parts))
+		}
+		for i, part := range f.Parts {
+			pp := fmt.Sprintf("%s.parts[%d]", path, i)
+			if part.Name == FaultNone {
+				c.addf(pp+".fault", "none cannot be a part of a compound")
+				continue
+			}
+			c.fault(pp, part, false)
+		}
+	} else if len(f.Parts) > 0 {
+		c.addf(path+".parts", "only a compound has parts (this is %s)", f.Name)
+	}
+	return spec, true
+}
+
+func (c *checker) target(path string, t Target, spec FaultSpec) {
+	var rs RoleSpec
+	found := false
+	for _, r := range RoleSpecs() {
+		if r.Role == t.Role {
+			rs, found = r, true
+		}
+	}
+	if !found {
+		all := roleNames(Roles())
+		if t.Role == "" {
+			c.addf(path+".role", "missing: want one of %s", strings.Join(all, ", "))
+		} else {
+			c.addf(path+".role", "%q: want one of %s%s", t.Role, strings.Join(all, ", "), suggest(string(t.Role), all))
+		}
+		return
+	}
+	if spec.Name != "" && !slices.Contains(spec.Roles, t.Role) {
+		c.addf(path+".role", "%s: %s aims at %s only", t.Role, spec.Name, strings.Join(roleNames(spec.Roles), ", "))
+	}
+	uses := func(field string) bool { return slices.Contains(rs.Uses, field) }
+	for _, u := range []struct {
+		field string
+		set   bool
+	}{{"topic", t.Topic != ""}, {"partition", t.Partition != 0}, {"node", t.Node != 0}, {"txn_id", t.TxnID != ""}, {"group", t.Group != ""}} {
+		if u.set && !uses(u.field) {
+			c.addf(path+"."+u.field, "set, but role %s does not use it", t.Role)
+		}
+	}
+	w := c.s.Workload
+	switch t.Role {
+	case RoleLeaderOf, RoleFollowerOf, RoleFollowersOf:
+		if c.knownTopic(path+".topic", t.Topic) {
+			tp, _ := c.topic(t.Topic)
+			if t.Partition < 0 || t.Partition >= tp.Partitions {
+				c.addf(path+".partition", "%d: topic %s has partitions 0 to %d", t.Partition, t.Topic, tp.Partitions-1)
+			} else if t.Role != RoleLeaderOf && tp.ReplicationFactor < 2 {
+				c.addf(path+".role", "%s: topic %s has replication_factor %d, so no follower", t.Role, t.Topic, tp.ReplicationFactor)
+			}
+		}
+	case RoleNode:
+		n := t.Node
+		okBroker := n >= 1 && n <= c.s.Topology.Nodes
+		okController := c.s.Topology.DedicatedControllers && n >= 101 && n <= 103
+		if !okBroker && !okController {
+			want := fmt.Sprintf("a broker 1 to %d", c.s.Topology.Nodes)
+			if c.s.Topology.DedicatedControllers {
+				want += " or a controller 101 to 103"
+			}
+			c.addf(path+".node", "%d: want %s", n, want)
+		}
+	case RoleTxnCoordinator:
+		if w.Transactional.Count == 0 && w.Processors.Count == 0 {
+			c.addf(path+".role", "txn-coordinator: the workload has no transactional producer or processor")
+		}
+	case RoleGroupCoordinator:
+		if w.Group.Count == 0 && w.Processors.Count == 0 && t.Group == "" {
+			c.addf(path+".role", "group-coordinator: the workload has no consumer group")
+		}
+	}
+}
+
+func (c *checker) params(path string, f Fault, spec FaultSpec) {
+	p := f.Params
+	set := map[string]bool{
+		ParamLinks: p.Links != "", ParamCut: p.Cut != "", ParamDelay: p.Delay != 0, ParamJitter: p.Jitter != 0,
+		ParamRateKBps: p.RateKBps != 0, ParamAfter: p.After != 0, ParamBytes: p.Bytes != 0, ParamHold: p.Hold,
+		ParamTo: p.To != nil, ParamGate: p.Gate != 0,
+	}
+	for _, name := range slices.Sorted(maps.Keys(set)) {
+		if !set[name] || slices.Contains(spec.Params, name) {
+			continue
+		}
+		if len(spec.Params) == 0 {
+			c.addf(path+"."+name, "%s takes no params", f.Name)
+		} else {
+			c.addf(path+"."+name, "%s does not take %s; it takes %s", f.Name, name, strings.Join(spec.Params, ", "))
+		}
+	}
+	for _, name := range spec.Required {
+		if !set[name] {
+			c.addf(path+"."+name, "missing: %s needs %s", f.Name, name)
+		}
+	}
+	if p.Links != "" && slices.Contains(spec.Params, ParamLinks) {
+		switch p.Links {
+		case LinksClient, LinksNode:
+		case LinksFetch:
+			if f.Target != nil && !slices.Contains(partitionRoles(), f.Target.Role) {
+				c.addf(path+".links", "fetch: the fetch links are a partition's, so the target's role must be one of %s", strings.Join(roleNames(partitionRoles()), ", "))
+			}
+		default:
+			c.addf(path+".links", "%q: want client, fetch or node", p.Links)
+		}
+	}
+	if p.Cut != "" && p.Cut != CutBlackhole && p.Cut != CutRefuse {
+		c.addf(path+".cut", "%q: want blackhole or refuse", p.Cut)
+	}
+	for _, d := range []struct {
+		name string
+		v    Duration
+	}{{ParamDelay, p.Delay}, {ParamJitter, p.Jitter}, {ParamAfter, p.After}, {ParamGate, p.Gate}} {
+		if d.v < 0 {
+			c.addf(path+"."+d.name, "%s: want 0 or more", d.v)
+		}
+	}
+	if p.RateKBps < 0 {
+		c.addf(path+".rate_kbps", "%d: want a positive rate", p.RateKBps)
+	}
+	if p.Bytes < 0 {
+		c.addf(path+".bytes", "%d: want 0 or more", p.Bytes)
+	}
+	if p.To != nil && slices.Contains(spec.Params, ParamTo) {
+		c.target(path+".to", *p.To, FaultSpec{Roles: nodeRoles()})
+	}
+}
+
+// suggest returns " (did you mean X?)" for the candidate closest to s (at most two edits away,
+// or starting with s), or "".
+func suggest(s string, candidates []string) string {
+	s = strings.ToLower(s)
+	best, bestD := "", 3
+	for _, cand := range candidates {
+		if d := editDistance(s, cand); d < bestD {
+			best, bestD = cand, d
+		}
+	}
+	if best == "" && len(s) >= 3 {
+		for _, cand := range candidates {
+			if strings.HasPrefix(cand, s) {
+				best = cand
+				break
+			}
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %s?)", best)
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
