@@ -72,6 +72,25 @@ func (a *adminClient) close() {
 	_ = a.admin.Close() // also closes the client
 }
 
+// ResetAdmin drops the cluster's shared admin client, closing it; the next admin question
+// (Describe, WaitHealthy, Admin, ...) connects anew. Admin clients handed out by Admin before
+// the reset are closed with it.
+//
+// Why: a sarama broker connection that has once read an answer out of turn ("correlation ID
+// didn't match", after a request timed out during a fault) fails every later request until it
+// is closed, and the shared admin client does not close it, so WaitHealthy could fail for
+// minutes on a healthy cluster. WaitHealthy calls it after an admin error, and the nemesis
+// between its bounded health checks.
+func (c *Cluster) ResetAdmin() {
+	c.mu.Lock()
+	a := c.admin
+	c.admin = nil
+	c.mu.Unlock()
+	if a != nil {
+		a.close()
+	}
+}
+
 // adminClient returns the cluster's shared admin client, creating it on first success.
 func (c *Cluster) adminClient() (*adminClient, error) {
 	c.mu.Lock()
@@ -464,6 +483,11 @@ func (c *Cluster) WaitHealthy(ctx context.Context) error {
 			}
 		}
 		reg, err := c.RegisteredBrokers(ctx)
+		if err != nil {
+			// A connection that timed out during a fault may answer out of turn from then on;
+			// sarama's admin client never closes it, so start afresh.
+			c.ResetAdmin()
+		}
 		if err != nil || len(reg) < len(c.Brokers()) {
 			last = fmt.Sprintf("registered brokers %v of %v (%v)", reg, c.Brokers(), err)
 			return false, nil
@@ -475,6 +499,7 @@ func (c *Cluster) WaitHealthy(ctx context.Context) error {
 		}
 		topics, err := a.admin.ListTopics()
 		if err != nil {
+			c.ResetAdmin()
 			last = "listing topics: " + err.Error()
 			return false, nil
 		}

@@ -1,0 +1,640 @@
+package workloads
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/stretchr/testify/require"
+	"github.com/verity-kafka/verity/harness"
+	"github.com/verity-kafka/verity/harness/harnesstest"
+	"github.com/verity-kafka/verity/history"
+)
+
+// TestOnCluster runs the workloads against one real 3-node cluster, shared by its subtests
+// (each uses topics of its own): a 60 s mixed run, a zombie, and the recording overhead figures.
+func TestOnCluster(t *testing.T) {
+	c := harnesstest.Start(t, harness.Spec{Nodes: 3})
+	log := slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+
+	t.Run("mixed 60s healthy", func(t *testing.T) { testMixed(t, c, log) })
+	t.Run("zombie is fenced", func(t *testing.T) { testZombie(t, c, log) })
+	t.Run("fenced from outside: crash and new instance", func(t *testing.T) { testFencedRestart(t, c, log) })
+	t.Run("recording overhead", func(t *testing.T) { testOverhead(t, c, log) })
+}
+
+type testLog struct{ t *testing.T }
+
+func (w testLog) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
+}
+
+func withTimeout(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func topic(name string, parts int32) harness.TopicSpec {
+	return harness.TopicSpec{Name: name, Partitions: parts, RF: 3, MinISR: 2}
+}
+
+// tpo is a record's place.
+type tpo struct {
+	topic     string
+	partition int32
+	offset    int64
+}
+
+func at(r history.Record) tpo {
+	off := int64(-1)
+	if r.Offset != nil {
+		off = *r.Offset
+	}
+	return tpo{r.Topic, r.Partition, off}
+}
+
+// view is what a test reads back from a history file.
+type view struct {
+	ops     []history.Op // completions and invokes, cloned
+	counts  map[string]int
+	final   map[string]map[tpo]string              // isolation -> place -> value
+	ranges  map[string]map[tpo][]history.FinalRead // isolation -> (topic, partition, -1) -> chunks in order
+	badRead []string                               // final reads that were not ok and complete
+}
+
+func readBack(t *testing.T, path string) *view {
+	t.Helper()
+	r, err := history.Open(path)
+	require.NoError(t, err)
+	defer r.Close()
+	v := &view{counts: map[string]int{}, final: map[string]map[tpo]string{
+		history.ReadCommitted: {}, history.ReadUncommitted: {}},
+		ranges: map[string]map[tpo][]history.FinalRead{history.ReadCommitted: {}, history.ReadUncommitted: {}}}
+	var op history.Op
+	for {
+		err := r.Next(&op)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err)
+		o := op.Clone()
+		v.ops = append(v.ops, o)
+		v.counts[o.F+"/"+string(o.Type)]++
+		if o.F == history.FFinalRead && o.Type != history.Invoke {
+			fr := o.Value.FinalRead
+			require.NotNil(t, fr)
+			if o.Type != history.OK || fr.Incomplete {
+				v.badRead = append(v.badRead, fmt.Sprintf("op %d %s-%d %s: %s %s", o.Index, fr.Topic, fr.Partition, fr.Isolation, o.Type, o.Error))
+			}
+			key := tpo{fr.Topic, fr.Partition, -1}
+			v.ranges[fr.Isolation][key] = append(v.ranges[fr.Isolation][key], *fr)
+			for _, rec := range fr.Records {
+				v.final[fr.Isolation][at(rec)] = rec.Value
+			}
+		}
+	}
+	require.Zero(t, r.Torn(), "no torn line in a history the run closed")
+	return v
+}
+
+// requireComplete checks that every partition of topics was scanned in both isolation levels,
+// in consecutive ranges, each op ok and complete.
+func (v *view) requireComplete(t *testing.T, topics []harness.TopicSpec, isolations ...string) {
+	t.Helper()
+	require.Empty(t, v.badRead, "final reads must be ok and complete on a healthy cluster")
+	for _, iso := range isolations {
+		for _, tp := range topics {
+			for p := range tp.Partitions {
+				chunks := v.ranges[iso][tpo{tp.Name, p, -1}]
+				require.NotEmpty(t, chunks, "%s-%d was not scanned at %s", tp.Name, p, iso)
+				for i := 1; i < len(chunks); i++ {
+					require.Equal(t, chunks[i-1].End, chunks[i].From, "%s-%d %s: chunks must be consecutive", tp.Name, p, iso)
+				}
+				for _, ch := range chunks {
+					require.LessOrEqual(t, len(ch.Records), 2000, "chunks stay small")
+				}
+			}
+		}
+	}
+}
+
+func testMixed(t *testing.T, c *harness.Cluster, log *slog.Logger) {
+	ctx := withTimeout(t, 8*time.Minute)
+	topics := []harness.TopicSpec{topic("mix-data", 3), topic("mix-in", 3), topic("mix-txn-a", 2), topic("mix-txn-b", 2), topic("mix-out", 3)}
+	spec := Spec{
+		Name: "mixed-healthy", Seed: 20260517, Duration: 60 * time.Second, Topics: topics,
+		Producers: []ProducerSpec{
+			// One at a time, key -> partition.
+			{ProducerConfig: ProducerConfig{Topics: []string{"mix-data"}, Partitioning: PartitionKey, Rate: 250}},
+			// Async, many in flight: feeds the processor.
+			{ProducerConfig: ProducerConfig{Topics: []string{"mix-in"}, Async: true, Window: 50, Rate: 250}},
+		},
+		Transactional: []TxnConfig{{Topics: []string{"mix-txn-a", "mix-txn-b"}, MaxRecords: 4, AbortProbability: 0.2,
+			Gap: 20 * time.Millisecond}},
+		Processors: []ProcessorConfig{{Input: "mix-in", Output: "mix-out", BatchRecords: 100, AbortProbability: 0.1, CrashEvery: 20 * time.Second}},
+		Consumers: []ConsumerConfig{
+			{Topics: []string{"mix-data", "mix-txn-a", "mix-txn-b"}, Mode: Subscribe, Isolation: history.ReadCommitted},
+			{Topics: []string{"mix-data", "mix-txn-a", "mix-txn-b", "mix-out"}, Mode: Assign, Isolation: history.ReadUncommitted},
+			{Topics: []string{"mix-txn-a", "mix-txn-b", "mix-out"}, Mode: Assign, Isolation: history.ReadCommitted, RestartEvery: 25 * time.Second},
+			{Topics: []string{"mix-in"}, Mode: Subscribe, Isolation: history.ReadUncommitted, RestartEvery: 25 * time.Second},
+		},
+		Log: log,
+	}
+	path := filepath.Join(t.TempDir(), "history.jsonl")
+	res, err := Run(ctx, c, path, spec)
+	require.NoError(t, err)
+	require.True(t, res.FinalRead.AllComplete(), "final read: %+v", res.FinalRead)
+	t.Logf("60s mixed run: %d events, %d bytes (%.0f bytes/event), workloads %s", res.Ops, res.Bytes,
+		float64(res.Bytes)/float64(res.Ops), res.Elapsed.Round(time.Millisecond))
+	for _, s := range res.Producers {
+		t.Logf("producer %d: ok %d fail %d info %d (%.0f sends/s)", s.Process, s.OK, s.Fail, s.Info, s.SendsPerSecond)
+	}
+	for _, s := range res.Transactional {
+		t.Logf("txn %d: committed %d aborted %d failed %d unknown %d crashes %d", s.Process, s.Committed, s.Aborted, s.Failed, s.Unknown, s.Crashes)
+	}
+	for _, s := range res.Processors {
+		t.Logf("processor %d: committed %d (inputs %d) failed %d (aborted %d) unknown %d crashes %d sessions %d",
+			s.Process, s.Committed, s.InputsCommitted, s.Failed, s.Aborted, s.Unknown, s.Crashes, s.Sessions)
+	}
+	for _, s := range res.Consumers {
+		t.Logf("consumer %d: polls %d records %d rebalances %d crashes %d", s.Process, s.Polls, s.Records, s.Rebalances, s.Crashes)
+	}
+
+	v := readBack(t, path)
+	t.Logf("op counts: %v", v.counts)
+	v.requireComplete(t, topics, history.ReadUncommitted, history.ReadCommitted)
+	require.Equal(t, spec.Seed, readHeader(t, path).Seed)
+
+	var okSends, aborted, committed, rpwOK, rpwFail int
+	abortedValues := map[string]bool{}
+	processed := map[tpo]int{} // committed inputs of the processor
+	asyncProc := res.Producers[1].Process
+	for _, o := range v.ops {
+		switch {
+		case o.F == history.FSend && o.Type != history.Invoke:
+			if o.Process.ID == asyncProc {
+				require.NotNil(t, o.Of, "an async producer's completion carries of")
+			} else {
+				require.Nil(t, o.Of)
+			}
+			if o.Type != history.OK {
+				continue
+			}
+			okSends++
+			r := *o.Value.Send
+			for _, iso := range []string{history.ReadUncommitted, history.ReadCommitted} {
+				require.Equal(t, r.Value, v.final[iso][at(r)], "ok send %s (op %d) at %v must be in the %s final read", r.Value, o.Index, at(r), iso)
+			}
+		case o.F == history.FTxn && o.Type != history.Invoke:
+			tx := o.Value.Txn
+			switch {
+			case o.Type == history.Fail && tx.Intent == history.IntentAbort:
+				aborted++
+				require.Equal(t, "aborted", o.Error)
+				for _, r := range tx.Records {
+					abortedValues[r.Value] = true
+					require.NotNil(t, r.Offset, "an aborted transaction's records were acknowledged before the abort")
+					require.Equal(t, r.Value, v.final[history.ReadUncommitted][at(r)], "aborted record %s is in the log: read_uncommitted shows it", r.Value)
+					_, visible := v.final[history.ReadCommitted][at(r)]
+					require.False(t, visible, "aborted record %s must not be visible at read_committed", r.Value)
+				}
+			case o.Type == history.OK:
+				committed++
+				require.Equal(t, history.IntentCommit, tx.Intent)
+				for _, r := range tx.Records {
+					require.Equal(t, r.Value, v.final[history.ReadCommitted][at(r)], "committed record %s must be visible at read_committed", r.Value)
+				}
+			}
+		case o.F == history.FRPW && o.Type != history.Invoke:
+			st := o.Value.RPW
+			require.Len(t, st.Output, len(st.Input), "one output per input")
+			switch o.Type {
+			case history.OK:
+				rpwOK++
+				for _, in := range st.Input {
+					processed[at(in)]++
+					require.Equal(t, 1, processed[at(in)], "input %s at %v processed by two committed steps", in.Value, at(in))
+				}
+				for i, out := range st.Output {
+					require.Equal(t, out.Value, v.final[history.ReadCommitted][at(out)], "output of committed input %s must be visible", st.Input[i].Value)
+					require.Equal(t, st.Input[i].Value, out.Key, "the output names its input")
+				}
+			case history.Fail:
+				rpwFail++
+				for _, out := range st.Output {
+					if out.Offset == nil {
+						continue
+					}
+					_, visible := v.final[history.ReadCommitted][at(out)]
+					require.False(t, visible, "output %s of a step that did not commit must not be visible", out.Value)
+				}
+			}
+		case o.F == history.FPoll && o.Type == history.OK && o.Value.Poll.Isolation == history.ReadCommitted:
+			for _, r := range o.Value.Poll.Records {
+				require.False(t, abortedValues[r.Value], "read_committed poll (op %d) saw aborted record %s", o.Index, r.Value)
+			}
+		}
+	}
+	// Every committed input has its output, and the committed inputs of each input partition
+	// are exactly the committed-visible records up to the furthest one processed: none skipped.
+	maxDone := map[int32]int64{}
+	for k := range processed {
+		maxDone[k.partition] = max(maxDone[k.partition], k.offset+1)
+	}
+	for k, val := range v.final[history.ReadCommitted] {
+		if k.topic == "mix-in" && k.offset < maxDone[k.partition] {
+			require.Equal(t, 1, processed[k], "input %s at %v is below the committed position but no committed step processed it", val, k)
+		}
+	}
+	t.Logf("checked: %d ok sends in both final reads, %d committed and %d aborted transactions, %d committed and %d failed rpw steps (%d inputs)",
+		okSends, committed, aborted, rpwOK, rpwFail, len(processed))
+	require.Greater(t, okSends, 2000)
+	require.Greater(t, committed, 20)
+	require.Greater(t, aborted, 5)
+	require.Greater(t, rpwOK, 10)
+	require.Greater(t, len(processed), 1000)
+	require.Positive(t, v.counts["poll/ok"])
+	require.Positive(t, v.counts["crash/ok"], "the processor was crashed and restarted mid-stream")
+	require.Positive(t, v.counts["assign/ok"])
+	require.Positive(t, v.counts["subscribe/ok"])
+}
+
+func readHeader(t *testing.T, path string) history.Header {
+	r, err := history.Open(path)
+	require.NoError(t, err)
+	defer r.Close()
+	return r.Header()
+}
+
+// testZombie: a second instance initialises the transactional.id while the first is in the middle
+// of a transaction. The first instance's later records and its commit must fail, and nothing it
+// writes after the fence may be visible as committed.
+func testZombie(t *testing.T, c *harness.Cluster, log *slog.Logger) {
+	ctx := withTimeout(t, 4*time.Minute)
+	topics := []harness.TopicSpec{topic("zombie-a", 2), topic("zombie-b", 2)}
+	for _, tp := range topics {
+		require.NoError(t, c.CreateTopic(ctx, tp))
+	}
+	path := filepath.Join(t.TempDir(), "history.jsonl")
+	w, err := history.Create(path, history.Header{Seed: 7})
+	require.NoError(t, err)
+	env := Env{Brokers: c.Bootstrap(), Recorder: w, Seed: 7, Processes: NewProcesses(100), Log: log}
+	st, err := RunTxnProducer(ctx, env, 1, TxnConfig{Topics: []string{"zombie-a", "zombie-b"}, MaxRecords: 3,
+		ZombieProbability: 1, MaxZombies: 1, MaxTxns: 4})
+	require.NoError(t, err)
+	t.Logf("txn stats: %+v", st)
+	require.Equal(t, int64(1), st.Zombies)
+	require.Equal(t, []int{1, 100}, st.Processes, "the usurper is a new history process")
+	fr, err := FinalRead(ctx, env, 50, FinalReadConfig{Topics: []string{"zombie-a", "zombie-b"}})
+	require.NoError(t, err)
+	require.True(t, fr.AllComplete())
+	require.NoError(t, w.Close())
+
+	v := readBack(t, path)
+	v.requireComplete(t, topics, history.ReadUncommitted, history.ReadCommitted)
+	var zombieTxns, usurperTxns []history.Op
+	usurperFirst := int64(-1)
+	for _, o := range v.ops {
+		if o.F != history.FTxn {
+			continue
+		}
+		switch {
+		case o.Process.ID == 100 && o.Type == history.Invoke && usurperFirst < 0:
+			usurperFirst = o.Index
+		case o.Process.ID == 1 && o.Type != history.Invoke:
+			zombieTxns = append(zombieTxns, o)
+		case o.Process.ID == 100 && o.Type != history.Invoke:
+			usurperTxns = append(usurperTxns, o)
+		}
+	}
+	require.Len(t, zombieTxns, 2, "the interrupted transaction and one more attempt")
+	require.Len(t, usurperTxns, 3)
+	for _, o := range zombieTxns {
+		require.NotEqual(t, history.OK, o.Type, "a fenced instance's transaction must not commit (op %d: %s)", o.Index, o.Error)
+		t.Logf("zombie txn op %d: %s %q", o.Index, o.Type, o.Error)
+		for _, r := range o.Value.Txn.Records {
+			for k, val := range v.final[history.ReadCommitted] {
+				require.NotEqual(t, r.Value, val, "zombie record %s visible as committed at %v", r.Value, k)
+			}
+		}
+	}
+	later := zombieTxns[1]
+	require.Equal(t, history.Fail, later.Type, "the fenced instance's later commit fails")
+	require.Greater(t, later.Index, usurperFirst, "the later attempt began after the usurper took the id")
+	for _, o := range usurperTxns {
+		require.Equal(t, history.OK, o.Type, "the usurper commits (op %d: %s)", o.Index, o.Error)
+		for _, r := range o.Value.Txn.Records {
+			require.Equal(t, r.Value, v.final[history.ReadCommitted][at(r)])
+		}
+	}
+}
+
+// watchRecorder counts completed ops by f and type and wakes waiters on every completion.
+type watchRecorder struct {
+	Recorder
+	mu      sync.Mutex
+	counts  map[string]int
+	changed chan struct{}
+}
+
+func newWatchRecorder(r Recorder) *watchRecorder {
+	return &watchRecorder{Recorder: r, counts: map[string]int{}, changed: make(chan struct{}, 1)}
+}
+
+func (r *watchRecorder) Complete(inv history.Op, t history.Type, v history.Payload, e string) (history.Op, error) {
+	op, err := r.Recorder.Complete(inv, t, v, e)
+	r.mu.Lock()
+	r.counts[inv.F+"/"+string(t)]++
+	r.mu.Unlock()
+	select {
+	case r.changed <- struct{}{}:
+	default:
+	}
+	return op, err
+}
+
+func (r *watchRecorder) count(k string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.counts[k]
+}
+
+// await waits until cond holds, woken by completions, or fails the test at ctx's end.
+func (r *watchRecorder) await(t *testing.T, ctx context.Context, what string, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		select {
+		case <-r.changed:
+		case <-ctx.Done():
+			t.Fatalf("waiting for %s: %v (counts %v)", what, ctx.Err(), r.counts)
+		}
+	}
+}
+
+// testFencedRestart: another instance initialises the workload's transactional.id while it runs.
+// The workload's instance is fenced; it records a crash, a new instance takes the id over, and
+// the workload goes on committing.
+func testFencedRestart(t *testing.T, c *harness.Cluster, log *slog.Logger) {
+	ctx := withTimeout(t, 3*time.Minute)
+	topics := []harness.TopicSpec{topic("fence-a", 2), topic("fence-b", 2)}
+	for _, tp := range topics {
+		require.NoError(t, c.CreateTopic(ctx, tp))
+	}
+	path := filepath.Join(t.TempDir(), "history.jsonl")
+	w, err := history.Create(path, history.Header{Seed: 3})
+	require.NoError(t, err)
+	rec := newWatchRecorder(w)
+	env, err := Env{Brokers: c.Bootstrap(), Recorder: rec, Seed: 3, Log: log}.withDefaults()
+	require.NoError(t, err)
+	cfg := TxnConfig{Topics: []string{"fence-a", "fence-b"}, TxnID: "fence-me", MaxRecords: 3, Gap: 20 * time.Millisecond}
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	type result struct {
+		st  TxnStats
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		st, err := RunTxnProducer(wctx, env, 1, cfg)
+		done <- result{st, err}
+	}()
+	rec.await(t, ctx, "5 commits", func() bool { return rec.count("txn/ok") >= 5 })
+	// The outsider: InitProducerId for the same transactional.id fences the workload's instance.
+	outsider, err := openTxnClient(ctx, env, 99, "outsider", cfg.TxnID, cfg.TxnClientConfig.withDefaults(), log)
+	require.NoError(t, err)
+	outsider.close()
+	rec.await(t, ctx, "a crash op", func() bool { return rec.count("crash/ok") >= 1 })
+	before := rec.count("txn/ok")
+	rec.await(t, ctx, "5 commits by the new instance", func() bool { return rec.count("txn/ok") >= before+5 })
+	stop()
+	res := <-done
+	require.NoError(t, res.err)
+	t.Logf("stats: %+v", res.st)
+	require.GreaterOrEqual(t, res.st.Crashes, int64(1))
+	_, err = FinalRead(ctx, env, 50, FinalReadConfig{Topics: []string{"fence-a", "fence-b"}})
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+
+	v := readBack(t, path)
+	v.requireComplete(t, topics, history.ReadUncommitted, history.ReadCommitted)
+	crashAt := int64(-1)
+	for _, o := range v.ops {
+		switch {
+		case o.F == history.FCrash && o.Type == history.Invoke && crashAt < 0:
+			crashAt = o.Index
+			t.Logf("crash op %d: %s", o.Index, o.Value.Raw)
+		case o.F == history.FTxn && o.Type == history.OK:
+			for _, r := range o.Value.Txn.Records {
+				require.Equal(t, r.Value, v.final[history.ReadCommitted][at(r)], "committed record %s visible", r.Value)
+			}
+		case o.F == history.FTxn && o.Type == history.Fail:
+			t.Logf("txn op %d failed: %s", o.Index, o.Error)
+			for _, r := range o.Value.Txn.Records {
+				for k, val := range v.final[history.ReadCommitted] {
+					require.NotEqual(t, r.Value, val, "record %s of a failed transaction visible at %v", r.Value, k)
+				}
+			}
+		}
+	}
+	require.Positive(t, crashAt)
+}
+
+// testOverhead measures the idempotent producer workload with history recording against the
+// same sarama producer without it, alternating on one topic of the same cluster, and logs the
+// figures (no assertion on wall-clock numbers). The machine is shared, so the rounds alternate
+// (A B B A A B) and every round's rate is logged; the time spent inside the recorder is measured
+// too, which load elsewhere on the machine disturbs much less.
+func testOverhead(t *testing.T, c *harness.Cluster, log *slog.Logger) {
+	ctx := withTimeout(t, 5*time.Minute)
+	tp := topic("overhead", 3)
+	require.NoError(t, c.CreateTopic(ctx, tp))
+	const round = 4 * time.Second
+	for _, mode := range []struct {
+		name   string
+		async  bool
+		window int
+	}{{"async, 500 in flight", true, 500}, {"one at a time", false, 1}} {
+		cfg := ProducerConfig{Topics: []string{tp.Name}, Async: mode.async, Window: mode.window}
+		// A warm-up that is not counted: the first seconds on a fresh topic are slow (the
+		// brokers' JIT, new segments).
+		wctx, cancel := context.WithTimeout(ctx, 2*round)
+		_, _, err := bareProducer(wctx, c.Bootstrap(), 9, cfg)
+		cancel()
+		require.NoError(t, err)
+		var recOps, bareOps, events, bytes, writes int64
+		var recTime, bareTime, inRecorder time.Duration
+		var rounds []string
+		var pairs []float64 // recorded/bare of adjacent rounds
+		var last float64
+		for i, recorded := range []bool{true, false, false, true, true, false, false, true} {
+			rctx, cancel := context.WithTimeout(ctx, round)
+			var rate float64
+			if recorded {
+				path := filepath.Join(t.TempDir(), fmt.Sprintf("overhead-%d.jsonl", i))
+				w, err := history.Create(path, history.Header{Seed: 1})
+				require.NoError(t, err)
+				tr := &timedRecorder{w: w}
+				st, err := RunProducer(rctx, Env{Brokers: c.Bootstrap(), Recorder: tr, Seed: 1, Log: log}, 10+i, cfg)
+				cancel()
+				require.NoError(t, err)
+				require.NoError(t, w.Close())
+				n := st.OK + st.Fail + st.Info
+				recOps += n
+				recTime += st.Elapsed
+				inRecorder += tr.spent
+				writes += tr.writes
+				events += w.Count()
+				bytes += w.Bytes()
+				rate = float64(n) / st.Elapsed.Seconds()
+				rounds = append(rounds, fmt.Sprintf("rec %.0f", rate))
+			} else {
+				n, el, err := bareProducer(rctx, c.Bootstrap(), 10+i, cfg)
+				cancel()
+				require.NoError(t, err)
+				bareOps += n
+				bareTime += el
+				rate = float64(n) / el.Seconds()
+				rounds = append(rounds, fmt.Sprintf("bare %.0f", rate))
+			}
+			if i%2 == 1 {
+				if recorded {
+					pairs = append(pairs, rate/last)
+				} else {
+					pairs = append(pairs, last/rate)
+				}
+			}
+			last = rate
+		}
+		slices.Sort(pairs)
+		rec := float64(recOps) / recTime.Seconds()
+		bare := float64(bareOps) / bareTime.Seconds()
+		t.Logf("idempotent producer, %s: %.0f sends/s with history recording, %.0f without: ratio %.3f, "+
+			"median of adjacent pairs %.3f (rounds: %s); recorder time %.2f µs per send (%.1f%% of the recorded rounds' "+
+			"wall time, %.1f events per write); %.1f history bytes per event, %.1f per send (invoke + completion)",
+			mode.name, rec, bare, rec/bare, (pairs[1]+pairs[2])/2, strings.Join(rounds, ", "),
+			float64(inRecorder.Microseconds())/float64(recOps), 100*inRecorder.Seconds()/recTime.Seconds(),
+			float64(events)/float64(writes), float64(bytes)/float64(events), float64(bytes)/float64(recOps))
+	}
+}
+
+// timedRecorder measures the time spent recording.
+type timedRecorder struct {
+	w      *history.Writer
+	spent  time.Duration // only the producer's goroutine records: no lock needed
+	writes int64
+}
+
+func (r *timedRecorder) Invoke(p history.Process, f string, v history.Payload) (history.Op, error) {
+	t := time.Now()
+	op, err := r.w.Invoke(p, f, v)
+	r.spent += time.Since(t)
+	r.writes++
+	return op, err
+}
+
+func (r *timedRecorder) Complete(inv history.Op, ty history.Type, v history.Payload, e string) (history.Op, error) {
+	t := time.Now()
+	op, err := r.w.Complete(inv, ty, v, e)
+	r.spent += time.Since(t)
+	r.writes++
+	return op, err
+}
+
+func (r *timedRecorder) AppendBatch(ops []history.Op) ([]history.Op, error) {
+	t := time.Now()
+	out, err := r.w.AppendBatch(ops)
+	r.spent += time.Since(t)
+	r.writes++
+	return out, err
+}
+
+func (r *timedRecorder) CompleteAsync(inv history.Op, ty history.Type, v history.Payload, e string) (history.Op, error) {
+	t := time.Now()
+	op, err := r.w.CompleteAsync(inv, ty, v, e)
+	r.spent += time.Since(t)
+	r.writes++
+	return op, err
+}
+
+// bareProducer is RunProducer's sarama producer with the same configuration and the same
+// window, values and partition choices, without a history: the baseline of the overhead figure.
+func bareProducer(ctx context.Context, brokers []string, p int, cfg ProducerConfig) (int64, time.Duration, error) {
+	cfg, _, err := cfg.Resolved()
+	if err != nil {
+		return 0, 0, err
+	}
+	var retries atomic.Int64
+	scfg, err := cfg.saramaConfig(harness.SaramaConfig(clientID(p, "bare")), &retries)
+	if err != nil {
+		return 0, 0, err
+	}
+	client, err := sarama.NewClient(brokers, scfg)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer client.Close()
+	parts, err := partitionCounts(client, cfg.Topics)
+	if err != nil {
+		return 0, 0, err
+	}
+	prod, err := sarama.NewAsyncProducerFromClient(client)
+	if err != nil {
+		return 0, 0, err
+	}
+	ch := newChooser(NewRand(1, p), cfg, parts)
+	values := NewValues(p)
+	began := time.Now()
+	var done, live int64
+	handle := func() {
+		select {
+		case <-prod.Successes():
+		case <-prod.Errors():
+		}
+		done++
+		live--
+	}
+	for ctx.Err() == nil {
+		for live >= int64(cfg.Window) {
+			handle()
+		}
+		tg, err := ch.next()
+		if err != nil {
+			return 0, 0, err
+		}
+		msg := &sarama.ProducerMessage{Topic: tg.topic, Partition: tg.partition, Value: sarama.StringEncoder(values.Next())}
+		for sent := false; !sent; {
+			select {
+			case prod.Input() <- msg:
+				sent = true
+				live++
+			case <-prod.Successes():
+				done++
+				live--
+			case pe := <-prod.Errors():
+				_ = pe
+				done++
+				live--
+			}
+		}
+	}
+	for live > 0 {
+		handle()
+	}
+	elapsed := time.Since(began)
+	if err := prod.Close(); err != nil {
+		return 0, 0, err
+	}
+	return done, elapsed, nil
+}

@@ -1,0 +1,41 @@
+// Package workloads runs sarama clients against a Kafka cluster and records every operation
+// they perform into a history (package history, format in shared/design/history.md). It decides
+// nothing about correctness: what an op's outcome was (ok, fail, info) is all it states, and the
+// checker (package verify, which this package never imports) judges the history.
+//
+// # Workloads
+//
+// Each workload runs as one or more history processes, each with its own random source derived
+// from the run's seed (NewRand), so that one seed makes the same choices in every run:
+//
+//   - RunProducer: a plain producer (acks 0/1/all, idempotence, in-flight, retries, timeouts,
+//     batching, compression, partition choice), one send at a time or many in flight (async),
+//     optionally re-sending a value after an unknown or failed outcome (application resend).
+//     Outcomes come from SendErrorTable, the one place that says which errors prove a record was
+//     not written.
+//   - RunTxnProducer: transactions of 1..k records over at least two topics, committed or
+//     aborted as the seed says; a fenced or broken instance is replaced (a crash op, then a new
+//     instance with the same transactional.id); zombie mode makes a second instance take the id
+//     in the middle of a transaction.
+//   - RunProcessor: read-process-write in a consumer group at read_committed, with the offsets
+//     committed in the transaction (KIP-447 group metadata) and a seek back to the committed
+//     offsets after every transaction that did not commit.
+//   - RunConsumer: assign or subscribe, either isolation level, every poll recorded with its
+//     records in the order returned, rebalances recorded as assign ops.
+//   - FinalRead: after the faults healed, every partition scanned from its earliest offset to its
+//     high watermark (read_uncommitted) or last stable offset (read_committed), in final-read ops
+//     of at most ChunkRecords records; a scan that cannot finish is recorded as incomplete.
+//   - Run: a Spec's mix of workloads (and an optional nemesis) against a cluster for a duration,
+//     then the final reads, all into one history.jsonl.
+//
+// # Ops that history.md leaves open
+//
+//   - Rebalances are assign ops of the consumer's process, value {"group", "generation",
+//     "member", "partitions": {topic: [p…]}, "topics", "isolation", "rebalance": true}; a manual
+//     assignment is an assign op without "rebalance"; joining a group is a subscribe op
+//     {"topics", "group", "isolation"}.
+//   - A crash op {"reason", "txn_id"?} (invoke, then ok once the process may go on) separates two
+//     instances of one process; a processor's or consumer's next op is the new instance's.
+//   - Final reads run in processes numbered after the configured clients; a zombie's usurper,
+//     started during the run, takes the next free process number.
+package workloads

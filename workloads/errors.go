@@ -1,0 +1,266 @@
+package workloads
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/IBM/sarama"
+	"github.com/verity-kafka/verity/history"
+)
+
+// SendErrorRule is one row of the send-error table: what an error that a produce ends with says
+// about whether its record was written.
+type SendErrorRule struct {
+	// Err is matched with errors.Is (a sarama.KError or a sarama sentinel). Nil rows match by
+	// Match instead.
+	Err error
+	// Match, when set, decides instead of Err (for error types rather than values).
+	Match func(error) bool
+	// Name is how the error is known: Kafka's protocol name for broker errors.
+	Name string
+	// Once is the outcome when the record went to the brokers at most once: Fail when that
+	// attempt certainly appended nothing, Info when it may have.
+	Once history.Type
+	// OnceAcksAll, when set, replaces Once for acks=all producers. A broker answers some
+	// errors either at once (nothing appended) or after the append, while it waited for the
+	// followers; only acks=all waits.
+	OnceAcksAll history.Type
+	// Deterministic errors come from the record itself or from settings that no retry
+	// changes (its size, the producer's configuration): every attempt met the same answer, so
+	// none of them appended the record and Once holds even after retries.
+	Deterministic bool
+	// Why says, for the reader of this table and of a history, why the outcome follows.
+	Why string
+}
+
+// SendErrorTable is the one place where Verity decides what a failed produce means. A send
+// completes:
+//
+//   - ok when the broker acknowledged it (acks=0: when the client wrote it to the socket);
+//   - fail only when the record was certainly not written;
+//   - info when it may or may not have been (the default for anything not listed).
+//
+// "Certainly" needs care, because sarama retries a failed batch (Producer.Retry.Max) and
+// returns only the last attempt's error: an earlier attempt may have timed out after the leader
+// appended it. So a row's Once outcome holds only when the record went out at most once, or
+// when the error is Deterministic. The producer workload knows whether any retry happened
+// while a record was in flight: it counts sarama's calls of Producer.Retry.BackoffFunc, which
+// sarama makes before every retry (see sendAttempts). Errors that sarama itself retries
+// (NOT_ENOUGH_REPLICAS among them) therefore end as fail only with Retry.Max = 0 (which sarama
+// allows for non-idempotent producers only); after retries they are info, and the checker counts
+// them as unknown, never as lost.
+//
+// Client-side errors that stop a record before it is sent (a configuration error, a record
+// larger than Producer.MaxMessageBytes, a transaction that is not in progress) are fail.
+// Connection errors and timeouts are info: the request may have reached the broker.
+func SendErrorTable() []SendErrorRule {
+	return []SendErrorRule{
+		{Err: sarama.ErrNotEnoughReplicas, Name: "NOT_ENOUGH_REPLICAS", Once: history.Fail,
+			Why: "the leader compares the ISR with min.insync.replicas before it appends, and refused the batch"},
+		{Err: sarama.ErrNotEnoughReplicasAfterAppend, Name: "NOT_ENOUGH_REPLICAS_AFTER_APPEND", Once: history.Info,
+			Why: "the leader appended the batch, then the ISR shrank below min.insync.replicas: the record is in the leader's log and may survive"},
+		{Err: sarama.ErrRequestTimedOut, Name: "REQUEST_TIMED_OUT", Once: history.Info,
+			Why: "the leader appended the batch but the followers did not confirm within the request timeout"},
+		{Err: sarama.ErrNotLeaderForPartition, Name: "NOT_LEADER_OR_FOLLOWER", Once: history.Fail, OnceAcksAll: history.Info,
+			Why: "a broker that is not the leader appends nothing; but with acks=all the leader may have appended and then lost leadership while it waited for the followers"},
+		{Err: sarama.ErrLeaderNotAvailable, Name: "LEADER_NOT_AVAILABLE", Once: history.Fail,
+			Why: "no leader: the broker refused the batch before any append"},
+		{Err: sarama.ErrUnknownTopicOrPartition, Name: "UNKNOWN_TOPIC_OR_PARTITION", Once: history.Fail,
+			Why: "the broker does not host the partition and appended nothing"},
+		{Err: sarama.ErrFencedLeaderEpoch, Name: "FENCED_LEADER_EPOCH", Once: history.Fail,
+			Why: "the request named an old leader epoch and was refused before any append"},
+		{Err: sarama.ErrKafkaStorageError, Name: "KAFKA_STORAGE_ERROR", Once: history.Info,
+			Why: "the log directory failed, possibly during the append"},
+		{Err: sarama.ErrInvalidMessage, Name: "CORRUPT_MESSAGE", Once: history.Fail,
+			Why: "the broker checks the CRC before it appends"},
+		{Err: sarama.ErrMessageSizeTooLarge, Name: "MESSAGE_TOO_LARGE", Once: history.Fail, Deterministic: true,
+			Why: "the record exceeds the topic's max.message.bytes; every attempt is refused before the append"},
+		{Err: sarama.ErrMessageSetSizeTooLarge, Name: "RECORD_LIST_TOO_LARGE", Once: history.Fail, Deterministic: true,
+			Why: "the batch exceeds the segment size; refused before the append"},
+		{Err: sarama.ErrInvalidRecord, Name: "INVALID_RECORD", Once: history.Fail, Deterministic: true,
+			Why: "the broker validates records before it appends"},
+		{Err: sarama.ErrInvalidTimestamp, Name: "INVALID_TIMESTAMP", Once: history.Fail, Deterministic: true,
+			Why: "the timestamp is outside message.timestamp.*.max.ms; refused before the append"},
+		{Err: sarama.ErrInvalidRequiredAcks, Name: "INVALID_REQUIRED_ACKS", Once: history.Fail, Deterministic: true,
+			Why: "invalid producer configuration; refused before the append"},
+		{Err: sarama.ErrUnsupportedCompressionType, Name: "UNSUPPORTED_COMPRESSION_TYPE", Once: history.Fail, Deterministic: true,
+			Why: "invalid producer configuration; refused before the append"},
+		{Err: sarama.ErrTopicAuthorizationFailed, Name: "TOPIC_AUTHORIZATION_FAILED", Once: history.Fail, Deterministic: true,
+			Why: "not authorised; refused before the append"},
+		{Err: sarama.ErrClusterAuthorizationFailed, Name: "CLUSTER_AUTHORIZATION_FAILED", Once: history.Fail, Deterministic: true,
+			Why: "not authorised; refused before the append"},
+		{Err: sarama.ErrTransactionalIDAuthorizationFailed, Name: "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", Once: history.Fail, Deterministic: true,
+			Why: "not authorised; refused before the append"},
+		{Err: sarama.ErrInvalidTopic, Name: "INVALID_TOPIC_EXCEPTION", Once: history.Fail, Deterministic: true,
+			Why: "the topic name is invalid or internal; refused before the append"},
+		{Err: sarama.ErrUnsupportedVersion, Name: "UNSUPPORTED_VERSION", Once: history.Fail, Deterministic: true,
+			Why: "the broker does not speak the request's version; nothing appended"},
+		{Err: sarama.ErrOutOfOrderSequenceNumber, Name: "OUT_OF_ORDER_SEQUENCE_NUMBER", Once: history.Fail,
+			Why: "the idempotent producer's sequence has a gap at the leader, which refused this batch"},
+		{Err: sarama.ErrInvalidProducerEpoch, Name: "INVALID_PRODUCER_EPOCH", Once: history.Fail,
+			Why: "a newer epoch of this producer id exists (fenced); the batch was refused"},
+		{Err: sarama.ErrProducerFenced, Name: "PRODUCER_FENCED", Once: history.Fail,
+			Why: "another instance initialised this transactional.id; the batch was refused"},
+		{Err: sarama.ErrUnknownProducerID, Name: "UNKNOWN_PRODUCER_ID", Once: history.Fail,
+			Why: "the leader has no state for this producer id and refused the batch"},
+		{Err: sarama.ErrInvalidTxnState, Name: "INVALID_TXN_STATE", Once: history.Fail,
+			Why: "the partition is not part of the transaction; refused before the append"},
+		{Err: sarama.ErrTransactionNotReady, Name: "client: transaction not ready", Once: history.Fail, Deterministic: true,
+			Why: "sarama refuses a transactional record outside a transaction before sending it"},
+		{Err: sarama.ErrInvalidPartition, Name: "client: invalid partition", Once: history.Fail, Deterministic: true,
+			Why: "the partitioner chose no valid partition; nothing was sent"},
+		{Match: isConfigurationError, Name: "client: configuration error", Once: history.Fail, Deterministic: true,
+			Why: "sarama refused the record before sending it (configuration, or larger than Producer.MaxMessageBytes)"},
+		{Err: sarama.ErrShuttingDown, Name: "client: shutting down", Once: history.Info,
+			Why: "the producer closed while the record was being retried: an earlier attempt may have been appended"},
+		{Err: sarama.ErrIncompleteResponse, Name: "client: incomplete response", Once: history.Info,
+			Why: "the broker answered without this partition: the append may have happened"},
+		{Err: sarama.ErrOutOfBrokers, Name: "client: out of brokers", Once: history.Info,
+			Why: "no broker answered; the request may have reached one before the connection failed"},
+		{Err: sarama.ErrNotConnected, Name: "client: not connected", Once: history.Info,
+			Why: "the connection broke; the request may have reached the broker"},
+		{Match: isNetworkError, Name: "network error or timeout", Once: history.Info,
+			Why: "the connection failed or timed out after the request may have reached the broker"},
+	}
+}
+
+// Outcome is a classified send result.
+type Outcome struct {
+	Type history.Type
+	Rule string // the table row's Name, "" for ok and for errors the table does not list
+	Why  string
+}
+
+// SendContext is what ClassifySend needs to know besides the error.
+type SendContext struct {
+	// AcksAll: the producer waits for the ISR (acks=all / -1).
+	AcksAll bool
+	// Once: the record went to the brokers at most once (no retry happened while it was in
+	// flight, or retries are off).
+	Once bool
+}
+
+// ClassifySend decides the outcome of a send that ended with err, by SendErrorTable.
+func ClassifySend(err error, sc SendContext) Outcome {
+	if err == nil {
+		return Outcome{Type: history.OK}
+	}
+	for _, r := range SendErrorTable() {
+		if !r.matches(err) {
+			continue
+		}
+		t := r.Once
+		if sc.AcksAll && r.OnceAcksAll != "" {
+			t = r.OnceAcksAll
+		}
+		why := r.Why
+		if t == history.Fail && !sc.Once && !r.Deterministic {
+			t = history.Info
+			why = "sarama retried the record before this error, and an earlier attempt may have been appended (" + r.Why + ")"
+		}
+		return Outcome{Type: t, Rule: r.Name, Why: why}
+	}
+	return Outcome{Type: history.Info, Why: "an error this table does not list: the record may have been written"}
+}
+
+func (r SendErrorRule) matches(err error) bool {
+	if r.Match != nil {
+		return r.Match(err)
+	}
+	return errors.Is(err, r.Err)
+}
+
+func isConfigurationError(err error) bool {
+	var ce sarama.ConfigurationError
+	return errors.As(err, &ce)
+}
+
+func isNetworkError(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, net.ErrClosed)
+}
+
+// ErrorText is the history's "error" text for err: sarama's message, with Kafka's protocol name
+// of a broker error put first (e.g. "kafka server: NOT_ENOUGH_REPLICAS: Messages are rejected
+// since …"), so that the history says which error it was in the words the Kafka documents use.
+func ErrorText(err error) string {
+	if err == nil {
+		return ""
+	}
+	var k sarama.KError
+	if !errors.As(err, &k) {
+		return err.Error()
+	}
+	name := kafkaErrorName(k)
+	text := err.Error()
+	if kt := k.Error(); text == kt {
+		if strings.Contains(kt, "how did this happen") {
+			// sarama has no message for newer codes (PRODUCER_FENCED is 90).
+			return fmt.Sprintf("kafka server: %s (error code %d)", name, int16(k))
+		}
+		return "kafka server: " + name + ": " + strings.TrimPrefix(kt, "kafka server: ")
+	}
+	return fmt.Sprintf("%s (%s)", text, name)
+}
+
+// kafkaErrorName is Kafka's protocol name of k, from the table where it lists k, else from a
+// short list of the errors that workloads meet besides sends.
+func kafkaErrorName(k sarama.KError) string {
+	for _, r := range SendErrorTable() {
+		if r.Err == k {
+			return r.Name
+		}
+	}
+	switch k {
+	case sarama.ErrConcurrentTransactions:
+		return "CONCURRENT_TRANSACTIONS"
+	case sarama.ErrInvalidProducerIDMapping:
+		return "INVALID_PRODUCER_ID_MAPPING"
+	case sarama.ErrIllegalGeneration:
+		return "ILLEGAL_GENERATION"
+	case sarama.ErrUnknownMemberId:
+		return "UNKNOWN_MEMBER_ID"
+	case sarama.ErrRebalanceInProgress:
+		return "REBALANCE_IN_PROGRESS"
+	case sarama.ErrNotCoordinatorForConsumer:
+		return "NOT_COORDINATOR"
+	case sarama.ErrConsumerCoordinatorNotAvailable:
+		return "COORDINATOR_NOT_AVAILABLE"
+	case sarama.ErrOffsetsLoadInProgress:
+		return "COORDINATOR_LOAD_IN_PROGRESS"
+	case sarama.ErrOffsetOutOfRange:
+		return "OFFSET_OUT_OF_RANGE"
+	case sarama.ErrDuplicateSequenceNumber:
+		return "DUPLICATE_SEQUENCE_NUMBER"
+	case sarama.ErrUnstableOffsetCommit:
+		return "UNSTABLE_OFFSET_COMMIT"
+	case sarama.ErrFencedInstancedId:
+		return "FENCED_INSTANCE_ID"
+	}
+	return "KAFKA_ERROR_" + strconv.Itoa(int(k))
+}
+
+// Transaction outcomes. A transaction is committed only by an EndTxn(commit) that the
+// coordinator accepts, so:
+//
+//   - ok: CommitTxn returned nil.
+//   - fail: the commit was never requested (the intent was abort; a record of the transaction
+//     failed, leaving sarama in an error state in which CommitTxn sends nothing; the instance
+//     crashed before committing), or the commit failed and then the coordinator accepted
+//     EndTxn(abort) for the same transaction — which it refuses once a commit has been prepared.
+//   - info: CommitTxn returned an error (timeout, fenced, coordinator moved, offsets not
+//     added) and no abort was confirmed after it: the EndTxn(commit) may have been prepared
+//     before the error, and a prepared commit completes even if the instance is fenced.
+const (
+	txnAborted        = "aborted"
+	txnNotSent        = "commit not requested: "
+	txnAbortConfirmed = "commit failed, then the coordinator accepted the abort: "
+)

@@ -1,0 +1,103 @@
+package workloads
+
+import (
+	"context"
+	"maps"
+	"slices"
+
+	"github.com/IBM/sarama"
+)
+
+// groupEvent is what a consumer-group session tells the workload goroutine that owns the
+// process. sarama runs Setup, one ConsumeClaim per partition and Cleanup in goroutines of its
+// own; the workload records ops from one goroutine only (one op in flight per process), so the
+// handler turns everything into events on one channel. Their order on the channel is the order
+// that matters: a session's Setup before any of its records, all of its records before its
+// Cleanup (sarama calls Cleanup after every ConsumeClaim has returned, and ConsumeClaim hands
+// over each record before it returns).
+type groupEvent struct {
+	kind groupEventKind
+	sess sarama.ConsumerGroupSession
+	msg  *sarama.ConsumerMessage
+}
+
+type groupEventKind int
+
+const (
+	evSetup groupEventKind = iota
+	evRecord
+	evCleanup
+)
+
+type groupHandler struct {
+	events chan<- groupEvent
+	// stop ends the handler's waits when the workload no longer reads events.
+	stop <-chan struct{}
+}
+
+func (h *groupHandler) emit(ctx context.Context, ev groupEvent) {
+	select {
+	case h.events <- ev:
+	case <-ctx.Done():
+	case <-h.stop:
+	}
+}
+
+func (h *groupHandler) Setup(s sarama.ConsumerGroupSession) error {
+	h.emit(s.Context(), groupEvent{kind: evSetup, sess: s})
+	return nil
+}
+
+func (h *groupHandler) Cleanup(s sarama.ConsumerGroupSession) error {
+	// The session's context is already done here; the workload still reads every event until
+	// Consume has returned, so waiting on stop alone is enough.
+	h.emit(context.Background(), groupEvent{kind: evCleanup, sess: s})
+	return nil
+}
+
+func (h *groupHandler) ConsumeClaim(s sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
+	for {
+		select {
+		case m, ok := <-claim.Messages():
+			if !ok {
+				return nil
+			}
+			select {
+			case h.events <- groupEvent{kind: evRecord, sess: s, msg: m}:
+			case <-s.Context().Done():
+				// The session ends: this record was never handed over, and the next
+				// session starts from the committed offsets, so it is read again.
+				return nil
+			case <-h.stop:
+				return nil
+			}
+		case <-s.Context().Done():
+			return nil
+		case <-h.stop:
+			return nil
+		}
+	}
+}
+
+// claimsPayload is an assign op's value for a group session's assignment: the rebalance as the
+// history notes it.
+func claimsPayload(s sarama.ConsumerGroupSession, group, isolation string) map[string]any {
+	claims := map[string][]int32{}
+	for t, ps := range s.Claims() {
+		ps = slices.Clone(ps)
+		slices.Sort(ps)
+		claims[t] = ps
+	}
+	return map[string]any{
+		"group": group, "generation": s.GenerationID(), "member": s.MemberID(),
+		"partitions": claims, "topics": slices.Sorted(maps.Keys(claims)),
+		"isolation": isolation, "rebalance": true,
+	}
+}
+
+func isolationLevel(s string) sarama.IsolationLevel {
+	if s == "read_committed" {
+		return sarama.ReadCommitted
+	}
+	return sarama.ReadUncommitted
+}

@@ -1,0 +1,787 @@
+package workloads
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/verity-kafka/verity/history"
+)
+
+// Partitioning says how a producer picks each record's partition. The workload always picks it
+// itself, before the invoke is recorded, and hands sarama the record with that partition (the
+// manual partitioner), so the invoke already names the partition the record goes to.
+type Partitioning string
+
+const (
+	// PartitionRandom: a seeded uniform choice among the topic's partitions (the default).
+	PartitionRandom Partitioning = "random"
+	// PartitionKey: a key drawn from Keys keys, partition = murmur2(key) mod partitions, as the
+	// Java client's default partitioner maps keys (sarama.NewMurmur2Partitioner).
+	PartitionKey Partitioning = "key"
+	// PartitionFixed: every record to Partition.
+	PartitionFixed Partitioning = "fixed"
+	// PartitionRoundRobin: partitions in turn.
+	PartitionRoundRobin Partitioning = "round-robin"
+)
+
+// ProducerConfig is one plain (non-transactional) producer instance. The zero value plus Topics
+// is Kafka's default producer as far as sarama can be one: acks=all, idempotent.
+type ProducerConfig struct {
+	// Topics the producer writes; each record goes to one of them, chosen from the seed.
+	Topics []string `json:"topics"`
+	// Acks is "0", "1" or "all" (default, Kafka's default; "-1" means all too).
+	Acks string `json:"acks,omitempty"`
+	// Idempotence is enable.idempotence. Unset: on unless a setting conflicts with it
+	// (acks other than all, no retries, more than one request in flight) — Kafka's rule, except
+	// that sarama allows only one request in flight where Kafka allows five (see MaxInFlight).
+	Idempotence *bool `json:"idempotence,omitempty"`
+	// MaxInFlight is max.in.flight.requests.per.connection (sarama: Net.MaxOpenRequests).
+	// Default 1 for an idempotent producer, 5 otherwise. sarama's idempotent producer demands
+	// exactly 1: asking for more with idempotence on is an error; with idempotence unset it
+	// turns idempotence off, with a warning.
+	MaxInFlight int `json:"max_in_flight,omitempty"`
+	// Retries is sarama's Producer.Retry.Max. Nil: 3 (sarama's default; Kafka's is
+	// 2147483647 bounded by delivery.timeout.ms). 0 disables retries (non-idempotent only).
+	Retries *int `json:"retries,omitempty"`
+	// RetryBackoff between retries; default 100ms.
+	RetryBackoff time.Duration `json:"retry_backoff,omitempty"`
+	// RequestTimeout is how long the leader waits for the ISR before answering an acks=all
+	// produce (sarama Producer.Timeout, Kafka's request.timeout.ms role); default 10s.
+	RequestTimeout time.Duration `json:"request_timeout,omitempty"`
+	// DeliveryTimeout bounds a send from invoke to outcome (Kafka's delivery.timeout.ms;
+	// sarama has none, so the workload enforces it): a send still unanswered then completes
+	// info, and sarama's late answer is ignored. Default 30s.
+	DeliveryTimeout time.Duration `json:"delivery_timeout,omitempty"`
+	// Linger (sarama Flush.Frequency), BatchMessages (Flush.Messages) and BatchBytes
+	// (Flush.Bytes) shape batches; zero sends as soon as possible.
+	Linger        time.Duration `json:"linger,omitempty"`
+	BatchMessages int           `json:"batch_messages,omitempty"`
+	BatchBytes    int           `json:"batch_bytes,omitempty"`
+	// Compression is none (default), gzip, snappy, lz4 or zstd.
+	Compression string `json:"compression,omitempty"`
+	// Partitioning, with Partition for PartitionFixed and Keys (default 16) for PartitionKey.
+	Partitioning Partitioning `json:"partitioning,omitempty"`
+	Partition    int32        `json:"partition,omitempty"`
+	Keys         int          `json:"keys,omitempty"`
+	// Async hands records to sarama without waiting for earlier ones, up to Window (default
+	// 100) in flight; invokes are recorded in the order records are handed to sarama, and
+	// completions carry "of". Otherwise one send at a time.
+	Async  bool `json:"async,omitempty"`
+	Window int  `json:"window,omitempty"`
+	// Rate caps sends per second (0: as fast as the producer goes).
+	Rate float64 `json:"rate,omitempty"`
+	// AppResend is the application-resend mode: after a send that ends fail or info, the
+	// application sends the same value again as a new record, up to AppResend more times.
+	// Idempotence cannot deduplicate these (a new send gets a new sequence number), so
+	// duplicates are permitted in every configuration.
+	AppResend int `json:"app_resend,omitempty"`
+	// MaxSends stops the producer after this many new records (0: until its context ends).
+	MaxSends int `json:"max_sends,omitempty"`
+	// Drain bounds the wait for outstanding sends once the context ends; default
+	// DeliveryTimeout.
+	Drain time.Duration `json:"drain,omitempty"`
+}
+
+// Resolved fills in the defaults and checks the configuration. warnings say where sarama made
+// it depart from what was asked (never silently); err says what cannot be run at all.
+func (c ProducerConfig) Resolved() (_ ProducerConfig, warnings []string, err error) {
+	if len(c.Topics) == 0 {
+		return c, nil, errors.New("producer: no topics")
+	}
+	switch strings.ToLower(strings.TrimSpace(c.Acks)) {
+	case "", "all", "-1":
+		c.Acks = "all"
+	case "0", "1":
+	default:
+		return c, nil, fmt.Errorf("producer: acks %q: want 0, 1 or all", c.Acks)
+	}
+	if c.Retries == nil {
+		n := 3
+		c.Retries = &n
+	}
+	if *c.Retries < 0 {
+		return c, nil, fmt.Errorf("producer: retries %d < 0", *c.Retries)
+	}
+	if c.Idempotence == nil {
+		on := c.Acks == "all" && *c.Retries > 0
+		if on && c.MaxInFlight > 1 {
+			on = false
+			warnings = append(warnings, fmt.Sprintf("max_in_flight=%d: sarama's idempotent producer requires Net.MaxOpenRequests=1 "+
+				"(Kafka's Java client allows up to 5), so idempotence is OFF for this producer; set max_in_flight=1 to keep it", c.MaxInFlight))
+		}
+		c.Idempotence = &on
+	}
+	if *c.Idempotence {
+		switch {
+		case c.Acks != "all":
+			return c, nil, fmt.Errorf("producer: idempotence requires acks=all, not acks=%s", c.Acks)
+		case *c.Retries == 0:
+			return c, nil, errors.New("producer: idempotence requires retries > 0 (sarama: Producer.Retry.Max >= 1)")
+		case c.MaxInFlight > 1:
+			return c, nil, fmt.Errorf("producer: max_in_flight=%d with idempotence: sarama's idempotent producer requires "+
+				"Net.MaxOpenRequests=1 (Kafka's Java client allows up to 5); use max_in_flight=1 or turn idempotence off", c.MaxInFlight)
+		}
+		c.MaxInFlight = 1
+	}
+	if c.MaxInFlight <= 0 {
+		c.MaxInFlight = 5
+	}
+	if c.RetryBackoff <= 0 {
+		c.RetryBackoff = 100 * time.Millisecond
+	}
+	if c.RequestTimeout <= 0 {
+		c.RequestTimeout = 10 * time.Second
+	}
+	if c.DeliveryTimeout <= 0 {
+		c.DeliveryTimeout = 30 * time.Second
+	}
+	if c.Drain <= 0 {
+		c.Drain = c.DeliveryTimeout
+	}
+	if _, err := compressionCodec(c.Compression); err != nil {
+		return c, nil, err
+	}
+	if c.Compression == "" {
+		c.Compression = "none"
+	}
+	switch c.Partitioning {
+	case "":
+		c.Partitioning = PartitionRandom
+	case PartitionRandom, PartitionRoundRobin:
+	case PartitionKey:
+		if c.Keys <= 0 {
+			c.Keys = 16
+		}
+	case PartitionFixed:
+		if c.Partition < 0 {
+			return c, nil, fmt.Errorf("producer: partition %d < 0", c.Partition)
+		}
+	default:
+		return c, nil, fmt.Errorf("producer: partitioning %q: want random, key, fixed or round-robin", c.Partitioning)
+	}
+	if c.Window <= 0 {
+		c.Window = 100
+	}
+	if !c.Async {
+		c.Window = 1
+	}
+	if c.Rate < 0 || c.AppResend < 0 || c.MaxSends < 0 {
+		return c, nil, errors.New("producer: rate, app_resend and max_sends must not be negative")
+	}
+	return c, warnings, nil
+}
+
+func compressionCodec(s string) (sarama.CompressionCodec, error) {
+	switch strings.ToLower(s) {
+	case "", "none":
+		return sarama.CompressionNone, nil
+	case "gzip":
+		return sarama.CompressionGZIP, nil
+	case "snappy":
+		return sarama.CompressionSnappy, nil
+	case "lz4":
+		return sarama.CompressionLZ4, nil
+	case "zstd":
+		return sarama.CompressionZSTD, nil
+	}
+	return 0, fmt.Errorf("producer: compression %q: want none, gzip, snappy, lz4 or zstd", s)
+}
+
+// requiredAcks maps "0", "1", "all".
+func requiredAcks(s string) sarama.RequiredAcks {
+	switch s {
+	case "0":
+		return sarama.NoResponse
+	case "1":
+		return sarama.WaitForLocal
+	}
+	return sarama.WaitForAll
+}
+
+// saramaConfig applies a resolved c to base. retries counts sarama's retry backoffs: sarama
+// calls Producer.Retry.BackoffFunc before every retry of a batch, so a send whose count did not
+// move while it was in flight went to the brokers at most once (see SendErrorTable).
+func (c ProducerConfig) saramaConfig(base *sarama.Config, retries *atomic.Int64) (*sarama.Config, error) {
+	cfg := base
+	cfg.Producer.RequiredAcks = requiredAcks(c.Acks)
+	cfg.Producer.Idempotent = *c.Idempotence
+	cfg.Net.MaxOpenRequests = c.MaxInFlight
+	cfg.Producer.Retry.Max = *c.Retries
+	backoff := c.RetryBackoff
+	cfg.Producer.Retry.Backoff = backoff
+	cfg.Producer.Retry.BackoffFunc = func(int, int) time.Duration {
+		retries.Add(1)
+		return backoff
+	}
+	cfg.Producer.Timeout = c.RequestTimeout
+	ensureReadTimeout(cfg)
+	cfg.Producer.Flush.Frequency = c.Linger
+	cfg.Producer.Flush.Messages = c.BatchMessages
+	cfg.Producer.Flush.Bytes = c.BatchBytes
+	codec, err := compressionCodec(c.Compression)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Producer.Compression = codec
+	cfg.Producer.Partitioner = sarama.NewManualPartitioner
+	cfg.Producer.Return.Successes = true
+	cfg.Producer.Return.Errors = true
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("producer: sarama refuses the configuration: %w", err)
+	}
+	return cfg, nil
+}
+
+// ensureReadTimeout keeps the client's socket read timeout above the leader's ack timeout
+// (Producer.Timeout): otherwise, when the ISR is slow, sarama gives up on the connection at the
+// moment the leader would have answered REQUEST_TIMED_OUT, and every request in flight on that
+// connection fails with it.
+func ensureReadTimeout(cfg *sarama.Config) {
+	if floor := cfg.Producer.Timeout + 5*time.Second; cfg.Net.ReadTimeout < floor {
+		cfg.Net.ReadTimeout = floor
+	}
+}
+
+// ProducerStats counts a producer's outcomes.
+type ProducerStats struct {
+	Process        int
+	OK, Fail, Info int64
+	Resends        int64 // application resends (AppResend)
+	TimedOut       int64 // completed info by DeliveryTimeout
+	Unsent         int64 // completed fail: the run stopped before the record was handed to sarama
+	Elapsed        time.Duration
+	SendsPerSecond float64
+	Warnings       []string
+	Retries        int64 // sarama's retry backoffs while the producer ran
+}
+
+// target is where one record goes.
+type target struct {
+	topic     string
+	partition int32
+	key       string
+}
+
+// chooser draws targets from a process's random source. It is separate from the producer so
+// that a test can check that one seed gives one sequence of choices.
+type chooser struct {
+	rng    *rand.Rand
+	cfg    ProducerConfig
+	topics []string
+	parts  map[string]int32
+	rr     int
+	hash   sarama.Partitioner
+}
+
+func newChooser(rng *rand.Rand, cfg ProducerConfig, parts map[string]int32) *chooser {
+	return &chooser{rng: rng, cfg: cfg, topics: cfg.Topics, parts: parts, hash: sarama.NewMurmur2Partitioner("")}
+}
+
+func (ch *chooser) next() (target, error) {
+	t := target{topic: ch.topics[0]}
+	if len(ch.topics) > 1 {
+		t.topic = ch.topics[ch.rng.IntN(len(ch.topics))]
+	}
+	n := ch.parts[t.topic]
+	if n <= 0 {
+		return t, fmt.Errorf("topic %s: no partitions known", t.topic)
+	}
+	switch ch.cfg.Partitioning {
+	case PartitionFixed:
+		if ch.cfg.Partition >= n {
+			return t, fmt.Errorf("topic %s has %d partitions: no partition %d", t.topic, n, ch.cfg.Partition)
+		}
+		t.partition = ch.cfg.Partition
+	case PartitionRoundRobin:
+		t.partition = int32(ch.rr % int(n))
+		ch.rr++
+	case PartitionKey:
+		t.key = "k" + strconv.Itoa(ch.rng.IntN(ch.cfg.Keys))
+		p, err := ch.hash.Partition(&sarama.ProducerMessage{Key: sarama.StringEncoder(t.key)}, n)
+		if err != nil {
+			return t, err
+		}
+		t.partition = p
+	default:
+		t.partition = int32(ch.rng.IntN(int(n)))
+	}
+	return t, nil
+}
+
+// partitionCounts asks the cluster how many partitions each topic has.
+func partitionCounts(client sarama.Client, topics []string) (map[string]int32, error) {
+	parts := map[string]int32{}
+	for _, t := range topics {
+		ps, err := client.Partitions(t)
+		if err != nil {
+			return nil, fmt.Errorf("partitions of topic %s: %w", t, err)
+		}
+		parts[t] = int32(len(ps))
+	}
+	return parts, nil
+}
+
+// sendOp is one send in flight: its invoke, and what decides its outcome.
+type sendOp struct {
+	inv       history.Op
+	rec       history.Record
+	attempt   int   // 0 for the first send of a value, n for its nth application resend
+	retriesAt int64 // sarama's retry count when the record was handed over
+	deadline  time.Time
+	done      bool
+}
+
+type producerRun struct {
+	env     Env
+	cfg     ProducerConfig
+	p       history.Process
+	log     *slog.Logger
+	values  *Values
+	choose  *chooser
+	prod    sarama.AsyncProducer
+	client  sarama.Client
+	retries atomic.Int64
+
+	inflight   []*sendOp // in invoke order: the head has the earliest deadline
+	live       int       // inflight entries not yet done
+	resend     []*sendOp // values waiting to be sent again
+	stats      ProducerStats
+	timer      *time.Timer  // pacing (Rate, drain deadline)
+	flushTimer *time.Timer  // writing outcomes waiting in done
+	tick       *time.Ticker // delivery timeouts
+	// batch, when the recorder can append several events with one write, records an async
+	// producer's invokes and outcomes in bursts; done holds outcomes not yet written.
+	batch batchRecorder
+	done  []history.Op
+}
+
+// batchRecorder is a Recorder that can append several events with one write, as
+// *history.Writer can (AppendBatch).
+type batchRecorder interface {
+	AppendBatch(ops []history.Op) ([]history.Op, error)
+}
+
+// flush writes the outcomes waiting in w.done.
+func (w *producerRun) flush() error {
+	if len(w.done) == 0 {
+		return nil
+	}
+	_, err := w.batch.AppendBatch(w.done)
+	clear(w.done)
+	w.done = w.done[:0]
+	if err != nil {
+		return fmt.Errorf("producer %d: recording outcomes: %w", w.p.ID, err)
+	}
+	return nil
+}
+
+// RunProducer runs one producer instance as history process p until ctx ends (or MaxSends
+// records were sent), then waits up to cfg.Drain for the outstanding sends and returns. Each
+// record's value is "p-N". An error means the workload could not go on (no cluster, the history
+// could not be written); outcomes of sends are in the history, not in the error.
+func RunProducer(ctx context.Context, env Env, p int, cfg ProducerConfig) (ProducerStats, error) {
+	env, err := env.withDefaults()
+	if err != nil {
+		return ProducerStats{}, err
+	}
+	cfg, warnings, err := cfg.Resolved()
+	if err != nil {
+		return ProducerStats{}, err
+	}
+	w := &producerRun{env: env, cfg: cfg, p: history.Client(p), values: NewValues(p),
+		log: env.Log.With("process", p, "workload", "producer")}
+	w.stats.Process, w.stats.Warnings = p, warnings
+	for _, warn := range warnings {
+		w.log.Warn(warn)
+	}
+	scfg, err := cfg.saramaConfig(env.Sarama(clientID(p, "producer")), &w.retries)
+	if err != nil {
+		return w.stats, err
+	}
+	if w.client, err = sarama.NewClient(env.Brokers, scfg); err != nil {
+		return w.stats, fmt.Errorf("producer %d: connecting to %v: %w", p, env.Brokers, err)
+	}
+	parts, err := partitionCounts(w.client, cfg.Topics)
+	if err != nil {
+		_ = w.client.Close()
+		return w.stats, fmt.Errorf("producer %d: %w", p, err)
+	}
+	w.choose = newChooser(NewRand(env.Seed, p), cfg, parts)
+	if w.prod, err = sarama.NewAsyncProducerFromClient(w.client); err != nil {
+		_ = w.client.Close()
+		return w.stats, fmt.Errorf("producer %d: creating the sarama producer: %w", p, err)
+	}
+	return w.runAll(ctx)
+}
+
+// runAll runs the workload on w's sarama producer, drains it, closes it, and returns the stats.
+func (w *producerRun) runAll(ctx context.Context) (ProducerStats, error) {
+	w.batch, _ = w.env.Recorder.(batchRecorder)
+	w.tick = time.NewTicker(max(w.cfg.DeliveryTimeout/20, 10*time.Millisecond))
+	defer w.tick.Stop()
+	began := time.Now()
+	runErr := w.run(ctx)
+	drainErr := w.drain(context.WithoutCancel(ctx))
+	w.close()
+	w.stats.Elapsed = time.Since(began)
+	w.stats.Retries = w.retries.Load()
+	if s := w.stats.Elapsed.Seconds(); s > 0 {
+		w.stats.SendsPerSecond = float64(w.stats.OK+w.stats.Fail+w.stats.Info) / s
+	}
+	w.log.Info("producer done", "ok", w.stats.OK, "fail", w.stats.Fail, "info", w.stats.Info,
+		"resends", w.stats.Resends, "per_second", int(w.stats.SendsPerSecond))
+	return w.stats, errors.Join(runErr, drainErr)
+}
+
+func (w *producerRun) run(ctx context.Context) error {
+	began := time.Now()
+	sent := 0
+	for ctx.Err() == nil {
+		if w.cfg.MaxSends > 0 && sent >= w.cfg.MaxSends && len(w.resend) == 0 {
+			break
+		}
+		// Room in the window first: in one-at-a-time mode this waits for the previous
+		// send's outcome. An async producer waits for a quarter of its window (at most
+		// maxBatch) to be free, so that it hands records over, and records their invokes,
+		// in batches rather than one by one as single outcomes free single slots.
+		refill := 1
+		if w.cfg.Async {
+			refill = min(max(w.cfg.Window/4, 1), maxBatch)
+		}
+		for w.cfg.Window-w.live < refill {
+			if err := w.await(ctx, time.Time{}); err != nil {
+				return err
+			}
+			if ctx.Err() != nil {
+				return nil
+			}
+		}
+		room := min(w.cfg.Window-w.live, maxBatch)
+		if w.cfg.Rate > 0 {
+			due := began.Add(time.Duration(float64(sent) / w.cfg.Rate * float64(time.Second)))
+			for time.Now().Before(due) && ctx.Err() == nil {
+				if err := w.await(ctx, due); err != nil {
+					return err
+				}
+			}
+			if ctx.Err() != nil {
+				return nil
+			}
+			// As many as are due by now, at least the one waited for.
+			room = min(room, max(1, int(time.Since(began).Seconds()*w.cfg.Rate)-sent))
+		}
+		var ops []*sendOp
+		for len(ops) < room {
+			if len(w.resend) > 0 {
+				op := w.resend[0]
+				w.resend = w.resend[1:]
+				ops = append(ops, &sendOp{rec: op.rec, attempt: op.attempt + 1})
+				w.stats.Resends++
+				continue
+			}
+			if w.cfg.MaxSends > 0 && sent >= w.cfg.MaxSends {
+				break
+			}
+			t, err := w.choose.next()
+			if err != nil {
+				return fmt.Errorf("producer %d: choosing a partition: %w", w.p.ID, err)
+			}
+			ops = append(ops, &sendOp{rec: history.Record{Topic: t.topic, Partition: t.partition, Key: t.key, Value: w.values.Next()}})
+			sent++
+		}
+		if err := w.send(ctx, ops); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// maxBatch bounds how many records an async producer hands over (and how many outcomes it
+// records) per history write.
+const maxBatch = 64
+
+// send records the invokes of ops, then hands their records to sarama in that order: the invoke
+// order is the hand-off order, as history.md asks of an async producer. With a recorder that
+// can (a *history.Writer), an async producer records all the invokes with one write, before
+// the first hand-over; one-at-a-time mode sends one record per call.
+func (w *producerRun) send(ctx context.Context, ops []*sendOp) error {
+	if err := w.flush(); err != nil {
+		return err
+	}
+	if w.batch != nil && len(ops) > 1 {
+		invs := make([]history.Op, len(ops))
+		for i, op := range ops {
+			rec := op.rec
+			invs[i] = history.Op{Process: w.p, Type: history.Invoke, F: history.FSend, Value: history.Payload{Send: &rec}}
+		}
+		if _, err := w.batch.AppendBatch(invs); err != nil {
+			return fmt.Errorf("producer %d: recording sends: %w", w.p.ID, err)
+		}
+		for i, op := range ops {
+			op.inv = invs[i]
+		}
+	} else {
+		for _, op := range ops {
+			rec := op.rec
+			inv, err := w.env.Recorder.Invoke(w.p, history.FSend, history.Payload{Send: &rec})
+			if err != nil {
+				return fmt.Errorf("producer %d: recording a send: %w", w.p.ID, err)
+			}
+			op.inv = inv
+		}
+	}
+	retriesAt, deadline := w.retries.Load(), time.Now().Add(w.cfg.DeliveryTimeout)
+	for _, op := range ops {
+		op.retriesAt, op.deadline = retriesAt, deadline
+		w.inflight = append(w.inflight, op)
+		w.live++
+	}
+	for i, op := range ops {
+		msg := &sarama.ProducerMessage{Topic: op.rec.Topic, Partition: op.rec.Partition,
+			Value: sarama.StringEncoder(op.rec.Value), Metadata: op}
+		if op.rec.Key != "" {
+			msg.Key = sarama.StringEncoder(op.rec.Key)
+		}
+		for handed := false; !handed; {
+			select {
+			case w.prod.Input() <- msg:
+				handed = true
+			case m := <-w.prod.Successes():
+				if err := w.outcomes(m, nil); err != nil {
+					return err
+				}
+			case pe := <-w.prod.Errors():
+				if err := w.outcomes(pe.Msg, pe.Err); err != nil {
+					return err
+				}
+			case <-ctx.Done():
+				// Never handed to sarama: certainly not written.
+				for _, op := range ops[i:] {
+					w.stats.Unsent++
+					if err := w.complete(op, history.Fail, nil, -1, 0, "not sent: the workload stopped before handing the record to the client"); err != nil {
+						return err
+					}
+				}
+				return w.flush()
+			}
+		}
+	}
+	return w.flush()
+}
+
+// await handles the outcomes that are ready, or the delivery timeouts due, or returns at until
+// (zero: no bound) or when ctx ends. Delivery timeouts are checked on a ticker of the run (a
+// twentieth of DeliveryTimeout), not a timer per wait: in async mode a wait happens per burst
+// of outcomes. Outcomes waiting in w.done are written at the latest flushDelay after the wait
+// begins (or earlier, with the next invokes or once maxBatch have gathered): recording an
+// outcome a little after it arrived only widens its op's interval, and one write then records
+// many.
+func (w *producerRun) await(ctx context.Context, until time.Time) error {
+	var pace, flushNow <-chan time.Time
+	if !until.IsZero() {
+		w.timer = resetTimer(w.timer, time.Until(until))
+		pace = w.timer.C
+		defer w.timer.Stop()
+	}
+	if len(w.done) > 0 {
+		w.flushTimer = resetTimer(w.flushTimer, flushDelay)
+		flushNow = w.flushTimer.C
+		defer w.flushTimer.Stop()
+	}
+	select {
+	case m := <-w.prod.Successes():
+		return w.outcomes(m, nil)
+	case pe := <-w.prod.Errors():
+		return w.outcomes(pe.Msg, pe.Err)
+	case <-w.tick.C:
+		return w.expire()
+	case <-flushNow:
+		return w.flush()
+	case <-pace:
+		return w.flush()
+	case <-ctx.Done():
+		return w.flush()
+	}
+}
+
+// flushDelay bounds how long an async producer's outcome waits to be written.
+const flushDelay = 2 * time.Millisecond
+
+// resetTimer starts t (or a new timer) to fire after d.
+func resetTimer(t *time.Timer, d time.Duration) *time.Timer {
+	if t == nil {
+		return time.NewTimer(d)
+	}
+	t.Reset(d)
+	return t
+}
+
+// outcomes records sarama's answer for msg and, in async mode, every other answer already
+// waiting, so that a burst of acknowledgements (one produce response acknowledges a whole batch)
+// is recorded with one write. Recording them a few microseconds after their arrival only widens
+// each op's interval.
+func (w *producerRun) outcomes(msg *sarama.ProducerMessage, sendErr error) error {
+	if err := w.outcome(msg, sendErr); err != nil || !w.cfg.Async {
+		return err
+	}
+	for range 4 * maxBatch {
+		select {
+		case m := <-w.prod.Successes():
+			if err := w.outcome(m, nil); err != nil {
+				return err
+			}
+		case pe := <-w.prod.Errors():
+			if err := w.outcome(pe.Msg, pe.Err); err != nil {
+				return err
+			}
+		default:
+			return nil
+		}
+	}
+	return nil
+}
+
+// head is the oldest send still in flight.
+func (w *producerRun) head() *sendOp {
+	for len(w.inflight) > 0 && w.inflight[0].done {
+		w.inflight[0] = nil
+		w.inflight = w.inflight[1:]
+	}
+	if len(w.inflight) == 0 {
+		return nil
+	}
+	return w.inflight[0]
+}
+
+// expire completes, as info, every send older than DeliveryTimeout.
+func (w *producerRun) expire() error {
+	now := time.Now()
+	for op := w.head(); op != nil && !now.Before(op.deadline); op = w.head() {
+		w.stats.TimedOut++
+		if err := w.complete(op, history.Info, nil, -1, 0,
+			fmt.Sprintf("delivery timeout: no answer within %s", w.cfg.DeliveryTimeout)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// outcome records sarama's answer for msg.
+func (w *producerRun) outcome(msg *sarama.ProducerMessage, sendErr error) error {
+	op, _ := msg.Metadata.(*sendOp)
+	if op == nil || op.done {
+		return nil // completed already, by its delivery timeout
+	}
+	once := *w.cfg.Retries == 0 || w.retries.Load() == op.retriesAt
+	o := ClassifySend(sendErr, SendContext{AcksAll: w.cfg.Acks == "all", Once: once})
+	off := msg.Offset
+	if w.cfg.Acks == "0" {
+		off = -1 // acks=0: the broker assigns an offset it never reports
+	}
+	return w.complete(op, o.Type, sendErr, off, msg.Partition, "")
+}
+
+// complete records op's completion (ok with the broker's partition and offset) and queues an
+// application resend after fail or info when that mode is on.
+func (w *producerRun) complete(op *sendOp, t history.Type, sendErr error, offset int64, partition int32, text string) error {
+	op.done = true
+	w.live--
+	rec := op.rec
+	if t == history.OK {
+		rec.Partition = partition
+		rec = rec.At(offset)
+	}
+	if text == "" {
+		text = ErrorText(sendErr)
+	}
+	var err error
+	switch {
+	case w.cfg.Async && w.batch != nil:
+		// Written by flush, with the other outcomes of the same burst.
+		of := op.inv.Index
+		w.done = append(w.done, history.Op{Process: w.p, Type: t, F: history.FSend, Of: &of, Value: history.Payload{Send: &rec}, Error: text})
+		if len(w.done) >= maxBatch {
+			err = w.flush()
+		}
+	case w.cfg.Async:
+		_, err = w.env.Recorder.CompleteAsync(op.inv, t, history.Payload{Send: &rec}, text)
+	default:
+		_, err = w.env.Recorder.Complete(op.inv, t, history.Payload{Send: &rec}, text)
+	}
+	if err != nil {
+		return fmt.Errorf("producer %d: recording an outcome: %w", w.p.ID, err)
+	}
+	switch t {
+	case history.OK:
+		w.stats.OK++
+	case history.Fail:
+		w.stats.Fail++
+	default:
+		w.stats.Info++
+	}
+	if t != history.OK && op.attempt < w.cfg.AppResend {
+		w.resend = append(w.resend, op)
+	}
+	return nil
+}
+
+// drain waits up to cfg.Drain for the sends in flight; what is still unanswered then completes
+// info. Resends still queued are dropped: the run is over.
+func (w *producerRun) drain(ctx context.Context) error {
+	deadline := time.Now().Add(w.cfg.Drain)
+	dctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	for w.live > 0 && dctx.Err() == nil {
+		if err := w.await(dctx, deadline); err != nil {
+			return err
+		}
+	}
+	for op := w.head(); op != nil; op = w.head() {
+		if err := w.complete(op, history.Info, nil, -1, 0, "the workload stopped before the outcome was known"); err != nil {
+			return err
+		}
+	}
+	return w.flush()
+}
+
+// close shuts sarama down. Answers for sends already completed by timeout may still arrive:
+// they are read and dropped until sarama closes its channels, in the background if that takes
+// long (a cluster that no longer answers), so that the workload returns.
+func (w *producerRun) close() {
+	w.prod.AsyncClose()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		succ, errs := w.prod.Successes(), w.prod.Errors()
+		for succ != nil || errs != nil {
+			select {
+			case _, ok := <-succ:
+				if !ok {
+					succ = nil
+				}
+			case _, ok := <-errs:
+				if !ok {
+					errs = nil
+				}
+			}
+		}
+		if w.client != nil {
+			_ = w.client.Close()
+		}
+	}()
+	t := time.NewTimer(10 * time.Second)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		w.log.Warn("sarama producer still closing after 10s; left to finish in the background")
+	}
+}

@@ -1,0 +1,318 @@
+package workloads
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/verity-kafka/verity/harness"
+	"github.com/verity-kafka/verity/history"
+)
+
+// Cluster is what a run needs of a cluster; *harness.Cluster has it.
+type Cluster interface {
+	Bootstrap() []string
+	Brokers() []int
+	CreateTopic(ctx context.Context, t harness.TopicSpec) error
+	Deviations() []string
+}
+
+// ProducerSpec is a group of identical producer instances, each its own history process.
+type ProducerSpec struct {
+	Instances int `json:"instances"` // default 1
+	ProducerConfig
+}
+
+// Spec is one run: topics, a mix of workloads, how long, from which seed.
+type Spec struct {
+	// Name is the scenario's name, copied to the history's header.
+	Name string `json:"scenario,omitempty"`
+	// Seed: every random choice of the run comes from it (see NewRand).
+	Seed int64 `json:"seed"`
+	// Duration of the workloads; the final reads come after it.
+	Duration time.Duration `json:"duration"`
+	// Topics are created before the workloads start (existing ones are left as they are).
+	Topics        []harness.TopicSpec `json:"topics"`
+	Producers     []ProducerSpec      `json:"producers,omitempty"`
+	Transactional []TxnConfig         `json:"transactional,omitempty"`
+	Processors    []ProcessorConfig   `json:"processors,omitempty"`
+	Consumers     []ConsumerConfig    `json:"consumers,omitempty"`
+	// FinalRead: Topics defaults to every topic of the spec; Isolations to both levels when
+	// the run has transactional workloads, read_uncommitted otherwise.
+	FinalRead FinalReadConfig `json:"final_read,omitzero"`
+	// Nemesis, when set, runs beside the workloads with a context that ends with Duration,
+	// recording its faults through the recorder it is given. It must heal everything before
+	// it returns: the final reads start after it and the workloads have ended.
+	Nemesis func(ctx context.Context, rec Recorder) error `json:"-"`
+	// Sarama and Log as in Env.
+	Sarama func(clientID string) *sarama.Config `json:"-"`
+	Log    *slog.Logger                         `json:"-"`
+}
+
+// Result is what a run did.
+type Result struct {
+	Path          string
+	Header        history.Header
+	Ops, Bytes    int64
+	Elapsed       time.Duration // workloads only
+	Producers     []ProducerStats
+	Transactional []TxnStats
+	Processors    []ProcessorStats
+	Consumers     []ConsumerStats
+	FinalRead     FinalReadStats
+}
+
+// Run runs spec against c and records everything into a new history at path: creates the
+// topics, runs every workload (and the nemesis) for spec.Duration, waits for them to finish
+// what they have under way, then scans every partition. The history is complete and closed when
+// Run returns, even with an error (a workload that could not run, a final read that could not
+// finish): what it holds is still checkable, and the error says what is missing.
+func Run(ctx context.Context, c Cluster, path string, spec Spec) (*Result, error) {
+	log := spec.Log
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if spec.Duration <= 0 {
+		return nil, errors.New("run: duration must be positive")
+	}
+	// Resolve every configuration before anything starts, so that a bad one fails the run
+	// at once, and so that the header states the settings the workloads really use.
+	plan, err := planRun(spec)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range spec.Topics {
+		if err := c.CreateTopic(ctx, t); err != nil {
+			return nil, fmt.Errorf("run: %w", err)
+		}
+	}
+	config, err := headerConfig(spec, plan, c)
+	if err != nil {
+		return nil, err
+	}
+	w, err := history.Create(path, history.Header{Seed: spec.Seed, Config: config})
+	if err != nil {
+		return nil, fmt.Errorf("run: %w", err)
+	}
+	res := &Result{Path: path, Header: w.Header()}
+	env := Env{Brokers: c.Bootstrap(), Recorder: w, Seed: spec.Seed, Processes: NewProcesses(plan.next + plan.final.Workers),
+		Sarama: spec.Sarama, Log: log}
+	errs := runWorkloads(ctx, env, spec, plan, res)
+
+	frStats, frErr := FinalRead(ctx, env, plan.next, plan.final)
+	res.FinalRead = frStats
+	if frErr != nil {
+		errs = append(errs, fmt.Errorf("final read: %w", frErr))
+	}
+	res.Ops, res.Bytes = w.Count(), w.Bytes()
+	if err := w.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	log.Info("run done", "history", path, "ops", res.Ops, "bytes", res.Bytes, "final_read_complete", frStats.AllComplete())
+	return res, errors.Join(errs...)
+}
+
+// runPlan is a spec with every configuration resolved and every process numbered.
+type runPlan struct {
+	producers []numbered[ProducerConfig]
+	txns      []numbered[TxnConfig]
+	procs     []numbered[ProcessorConfig]
+	consumers []numbered[ConsumerConfig]
+	final     FinalReadConfig
+	next      int // first process number after the configured instances
+	warnings  []string
+}
+
+type numbered[T any] struct {
+	p   int
+	cfg T
+}
+
+// planRun numbers the configured instances in spec order (producers, transactional producers,
+// processors, consumers), then the final readers.
+func planRun(spec Spec) (runPlan, error) {
+	var pl runPlan
+	p := 0
+	for i, ps := range spec.Producers {
+		cfg, warns, err := ps.ProducerConfig.Resolved()
+		if err != nil {
+			return pl, fmt.Errorf("run: producers[%d]: %w", i, err)
+		}
+		pl.warnings = append(pl.warnings, warns...)
+		for range max(ps.Instances, 1) {
+			pl.producers = append(pl.producers, numbered[ProducerConfig]{p, cfg})
+			p++
+		}
+	}
+	for i, tc := range spec.Transactional {
+		cfg, err := tc.resolved(p)
+		if err != nil {
+			return pl, fmt.Errorf("run: transactional[%d]: %w", i, err)
+		}
+		pl.txns = append(pl.txns, numbered[TxnConfig]{p, cfg})
+		p++
+	}
+	for i, pc := range spec.Processors {
+		cfg, err := pc.resolved(p)
+		if err != nil {
+			return pl, fmt.Errorf("run: processors[%d]: %w", i, err)
+		}
+		pl.procs = append(pl.procs, numbered[ProcessorConfig]{p, cfg})
+		p++
+	}
+	for i, cc := range spec.Consumers {
+		cfg, err := cc.resolved(p)
+		if err != nil {
+			return pl, fmt.Errorf("run: consumers[%d]: %w", i, err)
+		}
+		pl.consumers = append(pl.consumers, numbered[ConsumerConfig]{p, cfg})
+		p++
+	}
+	pl.next = p
+	fr := spec.FinalRead
+	if len(fr.Topics) == 0 {
+		for _, t := range spec.Topics {
+			fr.Topics = append(fr.Topics, t.Name)
+		}
+	}
+	if len(fr.Isolations) == 0 && len(pl.txns) == 0 && len(pl.procs) == 0 {
+		fr.Isolations = []string{history.ReadUncommitted}
+	}
+	var err error
+	if pl.final, err = fr.withDefaults(); err != nil {
+		return pl, fmt.Errorf("run: %w", err)
+	}
+	return pl, nil
+}
+
+// headerConfig is the history header's "config": the settings the checker judges by (field
+// names as verify/guarantee reads them: processes, topics, isolation, deviations), then the
+// whole resolved run under "workloads".
+func headerConfig(spec Spec, pl runPlan, c Cluster) (json.RawMessage, error) {
+	type producer struct {
+		Acks          string `json:"acks,omitempty"`
+		Idempotence   *bool  `json:"idempotence,omitempty"`
+		MaxInFlight   int    `json:"max_in_flight,omitempty"`
+		Retries       *int   `json:"retries,omitempty"`
+		AppResend     bool   `json:"app_resend,omitempty"`
+		Transactional bool   `json:"transactional,omitempty"`
+	}
+	type topic struct {
+		ReplicationFactor     int   `json:"replication_factor,omitempty"`
+		MinInsyncReplicas     int   `json:"min_insync_replicas,omitempty"`
+		UncleanLeaderElection *bool `json:"unclean_leader_election,omitempty"`
+	}
+	procs := map[string]producer{}
+	for _, n := range pl.producers {
+		procs[strconv.Itoa(n.p)] = producer{Acks: n.cfg.Acks, Idempotence: n.cfg.Idempotence, MaxInFlight: n.cfg.MaxInFlight,
+			Retries: n.cfg.Retries, AppResend: n.cfg.AppResend > 0}
+	}
+	yes := true
+	txn := producer{Acks: "all", Idempotence: &yes, MaxInFlight: 1, Transactional: true}
+	for _, n := range pl.txns {
+		procs[strconv.Itoa(n.p)] = txn
+	}
+	for _, n := range pl.procs {
+		procs[strconv.Itoa(n.p)] = txn
+	}
+	topics := map[string]topic{}
+	for _, t := range spec.Topics {
+		rf := t.RF
+		if rf <= 0 {
+			rf = len(c.Brokers())
+		}
+		topics[t.Name] = topic{ReplicationFactor: rf, MinInsyncReplicas: t.MinISR, UncleanLeaderElection: t.Unclean}
+	}
+	workloads := map[string]any{
+		"duration": spec.Duration.String(), "topics": spec.Topics,
+		"producers": pl.producers, "transactional": pl.txns, "processors": pl.procs, "consumers": pl.consumers,
+		"final_read": pl.final, "warnings": pl.warnings,
+	}
+	cfg := map[string]any{
+		"scenario": spec.Name, "processes": procs, "topics": topics, "isolation": history.ReadCommitted,
+		"deviations": c.Deviations(), "workloads": workloads,
+	}
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("run: encoding the header's config: %w", err)
+	}
+	return b, nil
+}
+
+// MarshalJSON shows a numbered configuration with its process.
+func (n numbered[T]) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Process int `json:"process"`
+		Config  T   `json:"config"`
+	}{n.p, n.cfg})
+}
+
+// runWorkloads runs every workload until spec.Duration has passed and each has finished what it
+// had under way. The first workload that fails stops the others: a run without one of its
+// workloads is not the run that was asked for.
+func runWorkloads(ctx context.Context, env Env, spec Spec, pl runPlan, res *Result) []error {
+	wctx, cancel := context.WithTimeout(ctx, spec.Duration)
+	defer cancel()
+	var mu sync.Mutex
+	var errs []error
+	var wg sync.WaitGroup
+	began := time.Now()
+	fail := func(err error) {
+		if err == nil {
+			return
+		}
+		mu.Lock()
+		errs = append(errs, err)
+		mu.Unlock()
+		cancel()
+	}
+	res.Producers = make([]ProducerStats, len(pl.producers))
+	for i, n := range pl.producers {
+		wg.Go(func() {
+			st, err := RunProducer(wctx, env, n.p, n.cfg)
+			res.Producers[i] = st
+			fail(err)
+		})
+	}
+	res.Transactional = make([]TxnStats, len(pl.txns))
+	for i, n := range pl.txns {
+		wg.Go(func() {
+			st, err := RunTxnProducer(wctx, env, n.p, n.cfg)
+			res.Transactional[i] = st
+			fail(err)
+		})
+	}
+	res.Processors = make([]ProcessorStats, len(pl.procs))
+	for i, n := range pl.procs {
+		wg.Go(func() {
+			st, err := RunProcessor(wctx, env, n.p, n.cfg)
+			res.Processors[i] = st
+			fail(err)
+		})
+	}
+	res.Consumers = make([]ConsumerStats, len(pl.consumers))
+	for i, n := range pl.consumers {
+		wg.Go(func() {
+			st, err := RunConsumer(wctx, env, n.p, n.cfg)
+			res.Consumers[i] = st
+			fail(err)
+		})
+	}
+	if spec.Nemesis != nil {
+		wg.Go(func() {
+			if err := spec.Nemesis(wctx, env.Recorder); err != nil {
+				fail(fmt.Errorf("nemesis: %w", err))
+			}
+		})
+	}
+	wg.Wait()
+	res.Elapsed = time.Since(began)
+	return errs
+}
