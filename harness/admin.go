@@ -533,3 +533,26 @@ func (c *Cluster) Admin() (sarama.ClusterAdmin, error) {
 	}
 	return a.admin, nil
 }
+
+// ReplicaSize is the size in bytes of broker id's replica of topic-partition, as the broker's log
+// dirs report it; -1 when the broker does not answer or holds no such replica.
+func (c *Cluster) ReplicaSize(ctx context.Context, id int, topic string, partition int32) int64 {
+	a, err := c.adminClient()
+	if err != nil || ctx.Err() != nil {
+		return -1
+	}
+	dirs, err := a.admin.DescribeLogDirs([]int32{int32(id)})
+	if err != nil {
+		return -1
+	}
+	for _, d := range dirs[int32(id)] {
+		for _, dt := range d.Topics {
+			for _, dp := range dt.Partitions {
+				if dt.Topic == topic && dp.PartitionID == partition {
+					return dp.Size
+				}
+			}
+		}
+	}
+	return -1
+}

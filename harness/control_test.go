@@ -48,8 +48,6 @@ func TestNodeAndLinkControls(t *testing.T) {
 	t.Run("wipe disk: the node comes back empty and refills", func(t *testing.T) {
 		victim := fs[1]
 		require.NoError(t, c.WipeDisk(ctx, victim))
-		admin, err := c.Admin()
-		require.NoError(t, err)
 		// The node formats empty storage again (its log says so a second time), registers, fetches
 		// everything from the leader and rejoins the ISR.
 		var size int64
@@ -58,7 +56,7 @@ func TestNodeAndLinkControls(t *testing.T) {
 			log, err := c.NodeLog(ctx, victim)
 			require.NoError(t, err)
 			formats = strings.Count(log, "Formatting metadata directory")
-			size = replicaSize(admin, victim, tp, 0)
+			size = c.ReplicaSize(ctx, victim, tp, 0)
 			return formats == 2 && has(p.ISR, victim) && size > 0
 		})
 		require.NoError(t, err, "wiped node %d should format anew (%d formats seen), refill (%d bytes) and rejoin the ISR", victim, formats, size)
@@ -135,24 +133,6 @@ func TestNodeAndLinkControls(t *testing.T) {
 
 	mustReadBack(t, ctx, c, tp, 0, acks)
 	require.NoError(t, c.WaitHealthy(ctx))
-}
-
-// replicaSize is the size in bytes of broker id's replica of topic-part, or -1 if unknown.
-func replicaSize(admin sarama.ClusterAdmin, id int, topic string, part int32) int64 {
-	dirs, err := admin.DescribeLogDirs([]int32{int32(id)})
-	if err != nil {
-		return -1
-	}
-	for _, d := range dirs[int32(id)] {
-		for _, dt := range d.Topics {
-			for _, dp := range dt.Partitions {
-				if dt.Topic == topic && dp.PartitionID == part {
-					return dp.Size
-				}
-			}
-		}
-	}
-	return -1
 }
 
 // TestStartErrors: bad starts give one clear error and leave nothing behind.

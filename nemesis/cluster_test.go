@@ -231,20 +231,18 @@ func TestFaultsOnCluster(t *testing.T) {
 	step("disk loss: the node comes back empty and refills from the leader", func(t *testing.T, ctx context.Context, r *run) {
 		prod := newRecProducer(t, r, 3, topic, 0, nil)
 		prod.mustSend(t, 200)
-		admin, err := c.Admin()
-		require.NoError(t, err)
 		inj := inject(t, ctx, r, "process", nemesis.DiskLoss{Target: nemesis.FollowerOf(topic, 0)})
 		victim := inj.Nodes()[0]
 		leader, err := c.DescribePartition(ctx, topic, 0)
 		require.NoError(t, err)
-		want := replicaSize(admin, int(leader.Leader), topic, 0)
+		want := c.ReplicaSize(ctx, int(leader.Leader), topic, 0)
 		var size int64
 		formats := 0
 		back := partition(t, ctx, 0, "the wiped node should format anew, refill and rejoin the ISR", func(p harness.PartitionState) bool {
 			log, err := c.NodeLog(ctx, victim)
 			require.NoError(t, err)
 			formats = strings.Count(log, "Formatting metadata directory")
-			size = replicaSize(admin, victim, topic, 0)
+			size = c.ReplicaSize(ctx, victim, topic, 0)
 			return formats == 2 && has(p.ISR, victim) && size >= want
 		})
 		t.Logf("node %d lost its disk: storage formatted anew (%d formats in its log), refilled to %d bytes (leader %d: %d), ISR %v, %s after the wipe",
@@ -625,24 +623,6 @@ func check(t *testing.T, ctx context.Context, r *run) *results.Results {
 	res, err := verify.Check(ctx, r.reader(), cfg, verify.Options{})
 	require.NoError(t, err)
 	return res
-}
-
-// replicaSize is the size in bytes of broker id's replica of topic-part, or -1 if unknown.
-func replicaSize(admin sarama.ClusterAdmin, id int, topic string, part int32) int64 {
-	dirs, err := admin.DescribeLogDirs([]int32{int32(id)})
-	if err != nil {
-		return -1
-	}
-	for _, d := range dirs[int32(id)] {
-		for _, dt := range d.Topics {
-			for _, dp := range dt.Partitions {
-				if dt.Topic == topic && dp.PartitionID == part {
-					return dp.Size
-				}
-			}
-		}
-	}
-	return -1
 }
 
 func reportFigures(t *testing.T, f *figures) {
