@@ -22,7 +22,9 @@ func SaramaConfig(clientID string) *sarama.Config {
 	cfg.Version = kafkaVersion
 	cfg.ClientID = clientID
 	cfg.Net.DialTimeout = 5 * time.Second
-	cfg.Net.ReadTimeout = 10 * time.Second
+	// Above the broker's ack timeout (Producer.Timeout, 10 s by default), so that the client
+	// waits for a REQUEST_TIMED_OUT answer instead of dropping the connection as it arrives.
+	cfg.Net.ReadTimeout = cfg.Producer.Timeout + 5*time.Second
 	cfg.Net.WriteTimeout = 5 * time.Second
 	cfg.Metadata.Retry.Max = 2
 	cfg.Metadata.Retry.Backoff = 200 * time.Millisecond

@@ -86,8 +86,9 @@ func (c *Cluster) memberOf(id int) *member {
 	return nil
 }
 
-// Cut cuts one directed link.
-func (c *Cluster) Cut(ctx context.Context, l Link, kind CutKind) error {
+// eachProxy runs fn on every Toxiproxy proxy that carries link l, reading each proxy's current
+// state first; what names the action for errors.
+func (c *Cluster) eachProxy(l Link, what string, fn func(p *toxiproxy.Proxy) error) error {
 	box, names, err := c.linkProxies(l)
 	if err != nil {
 		return err
@@ -95,24 +96,37 @@ func (c *Cluster) Cut(ctx context.Context, l Link, kind CutKind) error {
 	for _, name := range names {
 		p, err := box.api.Proxy(name)
 		if err != nil {
-			return fmt.Errorf("cutting %s: reading proxy %s: %w", l, name, err)
+			return fmt.Errorf("%s %s: reading proxy %s: %w", what, l, name, err)
 		}
-		switch kind {
-		case CutRefuse:
-			err = p.Disable()
-		case CutBlackhole, "":
-			kind = CutBlackhole
-			for stream, tname := range map[string]string{"upstream": cutUp, "downstream": cutDown} {
-				if _, aerr := p.AddToxic(tname, "timeout", stream, 1, toxiproxy.Attributes{"timeout": 0}); aerr != nil && !isConflict(aerr) {
-					err = errors.Join(err, aerr)
-				}
+		if err := fn(p); err != nil {
+			return fmt.Errorf("%s %s (%s): %w", what, l, name, err)
+		}
+	}
+	return nil
+}
+
+// Cut cuts one directed link.
+func (c *Cluster) Cut(ctx context.Context, l Link, kind CutKind) error {
+	if kind == "" {
+		kind = CutBlackhole
+	}
+	if kind != CutBlackhole && kind != CutRefuse {
+		return fmt.Errorf("cutting %s: unknown cut kind %q (want %q or %q)", l, kind, CutBlackhole, CutRefuse)
+	}
+	err := c.eachProxy(l, "cutting", func(p *toxiproxy.Proxy) error {
+		if kind == CutRefuse {
+			return p.Disable()
+		}
+		var err error
+		for stream, tname := range map[string]string{"upstream": cutUp, "downstream": cutDown} {
+			if _, aerr := p.AddToxic(tname, "timeout", stream, 1, toxiproxy.Attributes{"timeout": 0}); aerr != nil && !isConflict(aerr) {
+				err = errors.Join(err, aerr)
 			}
-		default:
-			return fmt.Errorf("cutting %s: unknown cut kind %q (want %q or %q)", l, kind, CutBlackhole, CutRefuse)
 		}
-		if err != nil {
-			return fmt.Errorf("cutting %s (%s): %w", l, name, err)
-		}
+		return err
+	})
+	if err != nil {
+		return err
 	}
 	c.mu.Lock()
 	c.cuts[l] = kind
@@ -122,25 +136,19 @@ func (c *Cluster) Cut(ctx context.Context, l Link, kind CutKind) error {
 
 // Heal undoes Cut on one directed link (both kinds; other toxics stay).
 func (c *Cluster) Heal(ctx context.Context, l Link) error {
-	box, names, err := c.linkProxies(l)
-	if err != nil {
-		return err
-	}
-	for _, name := range names {
-		p, err := box.api.Proxy(name)
-		if err != nil {
-			return fmt.Errorf("healing %s: reading proxy %s: %w", l, name, err)
-		}
+	err := c.eachProxy(l, "healing", func(p *toxiproxy.Proxy) error {
 		for _, t := range []string{cutUp, cutDown} {
 			if err := p.RemoveToxic(t); err != nil && !isNotFound(err) {
-				return fmt.Errorf("healing %s: removing %s: %w", l, t, err)
+				return fmt.Errorf("removing %s: %w", t, err)
 			}
 		}
 		if !p.Enabled {
-			if err := p.Enable(); err != nil {
-				return fmt.Errorf("healing %s: enabling %s: %w", l, name, err)
-			}
+			return p.Enable()
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	c.mu.Lock()
 	delete(c.cuts, l)
@@ -286,10 +294,6 @@ func LimitData(stream string, n int64) Toxic {
 
 // AddToxic puts t on link l and returns its name (t.Name, or one made from type and stream).
 func (c *Cluster) AddToxic(ctx context.Context, l Link, t Toxic) (string, error) {
-	box, names, err := c.linkProxies(l)
-	if err != nil {
-		return "", err
-	}
 	if t.Stream == "" {
 		t.Stream = "downstream"
 	}
@@ -299,32 +303,26 @@ func (c *Cluster) AddToxic(ctx context.Context, l Link, t Toxic) (string, error)
 	if t.Toxicity == 0 {
 		t.Toxicity = 1
 	}
-	for _, name := range names {
-		p, err := box.api.Proxy(name)
-		if err != nil {
-			return "", fmt.Errorf("adding toxic %s to %s: reading proxy %s: %w", t.Name, l, name, err)
-		}
-		if _, err := p.AddToxic(t.Name, t.Type, t.Stream, t.Toxicity, toxiproxy.Attributes(t.Attributes)); err != nil {
-			return "", fmt.Errorf("adding toxic %s to %s (%s): %w", t.Name, l, name, err)
-		}
+	err := c.eachProxy(l, "adding toxic "+t.Name+" to", func(p *toxiproxy.Proxy) error {
+		_, err := p.AddToxic(t.Name, t.Type, t.Stream, t.Toxicity, toxiproxy.Attributes(t.Attributes))
+		return err
+	})
+	if err != nil {
+		return "", err
 	}
 	return t.Name, ctx.Err()
 }
 
 // RemoveToxic takes the named toxic off link l.
 func (c *Cluster) RemoveToxic(ctx context.Context, l Link, name string) error {
-	box, names, err := c.linkProxies(l)
+	err := c.eachProxy(l, "removing toxic "+name+" from", func(p *toxiproxy.Proxy) error {
+		if err := p.RemoveToxic(name); err != nil && !isNotFound(err) {
+			return err
+		}
+		return nil
+	})
 	if err != nil {
 		return err
-	}
-	for _, pn := range names {
-		p, err := box.api.Proxy(pn)
-		if err != nil {
-			return fmt.Errorf("removing toxic %s from %s: %w", name, l, err)
-		}
-		if err := p.RemoveToxic(name); err != nil && !isNotFound(err) {
-			return fmt.Errorf("removing toxic %s from %s (%s): %w", name, l, pn, err)
-		}
 	}
 	return ctx.Err()
 }

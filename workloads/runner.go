@@ -254,6 +254,21 @@ func (n numbered[T]) MarshalJSON() ([]byte, error) {
 	}{n.p, n.cfg})
 }
 
+// startAll starts one goroutine per configured instance of a workload kind and returns the slice
+// each fills with its stats when it ends (read it after wg.Wait).
+func startAll[C, S any](ctx context.Context, wg *sync.WaitGroup, env Env, ns []numbered[C],
+	run func(context.Context, Env, int, C) (S, error), fail func(error)) []S {
+	stats := make([]S, len(ns))
+	for i, n := range ns {
+		wg.Go(func() {
+			st, err := run(ctx, env, n.p, n.cfg)
+			stats[i] = st
+			fail(err)
+		})
+	}
+	return stats
+}
+
 // runWorkloads runs every workload until spec.Duration has passed and each has finished what it
 // had under way. The first workload that fails stops the others: a run without one of its
 // workloads is not the run that was asked for.
@@ -273,38 +288,10 @@ func runWorkloads(ctx context.Context, env Env, spec Spec, pl runPlan, res *Resu
 		mu.Unlock()
 		cancel()
 	}
-	res.Producers = make([]ProducerStats, len(pl.producers))
-	for i, n := range pl.producers {
-		wg.Go(func() {
-			st, err := RunProducer(wctx, env, n.p, n.cfg)
-			res.Producers[i] = st
-			fail(err)
-		})
-	}
-	res.Transactional = make([]TxnStats, len(pl.txns))
-	for i, n := range pl.txns {
-		wg.Go(func() {
-			st, err := RunTxnProducer(wctx, env, n.p, n.cfg)
-			res.Transactional[i] = st
-			fail(err)
-		})
-	}
-	res.Processors = make([]ProcessorStats, len(pl.procs))
-	for i, n := range pl.procs {
-		wg.Go(func() {
-			st, err := RunProcessor(wctx, env, n.p, n.cfg)
-			res.Processors[i] = st
-			fail(err)
-		})
-	}
-	res.Consumers = make([]ConsumerStats, len(pl.consumers))
-	for i, n := range pl.consumers {
-		wg.Go(func() {
-			st, err := RunConsumer(wctx, env, n.p, n.cfg)
-			res.Consumers[i] = st
-			fail(err)
-		})
-	}
+	res.Producers = startAll(wctx, &wg, env, pl.producers, RunProducer, fail)
+	res.Transactional = startAll(wctx, &wg, env, pl.txns, RunTxnProducer, fail)
+	res.Processors = startAll(wctx, &wg, env, pl.procs, RunProcessor, fail)
+	res.Consumers = startAll(wctx, &wg, env, pl.consumers, RunConsumer, fail)
 	if spec.Nemesis != nil {
 		wg.Go(func() {
 			if err := spec.Nemesis(wctx, env.Recorder); err != nil {
