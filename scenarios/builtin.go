@@ -66,6 +66,15 @@ func leaderOf0() *Target    { return &Target{Role: RoleLeaderOf, Topic: DefaultT
 func followerOf0() *Target  { return &Target{Role: RoleFollowerOf, Topic: DefaultTopic} }
 func followersOf0() *Target { return &Target{Role: RoleFollowersOf, Topic: DefaultTopic} }
 
+// twoTopics are the default topic and a second one like it: a transaction spans at least two
+// topics (the workloads make every transaction of two or more records atomic across topics).
+func twoTopics() []Topic {
+	return []Topic{
+		{Name: DefaultTopic, Partitions: 3, ReplicationFactor: 3, MinInsyncReplicas: 2},
+		{Name: SecondTopic, Partitions: 3, ReplicationFactor: 3, MinInsyncReplicas: 2},
+	}
+}
+
 func timeline(steps ...Step) Schedule { return Schedule{Kind: ScheduleTimeline, Timeline: steps} }
 
 func step(at, dur float64, name FaultName, t *Target) Step {
@@ -151,9 +160,10 @@ func labLeaderFailover() Scenario {
 
 func labAbortInvisible() Scenario {
 	s := base("lab-abort-invisible", "Transactional producers abort 30 % of their transactions; consumers read in both isolation levels.", "000 §20.8")
+	s.Topics = twoTopics()
 	s.Workload = Workload{
-		Transactional: TxnProducers{Count: 2, Topics: []string{DefaultTopic}},
-		Consumers:     Consumers{ReadCommitted: 1, ReadUncommitted: 1, Topics: []string{DefaultTopic}},
+		Transactional: TxnProducers{Count: 2, Topics: []string{DefaultTopic, SecondTopic}},
+		Consumers:     Consumers{ReadCommitted: 1, ReadUncommitted: 1, Topics: []string{DefaultTopic, SecondTopic}},
 	}
 	s.Client.Transactions = Transactions{AbortProbability: 0.3}
 	s.Expect = Expectation{
@@ -170,9 +180,10 @@ func labAbortInvisible() Scenario {
 
 func labFencing() Scenario {
 	s := base("lab-fencing", "A second instance takes a transactional producer's transactional.id mid-transaction.", "000 §11.7, §20.10")
+	s.Topics = twoTopics()
 	s.Workload = Workload{
-		Transactional: TxnProducers{Count: 2, Topics: []string{DefaultTopic}},
-		Consumers:     Consumers{ReadCommitted: 1, Topics: []string{DefaultTopic}},
+		Transactional: TxnProducers{Count: 2, Topics: []string{DefaultTopic, SecondTopic}},
+		Consumers:     Consumers{ReadCommitted: 1, Topics: []string{DefaultTopic, SecondTopic}},
 	}
 	s.Client.Transactions = Transactions{ZombieProbability: 0.1, AbortProbability: 0.1}
 	s.Expect = Expectation{
@@ -185,8 +196,9 @@ func labFencing() Scenario {
 
 func labLSOHold() Scenario {
 	s := base("lab-lso-hold", "One transaction is held open for 30 s while plain producers keep writing.", "000 §13.5, §20.10")
-	s.Workload.Transactional = TxnProducers{Count: 1, Topics: []string{DefaultTopic}}
-	s.Workload.Consumers = Consumers{ReadCommitted: 1, ReadUncommitted: 1, Topics: []string{DefaultTopic}}
+	s.Topics = twoTopics()
+	s.Workload.Transactional = TxnProducers{Count: 1, Topics: []string{DefaultTopic, SecondTopic}}
+	s.Workload.Consumers = Consumers{ReadCommitted: 1, ReadUncommitted: 1, Topics: []string{DefaultTopic, SecondTopic}}
 	s.Client.Transactions = Transactions{HoldOpen: sec(30)}
 	s.Duration = sec(75)
 	s.Expect = Expectation{
@@ -413,12 +425,13 @@ func eosBase(name, description, source string) Scenario {
 		{Name: "eos-in", Partitions: 3, ReplicationFactor: 3, MinInsyncReplicas: 2},
 		{Name: "eos-out", Partitions: 3, ReplicationFactor: 3, MinInsyncReplicas: 2},
 		{Name: "txn", Partitions: 3, ReplicationFactor: 3, MinInsyncReplicas: 2},
+		{Name: "txn-b", Partitions: 3, ReplicationFactor: 3, MinInsyncReplicas: 2},
 	}
 	s.Workload = Workload{
 		Producers:     []ProducerGroup{{Count: 2, Topic: "eos-in"}},
-		Transactional: TxnProducers{Count: 1, Topics: []string{"txn"}},
+		Transactional: TxnProducers{Count: 1, Topics: []string{"txn", "txn-b"}},
 		Processors:    Processors{Count: 2, Input: "eos-in", Output: "eos-out"},
-		Consumers:     Consumers{ReadCommitted: 1, ReadUncommitted: 1, Topics: []string{"eos-out", "txn"}},
+		Consumers:     Consumers{ReadCommitted: 1, ReadUncommitted: 1, Topics: []string{"eos-out", "txn", "txn-b"}},
 	}
 	s.Client.Transactions = Transactions{AbortProbability: 0.2}
 	s.Duration = sec(90)

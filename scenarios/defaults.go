@@ -8,7 +8,9 @@ import (
 
 // Defaults of a scenario's omitted fields (see the field comments of Scenario).
 const (
-	DefaultTopic      = "verity"
+	DefaultTopic = "verity"
+	// SecondTopic is the second topic of the built-ins whose transactions span two topics.
+	SecondTopic       = "verity-b"
 	DefaultNodes      = 3
 	DefaultPartitions = 3
 	DefaultRF         = 3
@@ -18,6 +20,9 @@ const (
 	DefaultAcks       = "all"
 	DefaultInFlight   = 5
 	DefaultVerdict    = "pass"
+	// DefaultRate is each plain producer's sends per second: enough to see every fault's
+	// effect, little enough that three nodes and the clients share two cores.
+	DefaultRate = 200
 )
 
 // WithDefaults returns a copy of s with every omitted field set to its default. It never
@@ -70,6 +75,9 @@ func (s Scenario) WithDefaults() Scenario {
 	for i := range w.Producers {
 		if w.Producers[i].Count == 0 {
 			w.Producers[i].Count = 1
+		}
+		if w.Producers[i].Rate == 0 {
+			w.Producers[i].Rate = DefaultRate
 		}
 		if w.Producers[i].Topic == "" {
 			w.Producers[i].Topic = first

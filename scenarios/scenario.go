@@ -162,9 +162,11 @@ type ProducerGroup struct {
 	// otherwise each producer sends one record at a time.
 	Async bool `yaml:"async,omitempty" json:"async,omitempty"`
 	// Topic the group writes to; default the first topic.
-	Topic       string `yaml:"topic,omitempty" json:"topic,omitempty"`
-	Acks        string `yaml:"acks,omitempty" json:"acks,omitempty"`
-	Idempotence *bool  `yaml:"idempotence,omitempty" json:"idempotence,omitempty"`
+	Topic string `yaml:"topic,omitempty" json:"topic,omitempty"`
+	// Rate is each producer's sends per second (default 200; a negative rate: unlimited).
+	Rate        float64 `yaml:"rate,omitempty" json:"rate,omitempty"`
+	Acks        string  `yaml:"acks,omitempty" json:"acks,omitempty"`
+	Idempotence *bool   `yaml:"idempotence,omitempty" json:"idempotence,omitempty"`
 }
 
 // TxnProducers are Count transactional producers, each with its own transactional.id.

@@ -379,6 +379,9 @@ func (c *checker) workload() {
 		for i, t := range w.Transactional.Topics {
 			c.knownTopic(fmt.Sprintf("workload.transactional.topics[%d]", i), t)
 		}
+		if n := len(slices.Compact(slices.Sorted(slices.Values(w.Transactional.Topics)))); n == 1 {
+			c.addf("workload.transactional.topics", "one topic: name at least 2, since every transaction of two or more records spans two topics")
+		}
 	}
 	pr := w.Processors
 	if pr.Count < 0 {

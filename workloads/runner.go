@@ -51,6 +51,11 @@ type Spec struct {
 	// recording its faults through the recorder it is given. It must heal everything before
 	// it returns: the final reads start after it and the workloads have ended.
 	Nemesis func(ctx context.Context, rec Recorder) error `json:"-"`
+	// Header adds entries to the history header's "config" beside the ones Run states from
+	// the resolved workloads (a runner's scenario, its isolation level and scheduled faults).
+	// A key Run writes itself ("processes", "topics", "workloads", ...) is not replaced, except
+	// "isolation", the level of reads that name none (default read_committed).
+	Header map[string]any `json:"-"`
 	// Sarama and Log as in Env.
 	Sarama func(clientID string) *sarama.Config `json:"-"`
 	Log    *slog.Logger                         `json:"-"`
@@ -235,9 +240,16 @@ func headerConfig(spec Spec, pl runPlan, c Cluster) (json.RawMessage, error) {
 		"producers": pl.producers, "transactional": pl.txns, "processors": pl.procs, "consumers": pl.consumers,
 		"final_read": pl.final, "warnings": pl.warnings,
 	}
-	cfg := map[string]any{
-		"scenario": spec.Name, "processes": procs, "topics": topics, "isolation": history.ReadCommitted,
-		"deviations": c.Deviations(), "workloads": workloads,
+	cfg := map[string]any{}
+	for k, v := range spec.Header {
+		cfg[k] = v
+	}
+	if _, ok := cfg["isolation"]; !ok {
+		cfg["isolation"] = history.ReadCommitted
+	}
+	for k, v := range map[string]any{"scenario": spec.Name, "processes": procs, "topics": topics,
+		"deviations": c.Deviations(), "workloads": workloads} {
+		cfg[k] = v
 	}
 	b, err := json.Marshal(cfg)
 	if err != nil {

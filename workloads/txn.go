@@ -38,6 +38,13 @@ type TxnConfig struct {
 	Gap time.Duration `json:"gap,omitempty"`
 	// MaxTxns stops the workload after this many transactions (0: until its context ends).
 	MaxTxns int `json:"max_txns,omitempty"`
+	// HoldOpen keeps one transaction open this long after its records are sent, before it
+	// commits or aborts, while the other workloads go on (read_committed readers stall at the
+	// LSO meanwhile). The held transaction is the first one begun HoldAfter into the run. The
+	// hold ends early when the run ends. Timeout must exceed HoldOpen, or the coordinator aborts
+	// the transaction itself.
+	HoldOpen  time.Duration `json:"hold_open,omitempty"`
+	HoldAfter time.Duration `json:"hold_after,omitempty"`
 	TxnClientConfig
 }
 
@@ -55,6 +62,12 @@ func (c TxnConfig) resolved(p int) (TxnConfig, error) {
 		return c, errors.New("transactional producer: probabilities must lie in [0, 1]")
 	}
 	c.TxnClientConfig = c.TxnClientConfig.withDefaults()
+	if c.HoldOpen < 0 || c.HoldAfter < 0 {
+		return c, errors.New("transactional producer: hold_open and hold_after must not be negative")
+	}
+	if c.HoldOpen > 0 && c.HoldOpen >= c.Timeout {
+		return c, fmt.Errorf("transactional producer: hold_open %s must be shorter than the transaction timeout %s, or the coordinator aborts the held transaction", c.HoldOpen, c.Timeout)
+	}
 	return c, nil
 }
 
@@ -64,6 +77,8 @@ type txnPlan struct {
 	abort   bool
 	// fenceAt >= 0: zombie mode; the usurper initialises after targets[:fenceAt] were sent.
 	fenceAt int
+	// hold keeps the transaction open for this long before it ends (TxnConfig.HoldOpen).
+	hold time.Duration
 }
 
 // planTxn draws one transaction. It always draws the same number of values from rng for a
@@ -183,10 +198,14 @@ func (w *txnRun) loop(ctx context.Context, p int, zombies *sync.WaitGroup) error
 			inst.tc.close()
 		}
 	}()
+	began, held := time.Now(), false
 	for n := 0; ctx.Err() == nil && (cfg.MaxTxns == 0 || n < cfg.MaxTxns); n++ {
 		pl := planTxn(w.rng, cfg.Topics, w.parts, cfg.MaxRecords, cfg.AbortProbability, cfg.ZombieProbability)
 		if cfg.MaxZombies > 0 && w.zombiesSoFar() >= int64(cfg.MaxZombies) {
 			pl.fenceAt = -1
+		}
+		if cfg.HoldOpen > 0 && !held && time.Since(began) >= cfg.HoldAfter && pl.fenceAt < 0 {
+			pl.hold, held = cfg.HoldOpen, true
 		}
 		next, err := w.transaction(ctx, inst, pl, zombies)
 		inst = next
@@ -313,6 +332,11 @@ func (w *txnRun) transaction(ctx context.Context, inst *txnInstance, pl txnPlan,
 	}
 	deadline := time.Now().Add(w.cfg.DeliveryTimeout)
 	sendErr := inst.tc.send(recs[:fenceAt], deadline)
+	if pl.hold > 0 && sendErr == nil {
+		// Pacing, not synchronisation: the transaction is meant to stay open this long.
+		w.log.Info("holding a transaction open", "process", inst.p, "for", pl.hold)
+		_ = sleepCtx(ctx, pl.hold)
+	}
 
 	carryOn := inst
 	var usurped chan struct{}

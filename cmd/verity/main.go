@@ -2,6 +2,10 @@
 // history against what Kafka documents. For now it has one subcommand, check, which re-checks a
 // saved history offline; run, list, matrix and reap come with the scenarios.
 //
+// Subcommands: run (one scenario on a fresh cluster), matrix (configurations × faults × runs on
+// shared clusters), list (built-in scenarios and faults), check (a saved history), reap
+// (leftovers of killed runs).
+//
 // The command line is built with github.com/urfave/cli/v3: it gives each subcommand its own
 // flags, help and usage errors, so that adding run or matrix is adding one *cli.Command; it
 // depends on nothing beyond the standard library and is actively maintained. The standard flag
@@ -107,6 +111,9 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 		OnUsageError:   onUsage,
 		ExitErrHandler: func(context.Context, *cli.Command, error) {}, // run maps errors to codes
 		Commands: []*cli.Command{
+			runCommand(onUsage),
+			listCommand(onUsage),
+			matrixCommand(onUsage),
 			checkCommand(onUsage),
 			reapCommand(onUsage),
 		},

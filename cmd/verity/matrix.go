@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/verity-kafka/verity/harness"
+	"github.com/verity-kafka/verity/runner"
+)
+
+func matrixCommand(onUsage cli.OnUsageErrorFunc) *cli.Command {
+	axisFlags := []cli.Flag{
+		&cli.StringFlag{Name: runner.AxisAcks, Usage: "acks `VALUES`, comma-separated (e.g. 1,all)"},
+		&cli.StringFlag{Name: runner.AxisMinISR, Usage: "min.insync.replicas `VALUES` (e.g. 1,2)"},
+		&cli.StringFlag{Name: runner.AxisRF, Usage: "replication factor `VALUES`"},
+		&cli.StringFlag{Name: runner.AxisUnclean, Usage: "unclean.leader.election.enable `VALUES` (true,false)"},
+		&cli.StringFlag{Name: runner.AxisIdempotence, Usage: "enable.idempotence `VALUES` (true,false)"},
+		&cli.StringFlag{Name: runner.AxisIsolation, Usage: "isolation `VALUES` (read_committed,read_uncommitted)"},
+		&cli.StringFlag{Name: runner.AxisNodes, Usage: "broker counts `VALUES` (each count needs its own cluster)"},
+		&cli.StringFlag{Name: runner.AxisFault, Usage: "fault `NAMES` from 'verity list', each aimed at the leader of the first topic's " +
+			"partition 0, injected a third into the run and healed a third later (replaces the scenario's schedule)"},
+		&cli.IntFlag{Name: "runs", Usage: "runs `N` of each cell (run k uses seed+k-1)", Value: 3},
+	}
+	flags := scenarioFlags()
+	// --nodes is an axis here, not a single value.
+	for i, f := range flags {
+		if f.Names()[0] == "nodes" {
+			flags = append(flags[:i], flags[i+1:]...)
+			break
+		}
+	}
+	return &cli.Command{
+		Name:  "matrix",
+		Usage: "run a scenario over configurations × faults × runs and compare them in one table",
+		Description: "Every combination of the axes' values is a cell; each cell runs --runs times. Cells that need the " +
+			"same cluster share one (each run on fresh topics). Prints the comparison table (markdown) to stdout and writes " +
+			"matrix.md, matrix.html and every run's artifacts into --out. Exit codes: 0 every run passed, 1 a guarantee " +
+			"violated in some run, 2 usage or infrastructure error, 3 some run unknown.",
+		OnUsageError: onUsage,
+		Flags:        append(flags, axisFlags...),
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.NArg() > 0 {
+				return &usageError{err: fmt.Errorf("matrix takes no arguments, got %q", cmd.Args().First()), cmd: "verity matrix"}
+			}
+			base, err := loadScenario(cmd)
+			if err != nil {
+				return err
+			}
+			o, err := runOverrides(cmd)
+			if err != nil {
+				return err
+			}
+			if base, err = base.Override(o); err != nil {
+				return &usageError{err: err, cmd: "verity matrix"}
+			}
+			var axes []runner.MatrixAxis
+			for _, name := range runner.AxisNames() {
+				if !cmd.IsSet(name) {
+					continue
+				}
+				var vals []string
+				for _, v := range strings.Split(cmd.String(name), ",") {
+					if v = strings.TrimSpace(v); v != "" {
+						vals = append(vals, v)
+					}
+				}
+				axes = append(axes, runner.MatrixAxis{Name: name, Values: vals})
+			}
+			if len(axes) == 0 {
+				return &usageError{err: fmt.Errorf("no axis given: name at least one of --%s", strings.Join(runner.AxisNames(), ", --")), cmd: "verity matrix"}
+			}
+			out := cmd.String("out")
+			if out == "" {
+				out = filepath.Join("verity-out", fmt.Sprintf("matrix-%s-%s", base.Name, time.Now().Format("20060102-150405")))
+			}
+			stdout, stderr := cmd.Root().Writer, cmd.Root().ErrWriter
+			spec := runner.MatrixSpec{Base: base, Axes: axes, Runs: int(cmd.Int("runs")), Out: out,
+				Harness: harness.Spec{NoSignalCleanup: true}, Log: logger(cmd, stderr)}
+			if !cmd.Bool("quiet") {
+				spec.Progress = stderr
+			}
+			if spec.Runs < 1 {
+				return &usageError{err: fmt.Errorf("--runs %d: want at least 1", spec.Runs), cmd: "verity matrix"}
+			}
+			if err := runner.CheckMatrix(spec); err != nil {
+				return &usageError{err: err, cmd: "verity matrix"}
+			}
+			res, err := runner.RunMatrix(ctx, spec)
+			if res != nil && res.Markdown != "" {
+				fmt.Fprint(stdout, res.Markdown)
+			}
+			if err != nil {
+				return &exitError{code: exitUsage, msg: oneLine(err.Error())}
+			}
+			for _, r := range res.Runs {
+				if r.Err != nil {
+					fmt.Fprintf(stdout, "\nrun %d of %v did not complete: %s\n", r.Run, r.Axes, oneLine(r.Err.Error()))
+				}
+			}
+			fmt.Fprintf(stdout, "\n%d runs in %s; %d cluster(s) started (start+remove %s in all); reusing clusters saved about %s\n",
+				len(res.Runs), res.Wall.Round(time.Second), res.ClustersStarted, res.StartClose.Round(time.Second), res.Saved().Round(time.Second))
+			fmt.Fprintf(stdout, "table: %s, %s; runs under %s\n", res.MarkdownFile, res.HTMLFile, out)
+			return verdictExit(res.Worst())
+		},
+	}
+}
+

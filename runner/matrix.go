@@ -1,0 +1,380 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/verity-kafka/verity/harness"
+	"github.com/verity-kafka/verity/report"
+	"github.com/verity-kafka/verity/scenarios"
+	"github.com/verity-kafka/verity/verify/results"
+)
+
+// Matrix axis names: the override flags of `verity run`, and fault.
+const (
+	AxisAcks        = "acks"
+	AxisMinISR      = "min-isr"
+	AxisRF          = "rf"
+	AxisUnclean     = "unclean"
+	AxisIdempotence = "idempotence"
+	AxisIsolation   = "isolation"
+	AxisNodes       = "nodes"
+	AxisFault       = "fault"
+)
+
+// AxisNames lists the axes a matrix may vary, in the order the table shows them.
+func AxisNames() []string {
+	return []string{AxisAcks, AxisMinISR, AxisRF, AxisUnclean, AxisIdempotence, AxisIsolation, AxisNodes, AxisFault}
+}
+
+// MatrixAxis is one axis and its values (strings as the flags take them).
+type MatrixAxis struct {
+	Name   string
+	Values []string
+}
+
+// MatrixSpec is a matrix: the base scenario, the axes whose cartesian product makes the cells,
+// and how many runs each cell gets (run k uses seed base+k-1).
+type MatrixSpec struct {
+	Base scenarios.Scenario
+	Axes []MatrixAxis
+	Runs int
+	// Out receives one directory per run (<cell>/run-<k>), matrix.md, matrix.html and the
+	// node logs of every cluster started (clusters/<n>/logs).
+	Out string
+	// Harness, Progress, Log as in Options.
+	Harness  harness.Spec
+	Progress io.Writer
+	Log      *slog.Logger
+}
+
+// MatrixRun is one run of a cell.
+type MatrixRun struct {
+	Axes    []report.Axis
+	Run     int
+	Outcome *Outcome
+	Err     error
+}
+
+// MatrixResult is what a matrix did.
+type MatrixResult struct {
+	Runs []MatrixRun
+	// Markdown and HTML are the comparison table; MarkdownFile and HTMLFile where they are.
+	Markdown, MarkdownFile, HTMLFile string
+	// ClustersStarted is how many clusters the matrix started; StartClose their start and
+	// close times summed; Wall the whole matrix.
+	ClustersStarted int
+	StartClose      time.Duration
+	Wall            time.Duration
+}
+
+// Saved estimates what reusing clusters saved: a cluster started and removed for every run
+// would have cost the mean start+close time once per run; the matrix paid it once per cluster.
+func (m *MatrixResult) Saved() time.Duration {
+	if m.ClustersStarted == 0 {
+		return 0
+	}
+	per := m.StartClose / time.Duration(m.ClustersStarted)
+	return per * time.Duration(len(m.Runs)-m.ClustersStarted)
+}
+
+// Worst is the worst verdict over the runs: fail, then unknown (or an error), then pass.
+func (m *MatrixResult) Worst() results.Verdict {
+	worst := results.Pass
+	for _, r := range m.Runs {
+		switch v := r.Outcome.Verdict(); {
+		case r.Err == nil && v == results.Fail:
+			return results.Fail
+		case r.Err != nil || v == results.Unknown:
+			worst = results.Unknown
+		}
+	}
+	return worst
+}
+
+// cell is one combination of axis values with the scenario it makes.
+type cell struct {
+	axes     []report.Axis
+	scenario scenarios.Scenario
+	shape    clusterShape
+}
+
+// cells expands the axes into scenarios, validating each combination before anything runs.
+func (m MatrixSpec) cells() ([]cell, error) {
+	for _, a := range m.Axes {
+		if !slices.Contains(AxisNames(), a.Name) {
+			return nil, fmt.Errorf("matrix axis %q: want one of %s", a.Name, strings.Join(AxisNames(), ", "))
+		}
+		if len(a.Values) == 0 {
+			return nil, fmt.Errorf("matrix axis %s: no values", a.Name)
+		}
+	}
+	combos := product(m.Axes)
+	var out []cell
+	for _, axes := range combos {
+		s, err := applyAxes(m.Base, axes)
+		if err != nil {
+			return nil, fmt.Errorf("matrix cell %s: %w", axesLabel(axes), err)
+		}
+		out = append(out, cell{axes: axes, scenario: s, shape: shapeOf(s)})
+	}
+	return out, nil
+}
+
+// product is the cartesian product of the axes' values, the first axis varying slowest.
+func product(axes []MatrixAxis) [][]report.Axis {
+	if len(axes) == 0 {
+		return [][]report.Axis{nil}
+	}
+	var out [][]report.Axis
+	for _, v := range axes[0].Values {
+		for _, rest := range product(axes[1:]) {
+			out = append(out, append([]report.Axis{{Name: axes[0].Name, Value: v}}, rest...))
+		}
+	}
+	return out
+}
+
+// applyAxes forces a cell's axis values onto the base scenario.
+func applyAxes(base scenarios.Scenario, axes []report.Axis) (scenarios.Scenario, error) {
+	var o scenarios.Overrides
+	s := base.WithDefaults()
+	for _, a := range axes {
+		v := a.Value
+		switch a.Name {
+		case AxisAcks:
+			o.Acks = &v
+		case AxisIsolation:
+			o.Isolation = &v
+		case AxisMinISR, AxisRF, AxisNodes:
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return s, fmt.Errorf("%s %q: want a number", a.Name, v)
+			}
+			switch a.Name {
+			case AxisMinISR:
+				o.MinISR = &n
+			case AxisRF:
+				o.RF = &n
+			default:
+				o.Nodes = &n
+			}
+		case AxisUnclean, AxisIdempotence:
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return s, fmt.Errorf("%s %q: want true or false", a.Name, v)
+			}
+			if a.Name == AxisUnclean {
+				o.Unclean = &b
+			} else {
+				o.Idempotence = &b
+			}
+		case AxisFault:
+			f, err := Preset(v, s.Topics[0].Name)
+			if err != nil {
+				return s, err
+			}
+			s.Faults = singleFault(f, s.Duration)
+		}
+	}
+	return s.Override(o)
+}
+
+// singleFault is a timeline of one fault injected a third into the run and healed a third
+// later (a fault that ends by itself gets no duration), so that the run has a stretch before,
+// during and after it.
+func singleFault(f scenarios.Fault, d scenarios.Duration) scenarios.Schedule {
+	if f.Name == scenarios.FaultNone {
+		return scenarios.Schedule{Kind: scenarios.ScheduleNone}
+	}
+	st := scenarios.Step{At: d / 3, Fault: f}
+	if spec, _ := scenarios.LookupFault(f.Name); spec.Heals {
+		st.For = d / 3
+	}
+	return scenarios.Schedule{Kind: scenarios.ScheduleTimeline, Timeline: []scenarios.Step{st}}
+}
+
+func axesLabel(axes []report.Axis) string {
+	if len(axes) == 0 {
+		return "base"
+	}
+	parts := make([]string, len(axes))
+	for i, a := range axes {
+		parts[i] = a.Name + "=" + a.Value
+	}
+	return strings.Join(parts, ",")
+}
+
+// dirName is a cell's directory: its axes, safe for a file name.
+func dirName(axes []report.Axis) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '=', r == '.':
+			return r
+		}
+		return '_'
+	}, axesLabel(axes))
+}
+
+// CheckMatrix validates m's axes and every cell's scenario without running anything.
+func CheckMatrix(m MatrixSpec) error {
+	_, err := m.cells()
+	return err
+}
+
+// RunMatrix runs every cell Runs times. Cells of one cluster shape share a cluster, each run on
+// topics, groups and transactional.ids of its own; a shape change (another node count, other
+// broker settings) removes the cluster and starts the next. A run that fails to run is recorded
+// with its error and the matrix goes on (on a new cluster, in case the old one is the cause);
+// an interruption stops it.
+func RunMatrix(ctx context.Context, m MatrixSpec) (*MatrixResult, error) {
+	began := time.Now()
+	log := m.Log
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if m.Runs < 1 {
+		return nil, fmt.Errorf("matrix: runs %d: want at least 1", m.Runs)
+	}
+	if m.Out == "" {
+		return nil, errors.New("matrix: no output directory given")
+	}
+	cells, err := m.cells()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(m.Out, 0o755); err != nil {
+		return nil, fmt.Errorf("matrix: making the output directory: %w", err)
+	}
+	// Runs of one shape together, so that each shape's cluster starts once; otherwise the
+	// cells keep their order.
+	order := slices.Clone(cells)
+	slices.SortStableFunc(order, func(a, b cell) int { return strings.Compare(fmt.Sprint(a.shape), fmt.Sprint(b.shape)) })
+
+	res := &MatrixResult{}
+	var c *harness.Cluster
+	var shape clusterShape
+	closeCluster := func() {
+		if c == nil {
+			return
+		}
+		t0 := time.Now()
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+		defer cancel()
+		if err := c.Close(cctx); err != nil {
+			log.Warn("removing a cluster", "err", err)
+		}
+		res.StartClose += time.Since(t0)
+		c = nil
+	}
+	defer closeCluster()
+	total := len(order) * m.Runs
+	n := 0
+	for ci, cl := range order {
+		for k := 1; k <= m.Runs; k++ {
+			n++
+			if ctx.Err() != nil {
+				return res, fmt.Errorf("matrix: interrupted after %d of %d runs: %w", n-1, total, ctx.Err())
+			}
+			if c != nil && shape != cl.shape {
+				closeCluster()
+			}
+			if c == nil {
+				hs := m.Harness
+				hs.Nodes, hs.DedicatedControllers, hs.BrokerConfig = cl.scenario.Topology.Nodes, cl.scenario.Topology.DedicatedControllers, cl.scenario.Broker
+				hs.ArtifactDir = filepath.Join(m.Out, "clusters", strconv.Itoa(res.ClustersStarted+1))
+				if hs.Logger == nil {
+					hs.Logger = log
+				}
+				if m.Progress != nil {
+					fmt.Fprintf(m.Progress, "verity matrix: starting cluster %d (%s)\n", res.ClustersStarted+1, describeShape(cl.shape))
+				}
+				t0 := time.Now()
+				started, err := harness.Start(ctx, hs)
+				res.StartClose += time.Since(t0)
+				if err != nil {
+					return res, fmt.Errorf("matrix: %w", err)
+				}
+				c, shape = started, cl.shape
+				res.ClustersStarted++
+			}
+			s := cl.scenario.Clone()
+			s.Seed = cl.scenario.Seed + int64(k-1)
+			dir := filepath.Join(m.Out, dirName(cl.axes), fmt.Sprintf("run-%d", k))
+			if m.Progress != nil {
+				fmt.Fprintf(m.Progress, "verity matrix: run %d/%d  %s  run %d (seed %d)  %s elapsed\n", n, total, axesLabel(cl.axes), k, s.Seed,
+					time.Since(began).Round(time.Second))
+			}
+			o, err := Run(ctx, s, Options{Out: dir, Cluster: c, Fresh: fmt.Sprintf("-c%dr%d", ci+1, k), Progress: m.Progress,
+				ProgressEvery: 15 * time.Second, Log: log})
+			res.Runs = append(res.Runs, MatrixRun{Axes: cl.axes, Run: k, Outcome: o, Err: err})
+			if err != nil {
+				log.Warn("matrix run failed", "cell", axesLabel(cl.axes), "run", k, "err", err)
+				if m.Progress != nil {
+					fmt.Fprintf(m.Progress, "verity matrix: run failed: %s\n", oneLine(err.Error()))
+				}
+				closeCluster() // the next run starts on a new cluster
+				continue
+			}
+			dropTopics(ctx, c, o.Scenario, log)
+			if m.Progress != nil {
+				fmt.Fprintf(m.Progress, "verity matrix: %s run %d: %s in %s\n", axesLabel(cl.axes), k, o.Verdict(), o.Wall.Round(time.Second))
+			}
+		}
+	}
+	closeCluster()
+	res.Wall = time.Since(began)
+	return res, res.writeTables(m, cells)
+}
+
+// dropTopics deletes a finished run's topics, so that later runs on the cluster do not pay
+// for replicating and checking them. Best effort: a topic left behind costs only resources.
+func dropTopics(ctx context.Context, c *harness.Cluster, s scenarios.Scenario, log *slog.Logger) {
+	adm, err := c.Admin()
+	if err != nil {
+		log.Warn("deleting a run's topics", "err", err)
+		return
+	}
+	for _, t := range s.Topics {
+		if err := adm.DeleteTopic(t.Name); err != nil {
+			log.Warn("deleting a run's topic", "topic", t.Name, "err", err)
+		}
+	}
+}
+
+// writeTables writes matrix.md and matrix.html, cells in the order the axes give them.
+func (res *MatrixResult) writeTables(m MatrixSpec, cells []cell) error {
+	var rc []report.Cell
+	for _, cl := range cells {
+		for _, r := range res.Runs {
+			if axesLabel(r.Axes) != axesLabel(cl.axes) || r.Outcome == nil || r.Outcome.Results == nil {
+				continue
+			}
+			rel, _ := filepath.Rel(m.Out, r.Outcome.Report.HTML)
+			rc = append(rc, report.Cell{Axes: r.Axes, Run: r.Run, Results: r.Outcome.Results, Report: rel})
+		}
+	}
+	res.Markdown = report.CompareMarkdown(rc)
+	res.MarkdownFile = filepath.Join(m.Out, "matrix.md")
+	if err := os.WriteFile(res.MarkdownFile, []byte(res.Markdown), 0o644); err != nil {
+		return fmt.Errorf("matrix: writing the table: %w", err)
+	}
+	page, err := report.CompareHTML(fmt.Sprintf("Verity matrix: %s, %d runs a cell", m.Base.Name, m.Runs), rc)
+	if err != nil {
+		return fmt.Errorf("matrix: %w", err)
+	}
+	res.HTMLFile = filepath.Join(m.Out, "matrix.html")
+	if err := os.WriteFile(res.HTMLFile, []byte(page), 0o644); err != nil {
+		return fmt.Errorf("matrix: writing the table: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,272 @@
+// Package runner runs scenarios end to end: it starts (or reuses) a cluster, runs the
+// scenario's workloads with its fault schedule, heals, reads everything back, checks the
+// history against Kafka's documented guarantees and writes the run's artifacts: history.jsonl,
+// results.json, report.html, junit.xml and the nodes' logs.
+//
+// It is the one place that ties the other packages together (scenarios → harness, workloads,
+// nemesis → verify → report); they know nothing of it.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/verity-kafka/verity/harness"
+	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/nemesis"
+	"github.com/verity-kafka/verity/report"
+	"github.com/verity-kafka/verity/scenarios"
+	"github.com/verity-kafka/verity/verify"
+	"github.com/verity-kafka/verity/verify/guarantee"
+	"github.com/verity-kafka/verity/verify/results"
+	"github.com/verity-kafka/verity/workloads"
+)
+
+// HistoryFile is the history's name in a run's directory.
+const HistoryFile = "history.jsonl"
+
+// recoverTimeout bounds the wait for a healthy cluster after the faults are healed.
+const recoverTimeout = 3 * time.Minute
+
+// Options configure a run. The zero value (with Out set) starts a cluster for the run and
+// removes it afterwards.
+type Options struct {
+	// Out is the run's directory, made if missing; required.
+	Out string
+	// Cluster, when set, is a running cluster to use instead of starting one; it must have the
+	// scenario's shape (nodes, controllers, broker settings). It is left running, and its node
+	// logs are the owner's to collect.
+	Cluster *harness.Cluster
+	// Harness is the base of the cluster a run starts (images, heap, ready timeout, run id,
+	// signal handling); the scenario sets Nodes, DedicatedControllers and BrokerConfig, and
+	// ArtifactDir is Out.
+	Harness harness.Spec
+	// Fresh, when set, is appended to every topic, group and transactional.id the scenario
+	// names, so that a run on a reused cluster starts on new topics.
+	Fresh string
+	// Progress receives a progress line every ProgressEvery (default 5s) and at every phase
+	// change; nil: none.
+	Progress      io.Writer
+	ProgressEvery time.Duration
+	// Log receives the packages' logs; default discards.
+	Log *slog.Logger
+}
+
+// Outcome is what a run did and found.
+type Outcome struct {
+	Scenario scenarios.Scenario
+	// Dir holds the artifacts; History, ResultsFile, Report.HTML and Report.JUnit their paths.
+	Dir, History, ResultsFile string
+	Report                    report.Written
+	Results                   *results.Results
+	Recovery                  nemesis.Recovery
+	Workloads                 *workloads.Result
+	// Notes are remarks for the reader: how the run departed from the scenario's letter,
+	// fault steps that could not be injected, positive controls that did not fire.
+	Notes []string
+	// Missing are the scenario's Likely anomalies that the run did not show.
+	Missing []string
+	// ClusterReady is the time to a ready cluster (0 when reused); Wall the whole run.
+	ClusterReady, Wall time.Duration
+}
+
+// Verdict is the run's verdict.
+func (o *Outcome) Verdict() results.Verdict {
+	if o == nil || o.Results == nil {
+		return results.Unknown
+	}
+	return o.Results.Verdict
+}
+
+// Run runs scenario s and writes its artifacts into opts.Out. An error means the run could not
+// be carried out (no engine, a cluster that did not start, a workload that could not run, an
+// interruption); a guarantee violated is not an error but the verdict in the outcome.
+func Run(ctx context.Context, s scenarios.Scenario, opts Options) (*Outcome, error) {
+	began := time.Now()
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if opts.Out == "" {
+		return nil, errors.New("run: no output directory given")
+	}
+	if err := os.MkdirAll(opts.Out, 0o755); err != nil {
+		return nil, fmt.Errorf("run: making the output directory: %w", err)
+	}
+	s = s.WithDefaults()
+	tag := "verity"
+	if opts.Fresh != "" {
+		s = freshNames(s, opts.Fresh)
+		tag += opts.Fresh
+	}
+	pl, err := compile(s, tag)
+	if err != nil {
+		return nil, err
+	}
+	out := &Outcome{Scenario: s, Dir: opts.Out, History: filepath.Join(opts.Out, HistoryFile), Notes: slices.Clone(pl.notes)}
+	prog := newProgress(opts.Progress, opts.ProgressEvery, s.Duration.Std())
+	defer prog.stop()
+
+	c := opts.Cluster
+	if c == nil {
+		prog.phase("starting a cluster of " + describeShape(pl.cluster))
+		hs := opts.Harness
+		hs.Nodes, hs.DedicatedControllers, hs.BrokerConfig = s.Topology.Nodes, s.Topology.DedicatedControllers, s.Broker
+		hs.ArtifactDir = opts.Out
+		if hs.Logger == nil {
+			hs.Logger = log
+		}
+		t0 := time.Now()
+		c, err = harness.Start(ctx, hs)
+		if err != nil {
+			return nil, fmt.Errorf("run %s: %w", s.Name, err)
+		}
+		out.ClusterReady = time.Since(t0)
+		defer func() {
+			prog.phase("removing the cluster")
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+			defer cancel()
+			if cerr := c.Close(cctx); cerr != nil {
+				log.Warn("removing the cluster", "err", cerr)
+			}
+		}()
+	} else {
+		if err := compatible(c, pl.cluster); err != nil {
+			return nil, fmt.Errorf("run %s: %w", s.Name, err)
+		}
+		// A reused cluster must be as healthy as a new one before the run starts.
+		prog.phase("waiting for a healthy cluster")
+		hctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		err := c.WaitHealthy(hctx)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("run %s: the reused cluster is not healthy: %w", s.Name, err)
+		}
+	}
+
+	ws := pl.workloads
+	ws.Log = log
+	var recovery nemesis.Recovery
+	var stepErrs error
+	ws.Nemesis = func(ctx context.Context, rec workloads.Recorder) error {
+		n := nemesis.New(c, rec, nemesis.Options{Seed: s.Seed, Log: log})
+		defer n.Close()
+		prog.watch(n, rec)
+		prog.phase("running")
+		// The ISR watch outlives the workloads' context: it records the ISR around the heals
+		// that Recover does after the run's end.
+		wctx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
+		watched := make(chan error, 1)
+		go func() { watched <- n.WatchISR(wctx, pl.topics, 500*time.Millisecond) }()
+		defer func() {
+			stopWatch()
+			if werr := <-watched; werr != nil && !errors.Is(werr, context.Canceled) {
+				log.Warn("ISR watch", "err", werr)
+			}
+		}()
+		faults, err := pl.schedule.Plan(s.Seed, s.Duration.Std())
+		if err != nil {
+			return fmt.Errorf("planning the faults: %w", err)
+		}
+		log.Info("fault plan", "scenario", s.Name, "seed", s.Seed, "plan", faults.String())
+		stepErrs = n.Run(ctx, faults)
+		<-ctx.Done() // the faults may end early; the workloads run their whole duration
+		prog.phase("healing")
+		recovery = n.Recover(ctx, recoverTimeout)
+		prog.phase("final reads")
+		return nil
+	}
+	res, runErr := workloads.Run(ctx, c, out.History, ws)
+	out.Workloads, out.Recovery = res, recovery
+	if res == nil {
+		return out, fmt.Errorf("run %s: %w", s.Name, runErr)
+	}
+	if ctx.Err() != nil {
+		return out, fmt.Errorf("run %s: interrupted (%w); the history so far is in %s", s.Name, ctx.Err(), out.History)
+	}
+	if stepErrs != nil {
+		out.Notes = append(out.Notes, "fault steps not carried out: "+oneLine(stepErrs.Error()))
+	}
+
+	prog.phase("checking")
+	r, err := verify.CheckFile(ctx, out.History, guarantee.Overrides{}, verify.Options{Logger: log})
+	if err != nil {
+		return out, fmt.Errorf("run %s: checking the history: %w", s.Name, err)
+	}
+	out.Results = r
+	var unknown []string
+	if why := recovery.UnknownReason(); why != "" {
+		unknown = append(unknown, why)
+	}
+	if runErr != nil {
+		unknown = append(unknown, "the run did not complete as specified: "+oneLine(runErr.Error()))
+	}
+	if len(unknown) > 0 {
+		r.UnknownReasons = append(r.UnknownReasons, unknown...)
+		if r.Verdict == results.Pass {
+			r.Verdict = results.Unknown
+		}
+	}
+	for _, name := range s.Expect.Likely {
+		if a, ok := r.Anomalies[name]; !ok || a.Count == 0 {
+			out.Missing = append(out.Missing, name)
+		}
+	}
+	if len(out.Missing) > 0 {
+		out.Notes = append(out.Notes, fmt.Sprintf("positive control did not fire: the scenario provokes %s, which this run did not show (%s)",
+			strings.Join(out.Missing, ", "), s.Expect.Provoke))
+	}
+	r.Notes = append(r.Notes, out.Notes...)
+	r.Timings.ClusterReadyS = out.ClusterReady.Seconds()
+	if res != nil {
+		r.Timings.RunS = res.Elapsed.Seconds()
+	}
+
+	prog.phase("writing the report")
+	if out.ResultsFile, err = results.Write(opts.Out, r); err != nil {
+		return out, fmt.Errorf("run %s: %w", s.Name, err)
+	}
+	if out.Report, err = report.Write(ctx, opts.Out, r, out.History, report.Options{}); err != nil {
+		return out, fmt.Errorf("run %s: %w", s.Name, err)
+	}
+	out.Wall = time.Since(began)
+	log.Info("run done", "scenario", s.Name, "seed", s.Seed, "verdict", r.Verdict, "wall", out.Wall.Round(time.Millisecond))
+	return out, nil
+}
+
+// compatible says why a running cluster cannot run a scenario of shape want.
+func compatible(c *harness.Cluster, want clusterShape) error {
+	spec := c.Spec()
+	got := shapeOf(scenarios.Scenario{Topology: scenarios.Topology{Nodes: len(c.Brokers()), DedicatedControllers: spec.DedicatedControllers},
+		Broker: spec.BrokerConfig})
+	if got != want {
+		return fmt.Errorf("the cluster given (%s) does not have the scenario's shape (%s)", describeShape(got), describeShape(want))
+	}
+	return nil
+}
+
+func describeShape(s clusterShape) string {
+	d := fmt.Sprintf("%d brokers", s.Nodes)
+	if s.DedicatedControllers {
+		d += " + 3 dedicated controllers"
+	}
+	if s.Broker != "map[]" {
+		d += ", broker settings " + s.Broker
+	}
+	return d
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// opsCounter is what progress needs of the history writer: *history.Writer has it.
+type opsCounter interface{ Count() int64 }
+
+var _ opsCounter = (*history.Writer)(nil)
