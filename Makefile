@@ -7,7 +7,7 @@ GO ?= go
 # and each package checks at its end that nothing labelled io.verity.run is left.
 GOTEST := $(GO) test -p 1 -count=1 -timeout 25m
 
-.PHONY: all engine images test test-short lab clean vet
+.PHONY: all engine images run test test-short lab clean vet
 
 all: test
 
@@ -16,6 +16,11 @@ engine:
 
 images: engine
 	@docker/build-images.sh
+
+# One real scenario end to end: the default (3 nodes, the leader of a partition SIGKILLed, a
+# verdict). ARGS passes flags to `verity run`, e.g. make run ARGS='--scenario acks1-leader-loss'.
+run: images
+	$(GO) run ./cmd/verity run $(ARGS)
 
 test: images
 	$(GOTEST) ./...

@@ -27,18 +27,21 @@ type progress struct {
 	lastOps   int64
 	lastAt    time.Time
 	done      chan struct{}
+	exited    chan struct{}
 	closeOnce sync.Once
 }
 
 func newProgress(w io.Writer, every time.Duration, total time.Duration) *progress {
-	p := &progress{w: w, total: total, began: time.Now(), done: make(chan struct{})}
+	p := &progress{w: w, total: total, began: time.Now(), done: make(chan struct{}), exited: make(chan struct{})}
 	if w == nil {
+		close(p.exited)
 		return p
 	}
 	if every <= 0 {
 		every = 5 * time.Second
 	}
 	go func() {
+		defer close(p.exited)
 		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
@@ -108,4 +111,9 @@ func (p *progress) line() {
 	fmt.Fprintln(p.w, b.String())
 }
 
-func (p *progress) stop() { p.closeOnce.Do(func() { close(p.done) }) }
+// stop ends the ticker and waits for it: no line is written after stop returns (a test's log
+// must not be written to once the test has ended).
+func (p *progress) stop() {
+	p.closeOnce.Do(func() { close(p.done) })
+	<-p.exited
+}

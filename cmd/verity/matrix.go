@@ -51,7 +51,7 @@ func matrixCommand(onUsage cli.OnUsageErrorFunc) *cli.Command {
 			if err != nil {
 				return err
 			}
-			o, err := runOverrides(cmd)
+			o, err := runOverrides(cmd, false)
 			if err != nil {
 				return err
 			}

@@ -63,7 +63,7 @@ func runCommand(onUsage cli.OnUsageErrorFunc) *cli.Command {
 			if err != nil {
 				return err
 			}
-			o, err := runOverrides(cmd)
+			o, err := runOverrides(cmd, true)
 			if err != nil {
 				return err
 			}
@@ -109,9 +109,21 @@ func loadScenario(cmd *cli.Command) (scenarios.Scenario, error) {
 	return s, nil
 }
 
-// runOverrides reads the flags that force settings onto the scenario.
-func runOverrides(cmd *cli.Command) (scenarios.Overrides, error) {
+// runOverrides reads the flags that force settings onto the scenario: seed and duration, and
+// with config the single-valued configuration flags of run (matrix reads those as axes).
+func runOverrides(cmd *cli.Command, config bool) (scenarios.Overrides, error) {
 	var o scenarios.Overrides
+	if cmd.IsSet("seed") {
+		v := cmd.Int64("seed")
+		o.Seed = &v
+	}
+	if cmd.IsSet("duration") {
+		v := cmd.Duration("duration")
+		o.Duration = &v
+	}
+	if !config {
+		return o, nil
+	}
 	if cmd.IsSet("acks") {
 		v := cmd.String("acks")
 		o.Acks = &v
@@ -137,14 +149,6 @@ func runOverrides(cmd *cli.Command) (scenarios.Overrides, error) {
 			v := cmd.Bool(f.name)
 			*f.dst = &v
 		}
-	}
-	if cmd.IsSet("seed") {
-		v := cmd.Int64("seed")
-		o.Seed = &v
-	}
-	if cmd.IsSet("duration") {
-		v := cmd.Duration("duration")
-		o.Duration = &v
 	}
 	return o, nil
 }

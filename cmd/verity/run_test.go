@@ -1,0 +1,75 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestRunUsageErrors: bad input to run, matrix and list ends with exit 2 and one line that
+// says what to do, before any cluster is started.
+func TestRunUsageErrors(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(bad, []byte("name: x\ntopology:\n  nodes: many\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	torn := filepath.Join(t.TempDir(), "torn.yaml")
+	if err := os.WriteFile(torn, []byte("name: x\n  topology: [\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name   string
+		args   []string
+		stderr string
+	}{
+		{"unknown scenario", []string{"run", "--scenario", "defualt"}, `no built-in scenario "defualt"`},
+		{"missing file", []string{"run", "--file", "/nonexistent.yaml"}, "nonexistent.yaml"},
+		{"wrong type in YAML", []string{"run", "--file", bad}, "topology.nodes"},
+		{"malformed YAML", []string{"run", "--file", torn}, "torn.yaml"},
+		{"both scenario and file", []string{"run", "--scenario", "default", "--file", bad}, "not both"},
+		{"bad acks", []string{"run", "--acks", "2"}, "--acks"},
+		{"impossible combination", []string{"run", "--rf", "1"}, "min"},
+		{"argument", []string{"run", "extra"}, "no arguments"},
+		{"matrix without axes", []string{"matrix"}, "no axis given"},
+		{"matrix bad axis value", []string{"matrix", "--acks", "1,7"}, "acks"},
+		{"matrix unknown fault", []string{"matrix", "--fault", "meteor"}, "meteor"},
+		{"matrix zero runs", []string{"matrix", "--acks", "1", "--runs", "0"}, "--runs"},
+		{"list unknown", []string{"list", "--yaml", "--scenario", "nope"}, "nope"},
+	}
+	for _, c := range cases {
+		code, _, stderr := runCLI(c.args...)
+		if code != exitUsage {
+			t.Errorf("%s: exit %d, want %d (stderr %q)", c.name, code, exitUsage, stderr)
+		}
+		if !strings.Contains(stderr, c.stderr) || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+			t.Errorf("%s: stderr %q: want one line containing %q", c.name, stderr, c.stderr)
+		}
+	}
+}
+
+// TestRunNoEngine: with no Docker engine, run fails at once with exit 2 and says how to start one.
+func TestRunNoEngine(t *testing.T) {
+	t.Setenv("DOCKER_HOST", "tcp://127.0.0.1:9")
+	out := t.TempDir()
+	code, _, stderr := runCLI("run", "--quiet", "--out", out)
+	if code != exitUsage || !strings.Contains(stderr, "make engine") {
+		t.Errorf("exit %d, stderr %q: want 2 and how to start an engine", code, stderr)
+	}
+}
+
+func TestList(t *testing.T) {
+	code, stdout, _ := runCLI("list")
+	if code != exitPass {
+		t.Fatalf("exit %d", code)
+	}
+	for _, want := range []string{"default", "acks1-leader-loss", "lost-write likely", "FAULT", "ack-loss"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("list does not show %q", want)
+		}
+	}
+	code, stdout, _ = runCLI("list", "--yaml", "--scenario", "acks1-leader-loss")
+	if code != exitPass || !strings.Contains(stdout, "name: acks1-leader-loss") {
+		t.Errorf("list --yaml: exit %d, %q", code, stdout)
+	}
+}

@@ -1,0 +1,107 @@
+package runner
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/verity-kafka/verity/scenarios"
+	"github.com/verity-kafka/verity/verify/results"
+)
+
+func TestMatrixCells(t *testing.T) {
+	m := MatrixSpec{Base: scenarios.Default(), Runs: 3, Axes: []MatrixAxis{
+		{Name: AxisAcks, Values: []string{"1", "all"}},
+		{Name: AxisMinISR, Values: []string{"1", "2"}},
+	}}
+	cells, err := m.cells()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range cells {
+		got = append(got, axesLabel(c.axes))
+		if c.shape != cells[0].shape {
+			t.Errorf("%s: shape %v differs: the cells could not share a cluster", axesLabel(c.axes), c.shape)
+		}
+	}
+	want := "acks=1,min-isr=1 acks=1,min-isr=2 acks=all,min-isr=1 acks=all,min-isr=2"
+	if strings.Join(got, " ") != want {
+		t.Errorf("cells %v, want %s", got, want)
+	}
+	c := cells[0].scenario
+	if c.Client.Acks != "1" || c.Client.Idempotence != nil || c.Topics[0].MinInsyncReplicas != 1 {
+		t.Errorf("acks=1,min-isr=1: client %+v, min ISR %d", c.Client, c.Topics[0].MinInsyncReplicas)
+	}
+}
+
+func TestMatrixFaultAxisAndShapes(t *testing.T) {
+	m := MatrixSpec{Base: scenarios.Default(), Runs: 1, Axes: []MatrixAxis{
+		{Name: AxisNodes, Values: []string{"3", "4"}},
+		{Name: AxisFault, Values: []string{"kill", "rolling-bounce-hard", "none"}},
+	}}
+	cells, err := m.cells()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cells) != 6 || cells[0].shape == cells[3].shape {
+		t.Fatalf("%d cells; shapes %v %v: want 6 cells on two shapes", len(cells), cells[0].shape, cells[3].shape)
+	}
+	kill := cells[0].scenario.Faults
+	if len(kill.Timeline) != 1 || kill.Timeline[0].At != scenarios.Duration(20*time.Second) || kill.Timeline[0].For != scenarios.Duration(20*time.Second) {
+		t.Errorf("kill cell schedule %+v: want one step a third in, for a third", kill)
+	}
+	if b := cells[1].scenario.Faults.Timeline; len(b) != 1 || b[0].For != 0 {
+		t.Errorf("rolling bounce ends by itself: got %+v", b)
+	}
+	if n := cells[2].scenario.Faults; n.Kind != scenarios.ScheduleNone {
+		t.Errorf("none: %+v", n)
+	}
+}
+
+func TestMatrixBadAxes(t *testing.T) {
+	for _, c := range []struct {
+		axis MatrixAxis
+		want string
+	}{
+		{MatrixAxis{Name: "colour", Values: []string{"red"}}, "want one of"},
+		{MatrixAxis{Name: AxisAcks, Values: []string{"2"}}, "acks"},
+		{MatrixAxis{Name: AxisMinISR, Values: []string{"x"}}, "want a number"},
+		{MatrixAxis{Name: AxisMinISR, Values: []string{"4"}}, "min"},
+		{MatrixAxis{Name: AxisUnclean, Values: []string{"maybe"}}, "true or false"},
+		{MatrixAxis{Name: AxisFault, Values: []string{"meteor"}}, "meteor"},
+		{MatrixAxis{Name: AxisAcks}, "no values"},
+	} {
+		err := CheckMatrix(MatrixSpec{Base: scenarios.Default(), Runs: 1, Axes: []MatrixAxis{c.axis}})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: error %v, want one containing %q", c.axis, err, c.want)
+		}
+	}
+}
+
+func TestMatrixSavedAndWorst(t *testing.T) {
+	m := &MatrixResult{ClustersStarted: 2, StartClose: 20 * time.Second, Runs: make([]MatrixRun, 12)}
+	if got := m.Saved(); got != 100*time.Second {
+		t.Errorf("saved %s, want 10 runs × 10 s", got)
+	}
+	pass := &Outcome{Results: &results.Results{Verdict: results.Pass}}
+	fail := &Outcome{Results: &results.Results{Verdict: results.Fail}}
+	m.Runs = []MatrixRun{{Outcome: pass}, {Outcome: pass}}
+	if m.Worst() != results.Pass {
+		t.Error("all pass: worst should be pass")
+	}
+	m.Runs = append(m.Runs, MatrixRun{Err: errTest})
+	if m.Worst() != results.Unknown {
+		t.Error("a run that did not complete: worst should be unknown")
+	}
+	m.Runs = append(m.Runs, MatrixRun{Outcome: fail})
+	if m.Worst() != results.Fail {
+		t.Error("a failed run: worst should be fail")
+	}
+}
+
+var errTest = errString("boom")
+
+type errString string
+
+func (e errString) Error() string { return string(e) }
