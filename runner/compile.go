@@ -19,6 +19,9 @@ type plan struct {
 	workloads workloads.Spec // without Nemesis, Sarama, Log: the run sets them
 	schedule  nemesis.Schedule
 	topics    []string
+	// txnTopics are the topics transactions write, with their partition counts: the run
+	// measures how long their LSO stalls.
+	txnTopics map[string]int32
 	notes     []string // how the run departs from the scenario's letter (client limits)
 }
 
@@ -104,6 +107,18 @@ func compile(s scenarios.Scenario, tag string) (*plan, error) {
 		for range g.Count {
 			ws.Consumers = append(ws.Consumers, workloads.ConsumerConfig{Topics: g.Topics, Mode: workloads.Subscribe,
 				Group: name, Isolation: cl.Isolation, RestartEvery: g.RestartEvery.Std()})
+		}
+	}
+	if s.Workload.Transactional.Count > 0 || pr.Count > 0 {
+		pl.txnTopics = map[string]int32{}
+		written := slices.Clone(s.Workload.Transactional.Topics)
+		if pr.Count > 0 {
+			written = append(written, pr.Output)
+		}
+		for _, t := range s.Topics {
+			if slices.Contains(written, t.Name) {
+				pl.txnTopics[t.Name] = t.Partitions
+			}
 		}
 	}
 	sched, err := schedule(s, refs)

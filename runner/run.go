@@ -156,6 +156,7 @@ func Run(ctx context.Context, s scenarios.Scenario, opts Options) (*Outcome, err
 	ws.Log = log
 	var recovery nemesis.Recovery
 	var stepErrs error
+	var lsoNotes []string
 	ws.Nemesis = func(ctx context.Context, rec workloads.Recorder) error {
 		n := nemesis.New(c, rec, nemesis.Options{Seed: s.Seed, Log: log})
 		defer n.Close()
@@ -172,6 +173,16 @@ func Run(ctx context.Context, s scenarios.Scenario, opts Options) (*Outcome, err
 				log.Warn("ISR watch", "err", werr)
 			}
 		}()
+		if len(pl.txnTopics) > 0 {
+			stalls := make(chan []lsoStall, 1)
+			go func() { stalls <- watchLSO(ctx, c, pl.txnTopics, time.Second, 5*time.Second) }()
+			defer func() {
+				for _, st := range <-stalls {
+					lsoNotes = append(lsoNotes, st.String())
+				}
+				slices.Sort(lsoNotes)
+			}()
+		}
 		faults, err := pl.schedule.Plan(s.Seed, s.Duration.Std())
 		if err != nil {
 			return fmt.Errorf("planning the faults: %w", err)
@@ -195,12 +206,15 @@ func Run(ctx context.Context, s scenarios.Scenario, opts Options) (*Outcome, err
 	if stepErrs != nil {
 		out.Notes = append(out.Notes, "fault steps not carried out: "+oneLine(stepErrs.Error()))
 	}
+	out.Notes = append(out.Notes, lsoNotes...)
 
 	prog.phase("checking")
+	checkBegan := time.Now()
 	r, err := verify.CheckFile(ctx, out.History, guarantee.Overrides{}, verify.Options{Logger: log})
 	if err != nil {
 		return out, fmt.Errorf("run %s: checking the history: %w", s.Name, err)
 	}
+	r.Timings.CheckS = time.Since(checkBegan).Seconds()
 	out.Results = r
 	var unknown []string
 	if why := recovery.UnknownReason(); why != "" {
@@ -226,9 +240,7 @@ func Run(ctx context.Context, s scenarios.Scenario, opts Options) (*Outcome, err
 	}
 	r.Notes = append(r.Notes, out.Notes...)
 	r.Timings.ClusterReadyS = out.ClusterReady.Seconds()
-	if res != nil {
-		r.Timings.RunS = res.Elapsed.Seconds()
-	}
+	r.Timings.RunS = res.Elapsed.Seconds()
 
 	prog.phase("writing the report")
 	if out.ResultsFile, err = results.Write(opts.Out, r); err != nil {

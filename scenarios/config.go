@@ -18,7 +18,13 @@ type headerConfig struct {
 	Spec Scenario `json:"spec"`
 }
 
-// Config returns the history header's "config" for s (with defaults applied): every producer
+// Config predicts the history header's "config" for s, before any run: what the checker will
+// judge by. Tests use it to hold each scenario's expectation against the guarantee table. The
+// header of a real run is written once, by workloads.Run, from the settings the clients really
+// run with (sarama's limits included), with the scenario under "spec" added by the runner; both
+// number processes in Workload's documented order.
+//
+// It returns (with defaults applied): every producer
 // and topic setting stated explicitly, so that the checker assumes nothing, and per-process
 // entries ("processes") for producer groups with their own acks or idempotence and for every
 // transactional producer and processor. Process numbers follow Workload's documented order.

@@ -1,6 +1,5 @@
 // Command verity runs Kafka clusters under faults, records what clients saw, and judges the
-// history against what Kafka documents. For now it has one subcommand, check, which re-checks a
-// saved history offline; run, list, matrix and reap come with the scenarios.
+// history against what Kafka documents.
 //
 // Subcommands: run (one scenario on a fresh cluster), matrix (configurations × faults × runs on
 // shared clusters), list (built-in scenarios and faults), check (a saved history), reap

@@ -109,4 +109,3 @@ func matrixCommand(onUsage cli.OnUsageErrorFunc) *cli.Command {
 		},
 	}
 }
-
