@@ -363,12 +363,17 @@ func (res *MatrixResult) writeTables(m MatrixSpec, cells []cell) error {
 			rc = append(rc, report.Cell{Axes: r.Axes, Run: r.Run, Results: r.Outcome.Results, Report: rel})
 		}
 	}
-	res.Markdown = report.CompareMarkdown(rc)
+	var seeds []string
+	for k := 1; k <= m.Runs; k++ {
+		seeds = append(seeds, strconv.FormatInt(m.Base.Seed+int64(k-1), 10))
+	}
+	res.Markdown = report.CompareMarkdown(rc) + fmt.Sprintf("\nScenario %s; runs 1..%d of every cell used seeds %s.\n",
+		m.Base.Name, m.Runs, strings.Join(seeds, ", "))
 	res.MarkdownFile = filepath.Join(m.Out, "matrix.md")
 	if err := os.WriteFile(res.MarkdownFile, []byte(res.Markdown), 0o644); err != nil {
 		return fmt.Errorf("matrix: writing the table: %w", err)
 	}
-	page, err := report.CompareHTML(fmt.Sprintf("Verity matrix: %s, %d runs a cell", m.Base.Name, m.Runs), rc)
+	page, err := report.CompareHTML(fmt.Sprintf("Verity matrix: %s, %d runs a cell (seeds %s)", m.Base.Name, m.Runs, strings.Join(seeds, ", ")), rc)
 	if err != nil {
 		return fmt.Errorf("matrix: %w", err)
 	}
