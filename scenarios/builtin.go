@@ -285,11 +285,11 @@ func minISR2DiskLoss() Scenario {
 }
 
 func uncleanIsolation() Scenario {
-	s := base("unclean-isolation", "unclean.leader.election.enable=true: cut p0's leader off from its followers, then isolate it.", "000 §7.4, 001 §16 case 5")
+	s := base("unclean-isolation", "unclean.leader.election.enable=true: cut the fetches of p0's followers from its leader, then isolate the leader.", "000 §7.4, 001 §16 case 5")
 	s.Topics[0].UncleanLeaderElection = true
 	s.Topics[0].MinInsyncReplicas = 1
 	s.Faults = timeline(
-		step(5, 45, FaultLeaderCut, leaderOf0()),
+		Step{At: sec(5), For: sec(45), Fault: Fault{Name: FaultOneWayCut, Target: followersOf0(), Params: Params{To: leaderOf0()}}},
 		step(25, 20, FaultIsolate, leaderOf0()),
 	)
 	s.Expect = Expectation{
@@ -297,11 +297,14 @@ func uncleanIsolation() Scenario {
 			"to what it had: acknowledged writes it never copied are lost. Loss is permitted.",
 		Permitted: []string{"lost-write", "lost-observed", "inconsistent-offset", "duplicate", "nonmonotonic-poll", "poll-skip"},
 		Likely:    []string{"lost-write"},
-		Provoke: "The leader is first cut off from its followers while clients still reach it: after " +
-			"replica.lag.time.max.ms its ISR is itself alone and, with min.insync.replicas=1 (set here so that it keeps " +
-			"acknowledging; with 2 it would refuse and nothing acknowledged could be lost), it goes on acknowledging " +
-			"writes the followers never get. Then it is isolated entirely: the controller fences it and, with no ISR " +
-			"member left, elects an out-of-sync follower, truncating those writes.",
+		Provoke: "First only the connections the followers open to the leader are cut (their fetches), so the leader " +
+			"still reaches the controller and stays leader; after replica.lag.time.max.ms its ISR is itself alone and, " +
+			"with min.insync.replicas=1 (set here so that it keeps acknowledging; with 2 it would refuse and nothing " +
+			"acknowledged could be lost), it goes on acknowledging writes the followers never get. Then the leader is " +
+			"isolated entirely: the controller fences it and, with no ISR member left, elects an out-of-sync follower, " +
+			"truncating those writes. (Cutting every link between the leader and its followers would not do: on combined " +
+			"nodes it also cuts the leader from the controller, which fences it while the followers are still in the ISR, " +
+			"and the election is clean.)",
 	}
 	return s
 }

@@ -34,7 +34,7 @@ func TestConfigRoundTripsThroughGuaranteeDecode(t *testing.T) {
 		{"acks1-leader-loss", Overrides{}, want{acks: 1, idempotent: false, inFlight: 5, rf: 3, minISR: 2,
 			isolation: ReadCommitted, faults: []string{"kill", "latency"}}},
 		{"unclean-isolation", Overrides{}, want{acks: guarantee.AcksAll, idempotent: true, inFlight: 5, rf: 3, minISR: 1, unclean: true,
-			isolation: ReadCommitted, faults: []string{"isolate", "leader-cut-from-followers"}}},
+			isolation: ReadCommitted, faults: []string{"isolate", "one-way-cut"}}},
 		{"minisr1-disk-loss", Overrides{}, want{acks: guarantee.AcksAll, idempotent: true, inFlight: 5, rf: 3, minISR: 1,
 			isolation: ReadCommitted, faults: []string{"disk-loss", "stop"}}},
 		{"plain-inflight1-order", Overrides{}, want{acks: guarantee.AcksAll, idempotent: false, inFlight: 1, rf: 3, minISR: 2,
