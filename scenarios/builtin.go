@@ -75,6 +75,11 @@ func twoTopics() []Topic {
 	}
 }
 
+// dedicatedControllers moves the KRaft quorum off the brokers, for scenarios that stop two of
+// three brokers: on combined nodes that would also stop two of three controllers, the quorum
+// would be lost, and acks=all writes would hang instead of failing with NOT_ENOUGH_REPLICAS.
+func dedicatedControllers(s *Scenario) { s.Topology.DedicatedControllers = true }
+
 func timeline(steps ...Step) Schedule { return Schedule{Kind: ScheduleTimeline, Timeline: steps} }
 
 func step(at, dur float64, name FaultName, t *Target) Step {
@@ -134,6 +139,7 @@ func labFollowerDown() Scenario {
 
 func labISRBelowMin() Scenario {
 	s := base("lab-isr-below-min", "Stop both followers of p0 while acks=all producers and one acks=1 producer write.", "000 §20.4, 001 §10")
+	dedicatedControllers(&s)
 	s.Workload.Producers = append(s.Workload.Producers, ProducerGroup{Count: 1, Topic: DefaultTopic, Acks: "1", Idempotence: ptr(false)})
 	s.Faults = timeline(step(10, 30, FaultStop, followersOf0()))
 	s.Expect = Expectation{
@@ -257,6 +263,7 @@ func diskLossTimeline() Schedule {
 
 func minISR1DiskLoss() Scenario {
 	s := base("minisr1-disk-loss", "min.insync.replicas=1: stop both followers of p0, keep writing, wipe the leader's disk, restart all.", "001 §16 case 4")
+	dedicatedControllers(&s)
 	s.Topics[0].MinInsyncReplicas = 1
 	s.Faults = diskLossTimeline()
 	s.Duration = sec(75)
@@ -273,6 +280,7 @@ func minISR1DiskLoss() Scenario {
 
 func minISR2DiskLoss() Scenario {
 	s := base("minisr2-disk-loss", "min.insync.replicas=2: the same sequence as minisr1-disk-loss.", "000 §6")
+	dedicatedControllers(&s)
 	s.Faults = diskLossTimeline()
 	s.Duration = sec(75)
 	s.Expect = Expectation{
@@ -311,6 +319,7 @@ func uncleanIsolation() Scenario {
 
 func elrLastReplica() Scenario {
 	s := base("elr-last-replica", "Shrink p0's ISR below min ISR, then kill its leader: a replica from the ELR takes over.", "000 §7.2")
+	dedicatedControllers(&s)
 	s.Faults = timeline(
 		step(10, 30, FaultStop, followersOf0()),
 		step(20, 30, FaultKill, leaderOf0()),
