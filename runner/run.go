@@ -207,6 +207,7 @@ func Run(ctx context.Context, s scenarios.Scenario, opts Options) (*Outcome, err
 		out.Notes = append(out.Notes, "fault steps not carried out: "+oneLine(stepErrs.Error()))
 	}
 	out.Notes = append(out.Notes, lsoNotes...)
+	out.Notes = append(out.Notes, workloadNotes(res)...)
 
 	prog.phase("checking")
 	checkBegan := time.Now()
@@ -282,3 +283,41 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 type opsCounter interface{ Count() int64 }
 
 var _ opsCounter = (*history.Writer)(nil)
+
+// workloadNotes sums what the transactional workloads did that the checker does not count:
+// fencing (zombie) episodes and their refused commits, crashes and restarts.
+func workloadNotes(res *workloads.Result) []string {
+	var notes []string
+	var t workloads.TxnStats
+	for _, s := range res.Transactional {
+		t.Committed += s.Committed
+		t.Aborted += s.Aborted
+		t.Failed += s.Failed
+		t.Unknown += s.Unknown
+		t.Crashes += s.Crashes
+		t.Zombies += s.Zombies
+		t.ZombieCommitsRefused += s.ZombieCommitsRefused
+		t.ZombieCommitsUnknown += s.ZombieCommitsUnknown
+	}
+	if len(res.Transactional) > 0 {
+		notes = append(notes, fmt.Sprintf("transactions: %d committed, %d aborted on purpose, %d failed, %d unknown; %d producer restarts",
+			t.Committed, t.Aborted, t.Failed, t.Unknown, t.Crashes))
+		if t.Zombies > 0 {
+			notes = append(notes, fmt.Sprintf("fencing: %d times a second instance took a transactional.id mid-transaction; the fenced instance's later commits: %d refused, %d unknown",
+				t.Zombies, t.ZombieCommitsRefused, t.ZombieCommitsUnknown))
+		}
+	}
+	var p workloads.ProcessorStats
+	for _, s := range res.Processors {
+		p.Committed += s.Committed
+		p.Failed += s.Failed
+		p.Unknown += s.Unknown
+		p.Crashes += s.Crashes
+		p.InputsCommitted += s.InputsCommitted
+	}
+	if len(res.Processors) > 0 {
+		notes = append(notes, fmt.Sprintf("read-process-write: %d transactions committed (%d inputs), %d failed, %d unknown; %d crashes",
+			p.Committed, p.InputsCommitted, p.Failed, p.Unknown, p.Crashes))
+	}
+	return notes
+}

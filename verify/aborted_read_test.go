@@ -52,12 +52,24 @@ func TestAbortedRead(t *testing.T) {
 			want:    map[guarantee.Anomaly]want{guarantee.AbortedRead: {count: 1}},
 			verdict: results.Fail,
 		},
-		// Near misses.
 		{
-			name: "read_uncommitted consumer sees an aborted record",
+			// What read_uncommitted promises: reported, as permitted, so that a run shows it
+			// (the lab check "read_uncommitted sees aborted data") with the ops that prove it.
+			name: "read_uncommitted consumer sees an aborted record: permitted",
 			build: func(h *hb) {
 				h.txn(5, "tx", history.IntentAbort, Fail, r)
 				h.poll(7, RU, at(r, 0))
+				h.final("t", 0, RU, 0, 2, at(r, 0))
+				h.final("t", 0, RC, 0, 2)
+			},
+			want:    map[guarantee.Anomaly]want{guarantee.AbortedRead: {count: 1, permitted: true, ops: []int64{0, 1, 3}}},
+			verdict: results.Pass,
+		},
+		// Near misses.
+		{
+			name: "only a read_uncommitted final read has the aborted record",
+			build: func(h *hb) {
+				h.txn(5, "tx", history.IntentAbort, Fail, r)
 				h.final("t", 0, RU, 0, 2, at(r, 0))
 				h.final("t", 0, RC, 0, 2)
 			},

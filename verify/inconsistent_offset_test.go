@@ -87,6 +87,7 @@ func TestInconsistentOffset(t *testing.T) {
 				h.final("t", 0, RU, 0, 3, at(rec("t", 0, "5-1"), 0), at(rec("t", 0, "1-1"), 2))
 				h.final("t", 0, RC, 0, 3, at(rec("t", 0, "1-1"), 2))
 			},
+			want:    map[guarantee.Anomaly]want{guarantee.AbortedRead: {count: 1, permitted: true}}, // the RU poll
 			verdict: results.Pass,
 		},
 	})

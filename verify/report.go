@@ -424,6 +424,10 @@ func (c *Checker) describe(f *finding, ops []int64) string {
 		if f.txn == 0 && c.vals.at(f.v).kind() == kindSend {
 			return fmt.Sprintf("the send of %s (%s) completed fail (%s), yet %s read it", c.name(f.v), at(0), at(1), at(2))
 		}
+		if f.iso == isoRU {
+			return fmt.Sprintf("%s belongs to the transaction %s that did not commit (%s); the read_uncommitted consumer's read %s saw it",
+				c.name(f.v), at(0), at(1), at(2))
+		}
 		return fmt.Sprintf("%s belongs to the transaction %s that did not commit (%s), yet the read_committed read %s saw it",
 			c.name(f.v), at(0), at(1), at(2))
 	case guarantee.PartialTransaction:
