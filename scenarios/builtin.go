@@ -414,7 +414,11 @@ func appResend() Scenario {
 	s := base("app-resend", "Idempotent producers whose application sends a payload again after an unknown outcome, under ack loss.", "000 §8.4, §9.5")
 	s.Client.AppResend = 1
 	s.Client.RequestTimeout, s.Client.DeliveryTimeout = sec(5), sec(15)
-	ackLoss := Fault{Name: FaultAckLoss, Target: leaderOf0()}
+	// Hold mode: the requests already on their way are appended and their answers never come;
+	// the sends time out after the delivery timeout, when the fault is over, so the resend goes
+	// through. (In close mode a new connection dies at its first answer, before any produce
+	// request, so little is appended and the resends fail too.)
+	ackLoss := Fault{Name: FaultAckLoss, Target: leaderOf0(), Params: Params{Hold: true}}
 	s.Faults = timeline(Step{At: sec(10), For: sec(10), Fault: ackLoss}, Step{At: sec(35), For: sec(10), Fault: ackLoss})
 	s.Expect = Expectation{
 		Text: "Idempotence de-duplicates the producer's own retries only: when the application sends the same payload " +
@@ -423,8 +427,9 @@ func appResend() Scenario {
 		Permitted: []string{"duplicate"},
 		Likely:    []string{"duplicate"},
 		Forbidden: []string{"lost-write"},
-		Provoke: "ack-loss drops the leader's answers while the records are appended; the sends end in errors and the " +
-			"application resends each payload once, so the first copy and the resend are both in the log.",
+		Provoke: "ack-loss in hold mode black-holes the leader's answers for 10 s while the requests already sent are " +
+			"appended; those sends end unknown at the 15 s delivery timeout, after the fault, and the application resends " +
+			"each payload once, so the first copy and the resend are both in the log.",
 	}
 	return s
 }
