@@ -413,11 +413,13 @@ func plainInflight1Order() Scenario {
 func appResend() Scenario {
 	s := base("app-resend", "Idempotent producers whose application sends a payload again after an unknown outcome, under ack loss.", "000 §8.4, §9.5")
 	s.Client.AppResend = 1
-	s.Client.RequestTimeout, s.Client.DeliveryTimeout = sec(5), sec(15)
-	// Hold mode: the requests already on their way are appended and their answers never come;
-	// the sends time out after the delivery timeout, when the fault is over, so the resend goes
-	// through. (In close mode a new connection dies at its first answer, before any produce
-	// request, so little is appended and the resends fail too.)
+	// Hold mode: the requests already on their way are appended and their answers never come.
+	// The client gives up on a request after its read timeout (request timeout + 5 s = 7 s),
+	// retries once on a new connection, which hangs too (its first answer is black-holed), and
+	// reports the send failed at about 14 s, after the 10 s fault: the resend goes through.
+	// (sarama's own retries are de-duplicated by idempotence, so they must run out; in close mode
+	// they run out at once, while the fault still holds, and the resend is lost as well.)
+	s.Client.RequestTimeout, s.Client.DeliveryTimeout, s.Client.Retries = sec(2), sec(20), ptr(1)
 	ackLoss := Fault{Name: FaultAckLoss, Target: leaderOf0(), Params: Params{Hold: true}}
 	s.Faults = timeline(Step{At: sec(10), For: sec(10), Fault: ackLoss}, Step{At: sec(35), For: sec(10), Fault: ackLoss})
 	s.Expect = Expectation{
@@ -428,8 +430,8 @@ func appResend() Scenario {
 		Likely:    []string{"duplicate"},
 		Forbidden: []string{"lost-write"},
 		Provoke: "ack-loss in hold mode black-holes the leader's answers for 10 s while the requests already sent are " +
-			"appended; those sends end unknown at the 15 s delivery timeout, after the fault, and the application resends " +
-			"each payload once, so the first copy and the resend are both in the log.",
+			"appended; with a 2 s request timeout and one retry the client gives those sends up about 14 s later, after the " +
+			"fault, and the application resends each payload once, so the first copy and the resend are both in the log.",
 	}
 	return s
 }
