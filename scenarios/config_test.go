@@ -17,6 +17,7 @@ func TestConfigRoundTripsThroughGuaranteeDecode(t *testing.T) {
 		idempotent    bool
 		inFlight      int
 		appResend     bool
+		retries       int // 0: Kafka's default
 		rf, minISR    int
 		unclean       bool
 		isolation     string
@@ -39,7 +40,7 @@ func TestConfigRoundTripsThroughGuaranteeDecode(t *testing.T) {
 			isolation: ReadCommitted, faults: []string{"disk-loss", "stop"}}},
 		{"plain-inflight1-order", Overrides{}, want{acks: guarantee.AcksAll, idempotent: false, inFlight: 1, rf: 3, minISR: 2,
 			isolation: ReadCommitted, faults: []string{"reset-peer"}}},
-		{"app-resend", Overrides{}, want{acks: guarantee.AcksAll, idempotent: true, inFlight: 5, appResend: true, rf: 3, minISR: 2,
+		{"app-resend", Overrides{}, want{acks: guarantee.AcksAll, idempotent: true, inFlight: 5, appResend: true, retries: 1, rf: 3, minISR: 2,
 			isolation: ReadCommitted, faults: []string{"ack-loss"}}},
 		// Producers 0-1 plain, 2 transactional, 3-4 processors.
 		{"eos-coordinator-kill", Overrides{}, want{acks: guarantee.AcksAll, idempotent: true, inFlight: 5, rf: 3, minISR: 2,
@@ -77,8 +78,11 @@ func TestConfigRoundTripsThroughGuaranteeDecode(t *testing.T) {
 			}
 			p := cfg.DefaultProducer(false)
 			w := c.want
+			if w.retries == 0 {
+				w.retries = guarantee.DefaultRetries
+			}
 			if p.Acks != w.acks || p.Idempotent != w.idempotent || p.MaxInFlight != w.inFlight || p.AppResend != w.appResend ||
-				p.Retries != guarantee.DefaultRetries || p.Conflict != "" || len(p.Assumed) != 0 {
+				p.Retries != w.retries || p.Conflict != "" || len(p.Assumed) != 0 {
 				t.Errorf("producer %+v, want acks %s idempotent %t in-flight %d app-resend %t, nothing assumed",
 					p, w.acks, w.idempotent, w.inFlight, w.appResend)
 			}
