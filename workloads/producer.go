@@ -240,14 +240,13 @@ func (c ProducerConfig) saramaConfig(base *sarama.Config, retries *atomic.Int64)
 	return cfg, nil
 }
 
-// ensureReadTimeout keeps the client's socket read timeout above the leader's ack timeout
-// (Producer.Timeout): otherwise, when the ISR is slow, sarama gives up on the connection at the
-// moment the leader would have answered REQUEST_TIMED_OUT, and every request in flight on that
-// connection fails with it.
+// ensureReadTimeout sets the client's socket read timeout 5 s above the leader's ack timeout
+// (Producer.Timeout): below it, when the ISR is slow, sarama would give up on the connection at
+// the moment the leader would have answered REQUEST_TIMED_OUT, failing every request in flight
+// on it; far above it, a request whose answer is lost would hang longer than the request
+// timeout the scenario asked for (Kafka's request.timeout.ms bounds the client's wait).
 func ensureReadTimeout(cfg *sarama.Config) {
-	if floor := cfg.Producer.Timeout + 5*time.Second; cfg.Net.ReadTimeout < floor {
-		cfg.Net.ReadTimeout = floor
-	}
+	cfg.Net.ReadTimeout = cfg.Producer.Timeout + 5*time.Second
 }
 
 // ProducerStats counts a producer's outcomes.
