@@ -42,7 +42,7 @@ pre{background:#f7f7f7;padding:.6em;overflow:auto;max-height:30em}ul.ex{margin:0
 <div><div class="note">verdict</div><div class="big" id="verdict-value">{{.Verdict}}</div></div>
 <div><div class="note">seed</div><div class="seed" id="seed">{{.Seed}}</div></div>
 <div><div class="note">scenario</div><div class="seed">{{.Scenario}}</div></div>
-<div class="note">{{.ForbiddenText}}<br>rerun: <code>verity run --scenario {{.Scenario}} --seed {{.Seed}}</code></div>
+<div class="note">{{.ForbiddenText}}<br>rerun: <code>{{.Rerun}}</code></div>
 </div>
 {{if .UnknownReasons}}<p><b>Why the verdict is unknown:</b></p><ul>{{range .UnknownReasons}}<li>{{.}}</li>{{end}}</ul>{{end}}
 {{range .Warnings}}<p class="note"><b>Note:</b> {{.}}</p>{{end}}
@@ -114,6 +114,7 @@ pre{background:#f7f7f7;padding:.6em;overflow:auto;max-height:30em}ul.ex{margin:0
 // pageData is what the template shows.
 type pageData struct {
 	Scenario, Verdict, ForbiddenText string
+	Rerun                            string
 	Seed                             int64
 	UnknownReasons, Warnings         []string
 	History, Length, Bucket          string
@@ -200,6 +201,10 @@ func RenderHTML(w io.Writer, r *results.Results, tl *Timeline, opts Options, war
 	}
 	if d.Verdict == "" {
 		d.Verdict = string(results.Unknown)
+	}
+	d.Rerun = opts.Rerun
+	if d.Rerun == "" {
+		d.Rerun = fmt.Sprintf("verity run --scenario %s --seed %d", r.Scenario, r.Seed)
 	}
 	if r.History != nil {
 		d.History = r.History.Path

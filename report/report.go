@@ -24,6 +24,9 @@ type Options struct {
 	// MaxPartitionPlots bounds the leader/ISR plots (every partition stays in the table);
 	// default 24.
 	MaxPartitionPlots int
+	// Rerun is the command that repeats the run, shown under the verdict; default
+	// "verity run --scenario NAME --seed N" (which misses any flag the run was given).
+	Rerun string
 }
 
 func (o Options) withDefaults() Options {

@@ -30,8 +30,11 @@ import (
 	"github.com/verity-kafka/verity/workloads"
 )
 
-// HistoryFile is the history's name in a run's directory.
-const HistoryFile = "history.jsonl"
+// HistoryFile is the history's name in a run's directory; ScenarioFile the scenario as it ran.
+const (
+	HistoryFile  = "history.jsonl"
+	ScenarioFile = "scenario.yaml"
+)
 
 // recoverTimeout bounds the wait for a healthy cluster after the faults are healed.
 const recoverTimeout = 3 * time.Minute
@@ -247,7 +250,16 @@ func Run(ctx context.Context, s scenarios.Scenario, opts Options) (*Outcome, err
 	if out.ResultsFile, err = results.Write(opts.Out, r); err != nil {
 		return out, fmt.Errorf("run %s: %w", s.Name, err)
 	}
-	if out.Report, err = report.Write(ctx, opts.Out, r, out.History, report.Options{}); err != nil {
+	// The scenario as it ran (defaults, flags and fresh names applied): the report's rerun
+	// command runs it again, seed included, on a new cluster.
+	rerun := fmt.Sprintf("verity run --scenario %s --seed %d", s.Name, s.Seed)
+	if y, yerr := s.YAML(); yerr == nil {
+		file := filepath.Join(opts.Out, ScenarioFile)
+		if werr := os.WriteFile(file, y, 0o644); werr == nil {
+			rerun = "verity run --file " + file
+		}
+	}
+	if out.Report, err = report.Write(ctx, opts.Out, r, out.History, report.Options{Rerun: rerun}); err != nil {
 		return out, fmt.Errorf("run %s: %w", s.Name, err)
 	}
 	out.Wall = time.Since(began)

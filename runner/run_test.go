@@ -27,10 +27,15 @@ func TestRunDefault(t *testing.T) {
 	if o.Verdict() != results.Pass {
 		t.Fatalf("verdict %s", o.Verdict())
 	}
-	for _, f := range []string{"history.jsonl", "results.json", "report.html", "junit.xml", "logs/node-1.log", "logs/proxy-client.log"} {
+	for _, f := range []string{"history.jsonl", "results.json", "report.html", "junit.xml", "scenario.yaml", "logs/node-1.log", "logs/proxy-client.log"} {
 		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
 			t.Errorf("artifact %s: %v", f, err)
 		}
+	}
+	// scenario.yaml is the scenario as it ran: it loads back to the same settings.
+	again, err := scenarios.Load(filepath.Join(dir, "scenario.yaml"))
+	if err != nil || again.Seed != s.Seed || again.Duration != s.Duration || again.Faults.Timeline[0].At != s.Faults.Timeline[0].At {
+		t.Errorf("scenario.yaml: %v; loaded %+v", err, again)
 	}
 	var r results.Results
 	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
