@@ -97,14 +97,19 @@ func matrixCommand(onUsage cli.OnUsageErrorFunc) *cli.Command {
 			if err != nil {
 				return &exitError{code: exitUsage, msg: oneLine(err.Error())}
 			}
+			failed := 0
 			for _, r := range res.Runs {
 				if r.Err != nil {
+					failed++
 					fmt.Fprintf(stdout, "\nrun %d of %v did not complete: %s\n", r.Run, r.Axes, oneLine(r.Err.Error()))
 				}
 			}
 			fmt.Fprintf(stdout, "\n%d runs in %s; %d cluster(s) started (start+remove %s in all); reusing clusters saved about %s\n",
 				len(res.Runs), res.Wall.Round(time.Second), res.ClustersStarted, res.StartClose.Round(time.Second), res.Saved().Round(time.Second))
 			fmt.Fprintf(stdout, "table: %s, %s; runs under %s\n", res.MarkdownFile, res.HTMLFile, out)
+			if failed > 0 {
+				return &exitError{code: exitUsage, msg: fmt.Sprintf("%d of %d runs did not complete (see above)", failed, len(res.Runs))}
+			}
 			return verdictExit(res.Worst())
 		},
 	}
