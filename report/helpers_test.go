@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/verity-kafka/verity/history"
@@ -52,7 +53,7 @@ func testExtras() []extra {
 	}
 }
 
-func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+func itoa(n int) string { return strconv.Itoa(n) }
 
 // writeTestHistory writes a histgen history of about nOps events with testExtras inserted to
 // path, renumbering i (and "of") around the inserted events, and with time stretched 50 times
@@ -118,7 +119,7 @@ func writeTestHistory(t testing.TB, path string, nOps int, seed int64) (acked in
 		if op.Type == history.Invoke {
 			renum[old] = next
 		}
-		if op.Type == history.OK && (op.F == history.FSend || op.F == history.FTxn || op.F == history.FRPW) {
+		if op.Type == history.OK && isWrite(op.F) {
 			acked++
 		}
 		emit(op)

@@ -458,6 +458,7 @@ func (s *scanner) nemesisDone(op *history.Op, raw []byte) {
 // and links, then the oldest.
 func (s *scanner) matchHeal(f string, t targets) int {
 	best, bestScore := -1, -1
+	nodes := sortedInts(t.Nodes)
 	for _, i := range s.open {
 		iv := &s.tl.Faults[i]
 		named := t.Fault != "" && (t.Fault == iv.Name || t.Fault == iv.Fault)
@@ -476,7 +477,7 @@ func (s *scanner) matchHeal(f string, t targets) int {
 			continue
 		}
 		score := 0
-		if len(t.Nodes) > 0 && slices.Equal(sortedInts(t.Nodes), sortedInts(iv.Nodes)) {
+		if len(t.Nodes) > 0 && slices.Equal(nodes, sortedInts(iv.Nodes)) {
 			score += 2
 		}
 		if len(t.Links) > 0 && slices.Equal(t.Links, iv.Links) {

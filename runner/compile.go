@@ -138,26 +138,11 @@ func compile(s scenarios.Scenario, tag string) (*plan, error) {
 // producerConfig is a producer group's client configuration. The scenario states Kafka's
 // settings; sarama differs in two ways that matter, both written into the history: its
 // idempotent producer allows one request in flight (Kafka allows five), and it has no
-// delivery.timeout.ms (the workload enforces it). Kafka's default idempotence (on unless a
-// setting conflicts) is made explicit here, since the workload would otherwise turn it off
-// when more than one request may be in flight.
+// delivery.timeout.ms (the workload enforces it). Idempotence is stated explicitly
+// (Client.Delivery), since the workload would otherwise turn it off when more than one request
+// may be in flight.
 func producerConfig(cl scenarios.Client, g scenarios.ProducerGroup) (workloads.ProducerConfig, string) {
-	acks := cl.Acks
-	idem := cl.Idempotence
-	if g.Acks != "" {
-		acks = g.Acks
-		if acks != "all" && g.Idempotence == nil {
-			idem = nil
-		}
-	}
-	if g.Idempotence != nil {
-		idem = g.Idempotence
-	}
-	retries := cl.Retries
-	idempotent := acks == "all" && (retries == nil || *retries > 0) && cl.MaxInFlight <= 5
-	if idem != nil {
-		idempotent = *idem
-	}
+	acks, idempotent := cl.Delivery(g)
 	inFlight := cl.MaxInFlight
 	var note string
 	if idempotent && inFlight > 1 {
@@ -169,7 +154,7 @@ func producerConfig(cl scenarios.Client, g scenarios.ProducerGroup) (workloads.P
 		rate = 0
 	}
 	return workloads.ProducerConfig{
-		Topics: []string{g.Topic}, Acks: acks, Idempotence: &idempotent, MaxInFlight: inFlight, Retries: retries,
+		Topics: []string{g.Topic}, Acks: acks, Idempotence: &idempotent, MaxInFlight: inFlight, Retries: cl.Retries,
 		RetryBackoff: cl.RetryBackoff.Std(), RequestTimeout: cl.RequestTimeout.Std(), DeliveryTimeout: cl.DeliveryTimeout.Std(),
 		Linger: cl.Linger.Std(), BatchBytes: cl.BatchBytes, Compression: cl.Compression, Async: g.Async,
 		Rate: rate, AppResend: cl.AppResend,

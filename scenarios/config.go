@@ -38,7 +38,7 @@ func (s Scenario) Config() (json.RawMessage, error) {
 	cl := s.Client
 	c := guarantee.Config{
 		Scenario:   s.Name,
-		Producer:   producerSettings(cl.Acks, cl.Idempotence, cl),
+		Producer:   producerSettings(cl, ProducerGroup{}),
 		Topics:     map[string]guarantee.Topic{},
 		Isolation:  cl.Isolation,
 		Faults:     s.ScheduledFaults(),
@@ -54,17 +54,7 @@ func (s Scenario) Config() (json.RawMessage, error) {
 	for _, g := range s.Workload.Producers {
 		for range g.Count {
 			if g.Acks != "" || g.Idempotence != nil {
-				acks, idem := cl.Acks, cl.Idempotence
-				if g.Acks != "" {
-					acks = g.Acks
-					if acks != "all" && g.Idempotence == nil {
-						idem = nil // Kafka's default for such acks: off
-					}
-				}
-				if g.Idempotence != nil {
-					idem = g.Idempotence
-				}
-				procs[strconv.Itoa(p)] = producerSettings(acks, idem, cl)
+				procs[strconv.Itoa(p)] = producerSettings(cl, g)
 			}
 			p++
 		}
@@ -83,17 +73,36 @@ func (s Scenario) Config() (json.RawMessage, error) {
 	return b, nil
 }
 
-// producerSettings states every delivery setting of a plain producer explicitly, with Kafka's
-// default where the scenario leaves one out.
-func producerSettings(acksText string, idem *bool, cl Client) guarantee.Producer {
+// Delivery is the acks and idempotence a producer of group g runs with: the group's own acks
+// and idempotence over the client's, and, where neither says, Kafka's default — idempotence on
+// unless a setting conflicts (acks other than all, no retries, more than 5 in flight). Forcing
+// acks other than all on a group without its own idempotence drops the client's, as Kafka
+// would refuse the pair. The zero group is the client's own producer.
+func (c Client) Delivery(g ProducerGroup) (acks string, idempotent bool) {
+	acks, idem := c.Acks, c.Idempotence
+	if g.Acks != "" {
+		acks = g.Acks
+		if acks != "all" && g.Idempotence == nil {
+			idem = nil
+		}
+	}
+	if g.Idempotence != nil {
+		idem = g.Idempotence
+	}
+	if idem != nil {
+		return acks, *idem
+	}
+	return acks, acks == "all" && (c.Retries == nil || *c.Retries > 0) && c.MaxInFlight <= 5
+}
+
+// producerSettings states every delivery setting of a producer of group g explicitly, with
+// Kafka's default where the scenario leaves one out.
+func producerSettings(cl Client, g ProducerGroup) guarantee.Producer {
+	acksText, idempotent := cl.Delivery(g)
 	acks, _ := guarantee.ParseAcks(acksText) // validated
 	retries := guarantee.DefaultRetries
 	if cl.Retries != nil {
 		retries = *cl.Retries
-	}
-	idempotent := acks == guarantee.AcksAll && retries > 0 && cl.MaxInFlight <= 5 // Kafka's default
-	if idem != nil {
-		idempotent = *idem
 	}
 	inFlight := cl.MaxInFlight
 	resend := cl.AppResend > 0

@@ -30,7 +30,7 @@ func (c *Checker) checkAbortedRead() {
 			// A read_committed reader decides; failing one, a read_uncommitted consumer (not a
 			// final read: every aborted record is in the log it scans) makes a permitted finding.
 			reader, iso := st.rcOrd, int8(isoRC)
-			if reader == none && st.has(fSeenRU) {
+			if reader == none { // every read_committed read sets rcOrd: this one was read_uncommitted
 				reader, iso = st.readOrd, isoRU
 			}
 			if st.txn == none || reader == none {

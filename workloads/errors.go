@@ -146,12 +146,16 @@ type SendContext struct {
 	Once bool
 }
 
+// sendErrorTable is SendErrorTable built once: ClassifySend runs on every failed send, and a
+// fault fails them in bursts.
+var sendErrorTable = SendErrorTable()
+
 // ClassifySend decides the outcome of a send that ended with err, by SendErrorTable.
 func ClassifySend(err error, sc SendContext) Outcome {
 	if err == nil {
 		return Outcome{Type: history.OK}
 	}
-	for _, r := range SendErrorTable() {
+	for _, r := range sendErrorTable {
 		if !r.matches(err) {
 			continue
 		}
@@ -214,7 +218,7 @@ func ErrorText(err error) string {
 // kafkaErrorName is Kafka's protocol name of k, from the table where it lists k, else from a
 // short list of the errors that workloads meet besides sends.
 func kafkaErrorName(k sarama.KError) string {
-	for _, r := range SendErrorTable() {
+	for _, r := range sendErrorTable {
 		if r.Err == k {
 			return r.Name
 		}

@@ -68,6 +68,19 @@ func TestChooserIsReproducible(t *testing.T) {
 }
 
 func TestKeyPartitioningIsTheJavaClients(t *testing.T) {
+	// The partitioner the chooser uses, against the Java client's own numbers: partition =
+	// toPositive(Utils.murmur2(key)) % n, with the murmur2 values of Kafka's UtilsTest.
+	for _, c := range []struct {
+		key  string
+		hash int32 // Utils.murmur2
+	}{{"21", -973932308}, {"foobar", -790332482}, {"a-little-bit-long-string", -985981536},
+		{"a-little-bit-longer-string", -1486304829}, {"abc", 479470107}} {
+		for _, n := range []int32{7, 12} {
+			p, err := sarama.NewMurmur2Partitioner("c").Partition(&sarama.ProducerMessage{Key: sarama.StringEncoder(c.key)}, n)
+			require.NoError(t, err)
+			require.Equal(t, (c.hash&0x7fffffff)%n, p, "key %q, %d partitions", c.key, n)
+		}
+	}
 	cfg, _, err := ProducerConfig{Topics: []string{"c"}, Partitioning: PartitionKey, Keys: 4}.Resolved()
 	require.NoError(t, err)
 	ch := newChooser(NewRand(1, 1), cfg, parts)

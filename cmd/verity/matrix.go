@@ -51,11 +51,7 @@ func matrixCommand(onUsage cli.OnUsageErrorFunc) *cli.Command {
 			if err != nil {
 				return err
 			}
-			o, err := runOverrides(cmd, false)
-			if err != nil {
-				return err
-			}
-			if base, err = base.Override(o); err != nil {
+			if base, err = base.Override(runOverrides(cmd, false)); err != nil {
 				return &usageError{err: err, cmd: "verity matrix"}
 			}
 			var axes []runner.MatrixAxis

@@ -63,11 +63,7 @@ func runCommand(onUsage cli.OnUsageErrorFunc) *cli.Command {
 			if err != nil {
 				return err
 			}
-			o, err := runOverrides(cmd, true)
-			if err != nil {
-				return err
-			}
-			if s, err = s.Override(o); err != nil {
+			if s, err = s.Override(runOverrides(cmd, true)); err != nil {
 				return &usageError{err: err, cmd: "verity run"}
 			}
 			out := cmd.String("out")
@@ -111,7 +107,7 @@ func loadScenario(cmd *cli.Command) (scenarios.Scenario, error) {
 
 // runOverrides reads the flags that force settings onto the scenario: seed and duration, and
 // with config the single-valued configuration flags of run (matrix reads those as axes).
-func runOverrides(cmd *cli.Command, config bool) (scenarios.Overrides, error) {
+func runOverrides(cmd *cli.Command, config bool) scenarios.Overrides {
 	var o scenarios.Overrides
 	if cmd.IsSet("seed") {
 		v := cmd.Int64("seed")
@@ -122,7 +118,7 @@ func runOverrides(cmd *cli.Command, config bool) (scenarios.Overrides, error) {
 		o.Duration = &v
 	}
 	if !config {
-		return o, nil
+		return o
 	}
 	if cmd.IsSet("acks") {
 		v := cmd.String("acks")
@@ -150,7 +146,7 @@ func runOverrides(cmd *cli.Command, config bool) (scenarios.Overrides, error) {
 			*f.dst = &v
 		}
 	}
-	return o, nil
+	return o
 }
 
 func logger(cmd *cli.Command, stderr io.Writer) *slog.Logger {
