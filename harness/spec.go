@@ -2,8 +2,8 @@
 // link behind its own Toxiproxy proxy, controls nodes and links, answers admin questions, and
 // removes everything it created. It knows nothing of workloads, histories or anomalies.
 //
-// Layout (see shared/design/topology.md): networks "core" (every node as node-<id>, every proxy
-// container) and "link-<id>" (node <id> and its own proxy container, which carries the aliases
+// Layout: networks "core" (every node as node-<id>, every proxy container) and "link-<id>"
+// (node <id> and its own proxy container, which carries the aliases
 // kafka-<j> for every member j). Node i reaches node j at kafka-j, which resolves to proxy-i for
 // node i alone, so the proxy "i->j" in proxy-i is the directed link i->j and nothing else.
 // Clients reach node j through proxy-client, whose listen ports are published to the host.
@@ -17,6 +17,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/verity-kafka/verity/kafkaconf"
 )
 
 // Label is carried by every container, network and volume the harness creates; its value is the
@@ -76,23 +78,6 @@ func FastDefaults() map[string]string {
 		// Consumer groups start at once instead of waiting 3 s for more members.
 		"group.initial.rebalance.delay.ms": "0",
 	}
-}
-
-// kafkaDefaults are Kafka 4.3's defaults for the settings the harness may set, so that Deviations
-// can tell which settings really depart from them.
-var kafkaDefaults = map[string]string{
-	"replica.lag.time.max.ms":                          "30000",
-	"group.initial.rebalance.delay.ms":                 "3000",
-	"offsets.topic.replication.factor":                 "3",
-	"transaction.state.log.replication.factor":         "3",
-	"transaction.state.log.min.isr":                    "2",
-	"share.coordinator.state.topic.replication.factor": "3",
-	"share.coordinator.state.topic.min.isr":            "2",
-	"min.insync.replicas":                              "1",
-	"unclean.leader.election.enable":                   "false",
-	"default.replication.factor":                       "1",
-	"auto.create.topics.enable":                        "true",
-	"num.partitions":                                   "1",
 }
 
 // topologyKeys are set by the harness to build the cluster; they are not behaviour and never
@@ -204,9 +189,10 @@ func (s Spec) brokerConfig() map[string]string {
 // default ("name=value"). Reports print it so that a reader knows what was not stock Kafka.
 func (s Spec) Deviations() []string {
 	s = s.withDefaults()
+	defaults := kafkaconf.BrokerDefaults()
 	var out []string
 	for k, v := range s.brokerConfig() {
-		if def, ok := kafkaDefaults[k]; ok && def == v {
+		if def, ok := defaults[k]; ok && def == v {
 			continue
 		}
 		out = append(out, k+"="+v)

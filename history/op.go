@@ -1,6 +1,7 @@
 // Package history is the op model of a Verity run and its JSONL file format (history.jsonl),
-// as fixed in shared/design/history.md. It imports nothing else of Verity's: the workloads write
-// it, the checkers read it, and other tools may read the file it describes.
+// as docs/history.md describes it. It imports nothing of Verity's but kafkaconf (the settings
+// the header states): the workloads write it, the checkers read it, and other tools may read
+// the file it describes.
 //
 // Writer records a run: safe for concurrent use, it assigns each event its i and t and appends
 // it to the file at once, so a run killed half-way leaves a checkable prefix. Reader streams a
@@ -14,6 +15,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/verity-kafka/verity/kafkaconf"
 )
 
 // Version is the value of the header's "verity_history" field.
@@ -41,10 +44,10 @@ const (
 	FCrash     = "crash"
 )
 
-// Isolation levels as they appear in poll and final-read payloads.
+// Isolation levels as they appear in poll and final-read payloads (kafkaconf's names).
 const (
-	ReadCommitted   = "read_committed"
-	ReadUncommitted = "read_uncommitted"
+	ReadCommitted   = string(kafkaconf.ReadCommitted)
+	ReadUncommitted = string(kafkaconf.ReadUncommitted)
 )
 
 // NemesisProcess is the "p" of every fault event.
@@ -115,10 +118,12 @@ func (r Record) At(offset int64) Record {
 
 // Header is line 1 of history.jsonl.
 type Header struct {
-	Version int             `json:"verity_history"`
-	Started string          `json:"started"` // RFC 3339
-	Seed    int64           `json:"seed"`
-	Config  json.RawMessage `json:"config,omitempty"` // the resolved scenario
+	Version int    `json:"verity_history"`
+	Started string `json:"started"` // RFC 3339
+	Seed    int64  `json:"seed"`
+	// Config holds the settings the run's producers and topics ran with (Config's docs); it
+	// is read strictly, so a header the checker cannot read fully is an error at line 1.
+	Config Config `json:"config,omitzero"`
 }
 
 // Op is one event line of history.jsonl. Value holds the payload that matches F; exactly one of

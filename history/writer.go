@@ -1,7 +1,6 @@
 package history
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -72,15 +71,6 @@ func NewWriter(out io.Writer, h Header) (*Writer, error) {
 	}
 	if h.Started == "" {
 		h.Started = start.UTC().Format(time.RFC3339Nano)
-	}
-	if len(h.Config) > 0 {
-		// Compacted here, as json.Marshal would do it anyway, so that Header returns the
-		// config exactly as a reader will see it.
-		var c bytes.Buffer
-		if err := json.Compact(&c, h.Config); err != nil {
-			return nil, fmt.Errorf("history: header config: %w", err)
-		}
-		h.Config = c.Bytes()
 	}
 	line, err := json.Marshal(h)
 	if err != nil {

@@ -3,12 +3,15 @@ package nemesis_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,9 +20,9 @@ import (
 	"github.com/verity-kafka/verity/harness"
 	"github.com/verity-kafka/verity/harness/harnesstest"
 	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/kafkaconf"
 	"github.com/verity-kafka/verity/nemesis"
 	"github.com/verity-kafka/verity/verify"
-	"github.com/verity-kafka/verity/verify/guarantee"
 	"github.com/verity-kafka/verity/verify/results"
 	"github.com/verity-kafka/verity/workloads"
 )
@@ -27,11 +30,12 @@ import (
 const topic = "nemesis"
 
 // runConfig is the header config of the test histories: what verify judges them by.
-func runConfig() map[string]any {
-	return map[string]any{
-		"scenario": "nemesis-test",
-		"producer": map[string]any{"acks": "all", "idempotence": true, "max_in_flight": 1},
-		"topic":    map[string]any{"replication_factor": 3, "min_insync_replicas": 2},
+func runConfig() history.Config {
+	all := kafkaconf.AcksAll
+	return history.Config{
+		Scenario: "nemesis-test",
+		Producer: &kafkaconf.ProducerConfig{Delivery: kafkaconf.Delivery{Acks: &all, Idempotence: new(true), MaxInFlight: new(1)}},
+		Topic:    &kafkaconf.TopicConfig{ReplicationFactor: new(3), MinInsyncReplicas: new(2)},
 	}
 }
 
@@ -168,32 +172,54 @@ func TestFaultsOnCluster(t *testing.T) {
 	step("latency on the leader's client link: produce latency rises by at least the delay", func(t *testing.T, ctx context.Context, r *run) {
 		const delay = 300 * time.Millisecond
 		w := r.startProducer(ctx, 1, producer(topic))
-		hold(ctx, time.Second) // connections up
-		t0 := r.w.Since()
-		hold(ctx, 1500*time.Millisecond)
-		t1 := r.w.Since()
+		// window waits until k sends invoked at or after from have completed ok, and returns the
+		// time it saw them: each measurement window holds k samples however fast the machine is,
+		// never an empty one.
+		window := func(from time.Duration, k int, what string) time.Duration {
+			t.Helper()
+			var n int
+			ok := waitFor(ctx, time.Minute, 20*time.Millisecond, func() bool {
+				n = len(okWithin(r.sends(1), from, r.w.Since()))
+				return n >= k
+			})
+			require.True(t, ok, "%s: %d of %d sends completed ok within a minute", what, n, k)
+			return r.w.Since()
+		}
+		// Connections up: the producer has had sends acknowledged before the measuring starts.
+		t0 := window(0, 5, "warm-up")
+		t1 := window(t0, 25, "before the toxic")
 		inj := inject(t, ctx, r, "toxic", nemesis.Latency(nemesis.ClientLinksTo(nemesis.LeaderOf(topic, 0)), delay, 0))
 		t2 := r.w.Since()
-		hold(ctx, 2500*time.Millisecond)
-		t3 := r.w.Since()
+		t3 := window(t2, 7, "under the toxic")
 		heal(t, ctx, r, inj)
-		hold(ctx, 500*time.Millisecond) // sends in flight at the heal still carry the delay
+		// A send in flight at the heal still carries the delay, and (one request in flight) so
+		// may a send queued behind it: start the last window once every send invoked before the
+		// heal returned has completed.
+		healed := r.w.Since()
+		require.True(t, waitFor(ctx, time.Minute, 20*time.Millisecond, func() bool { return r.settled(1, healed) }),
+			"the sends in flight at the heal should complete")
 		t4 := r.w.Since()
-		hold(ctx, 1500*time.Millisecond)
-		t5 := r.w.Since()
+		t5 := window(t4, 25, "after the heal")
 		stats := w.Stop(t)
 		sends := r.sends(1)
 		before, during, later := okWithin(sends, t0, t1), okWithin(sends, t2, t3), okWithin(sends, t4, t5)
+		// percentile of an empty window is 0, which would pass the checks below with nothing
+		// measured; window above guarantees samples, and this says so if it ever did not.
+		require.NotEmpty(t, before, "no send completed ok before the toxic: nothing to compare with")
+		require.NotEmpty(t, during, "no send completed ok under the toxic: its delay was not measured")
+		require.NotEmpty(t, later, "no send completed ok after the heal: the heal's effect was not measured")
 		base, slow, fastest, after := percentile(before, .5), percentile(during, .5), percentile(during, 0), percentile(later, .5)
-		t.Logf("produce latency in the workload's history (invoke -> ok): median %s before (%d sends); with a %s latency toxic median %s, fastest %s (%d); median %s after (%d); producer %+v",
-			base.Round(time.Microsecond), len(before), delay, slow.Round(time.Microsecond), fastest.Round(time.Microsecond), len(during),
-			after.Round(time.Microsecond), len(later), stats)
-		require.NotEmpty(t, during)
+		t.Logf("produce latency in the workload's history (invoke -> ok): median %s before (%d sends in %s); with a %s latency toxic median %s, fastest %s (%d in %s); median %s after (%d in %s); producer %+v",
+			base.Round(time.Microsecond), len(before), (t1 - t0).Round(time.Millisecond), delay, slow.Round(time.Microsecond), fastest.Round(time.Microsecond),
+			len(during), (t3 - t2).Round(time.Millisecond), after.Round(time.Microsecond), len(later), (t5 - t4).Round(time.Millisecond), stats)
 		require.GreaterOrEqual(t, fastest, delay, "every produce round trip under the toxic carries its delay")
 		// Medians of two samples differ by noise of a millisecond or so: the rise is the delay
 		// within 2 %.
 		require.GreaterOrEqual(t, slow-base, delay*98/100, "the median produce latency should rise by the toxic's delay")
-		require.Less(t, after, delay, "the heal should remove the delay")
+		// The heal removes the delay: the median falls back to within half the delay of the
+		// median before the toxic. Both are measured on this machine a few seconds apart, so the
+		// bound follows the machine's own speed; only the toxic's delay sets the margin.
+		require.Less(t, after, base+delay/2, "the heal should remove the delay (median %s before the toxic, %s after the heal)", base, after)
 	})
 
 	step("ack loss: the producer records info for a record that the final read contains", func(t *testing.T, ctx context.Context, r *run) {
@@ -470,7 +496,13 @@ func TestFaultsOnCluster(t *testing.T) {
 			err := brokerRequest(addr, 5*time.Second)
 			require.Error(t, err)
 			t.Logf("request on a reset link: %v after %s", err, time.Since(start).Round(time.Millisecond))
-			require.Less(t, time.Since(start), 5*time.Second, "a reset comes at once, not as a timeout")
+			// A reset, not a timeout: told by the error the client got, not by how long it took
+			// (which depends on the machine).
+			var ne net.Error
+			require.False(t, errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()),
+				"a reset comes at once, not as a timeout: %v", err)
+			require.True(t, errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF),
+				"the connection should be reset or closed: %v", err)
 		})
 	toxic("slow_close toxic: the broker's close reaches the client late", func(ls nemesis.LinkSet) nemesis.LinkToxic {
 		return nemesis.SlowClose(ls, 1500*time.Millisecond)
@@ -618,9 +650,7 @@ func TestFaultsOnCluster(t *testing.T) {
 // check runs verify over the run's history.
 func check(t *testing.T, ctx context.Context, r *run) *results.Results {
 	t.Helper()
-	cfg, _, err := guarantee.Decode(r.w.Header().Config)
-	require.NoError(t, err)
-	res, err := verify.Check(ctx, r.reader(), cfg, verify.Options{})
+	res, err := verify.Check(ctx, r.reader(), r.w.Header().Config, verify.Options{})
 	require.NoError(t, err)
 	return res
 }

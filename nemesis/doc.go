@@ -18,8 +18,8 @@
 //	ack loss  AckLoss: requests reach the broker, its answers never reach the client
 //	other     Compound (several at once, healed in reverse), None
 //
-// Catalogue lists the built-in faults aimed at a partition (and a transactional.id and a
-// group) under stable names for scenarios and the CLI.
+// The catalogue that scenarios, the CLI and the matrix use — the names, the targets and params
+// each fault takes, and how each becomes one of these values — is scenarios.FaultSpecs.
 //
 // Cuts are black holes by default (a timeout toxic on both streams: bytes vanish, connections
 // stay open, peers wait for their timeouts, as in a real partition); harness.CutRefuse makes a

@@ -11,7 +11,7 @@ import (
 )
 
 // FISR is the f of an ISR observation event (verify/doc.go): value {"topic","partition","isr",
-// "min_isr"}, plus the leader and epoch and the brokers whose answers were merged.
+// "min_isr","replicas"}, plus the leader and epoch and the brokers whose answers were merged.
 const FISR = "isr"
 
 // ISREvent is the value of an ISR observation.
@@ -20,6 +20,7 @@ type ISREvent struct {
 	Partition   int32  `json:"partition"`
 	ISR         []int  `json:"isr"`
 	MinISR      *int   `json:"min_isr,omitempty"`
+	Replicas    []int  `json:"replicas,omitempty"` // sorted; the checker scopes faults by it
 	Leader      int32  `json:"leader"`
 	LeaderEpoch int32  `json:"leader_epoch"`
 	From        []int  `json:"from,omitempty"`
@@ -70,7 +71,8 @@ func (n *Nemesis) WatchISR(ctx context.Context, topics []string, every time.Dura
 			if had && !below && slices.Equal(prev.isr, s.ISR) && prev.leader == s.Leader {
 				continue
 			}
-			ev := ISREvent{Topic: s.Topic, Partition: s.Partition, ISR: s.ISR, Leader: s.Leader, LeaderEpoch: s.Epoch, From: s.From}
+			ev := ISREvent{Topic: s.Topic, Partition: s.Partition, ISR: s.ISR, Replicas: s.Replicas, Leader: s.Leader,
+				LeaderEpoch: s.Epoch, From: s.From}
 			if known {
 				ev.MinISR = &m
 			}

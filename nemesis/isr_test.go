@@ -53,6 +53,7 @@ func TestWatchISR(t *testing.T) {
 		require.NoError(t, json.Unmarshal(op.Value.Raw, &ev))
 		require.Equal(t, "t", ev.Topic)
 		require.Equal(t, 2, *ev.MinISR)
+		require.Equal(t, []int{1, 2, 3}, ev.Replicas)
 		seen = append(seen, ev.ISR)
 	}
 	// first; change to [1 2]; change to [1] and every sample below (three); back to full.

@@ -3,6 +3,7 @@ package nemesis
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -475,24 +476,24 @@ func TestRecover(t *testing.T) {
 	})
 }
 
-func TestCatalogue(t *testing.T) {
-	refs := Refs{Topic: "t", Partition: 0, TxnID: "tx", Group: "g"}
+func TestFaultsOnAFake(t *testing.T) {
+	r := refs{Topic: "t", Partition: 0, TxnID: "tx", Group: "g"}
 	seen := map[string]bool{}
 	fc := newFake(3, false)
-	for _, e := range Catalogue(refs) {
+	for _, e := range testFaults(r) {
 		require.False(t, seen[e.Name], "duplicate name %s", e.Name)
 		seen[e.Name] = true
 		require.NoError(t, e.Fault.Available(fc), e.Name)
-		f, err := Lookup(refs, e.Name)
+		f, err := lookup(r, e.Name)
 		require.NoError(t, err)
 		require.Equal(t, e.Fault.String(), f.String())
 	}
-	_, err := Lookup(refs, "nope")
+	_, err := lookup(r, "nope")
 	require.ErrorContains(t, err, "kill-leader")
-	require.NotContains(t, names(Catalogue(Refs{Topic: "t"})), "kill-txn-coordinator")
+	require.NotContains(t, names(testFaults(refs{Topic: "t"})), "kill-txn-coordinator")
 
 	// Every catalogue fault injects and heals on the fake, and the cluster is back as it was.
-	for _, e := range Catalogue(refs) {
+	for _, e := range testFaults(r) {
 		if strings.HasPrefix(e.Name, "rolling") {
 			continue
 		}
@@ -517,10 +518,106 @@ func TestCatalogue(t *testing.T) {
 	}
 }
 
-func names(es []Entry) []string {
+func names(es []entry) []string {
 	var out []string
 	for _, e := range es {
 		out = append(out, e.Name)
 	}
 	return out
+}
+
+// refs are what the test faults aim at: a partition (its leader, its followers, its fetch
+// links), and optionally a transactional.id and a consumer group (their coordinators).
+type refs struct {
+	Topic     string
+	Partition int32
+	TxnID     string // "" leaves out the transaction-coordinator faults
+	Group     string // "" leaves out the group-coordinator faults
+}
+
+// entry is one test fault under a name.
+type entry struct {
+	Name  string
+	Kind  string // process, network, toxic, ack-loss, compound, none
+	Fault Fault
+}
+
+// testFaults are fault values of every kind aimed at r, with strengths that show their effect
+// within a test on the harness's fast settings. (The catalogue that scenarios and the CLI use
+// is scenarios.FaultSpecs, which builds these values.)
+func testFaults(r refs) []entry {
+	leader, follower := LeaderOf(r.Topic, r.Partition), FollowerOf(r.Topic, r.Partition)
+	clientLeader := ClientLinksTo(leader)
+	fetch := FetchLinksOf(r.Topic, r.Partition)
+	es := []entry{
+		{"none", "none", None{}},
+
+		{"kill-leader", "process", Kill{leader}},
+		{"kill-follower", "process", Kill{follower}},
+		{"kill-controller", "process", Kill{ActiveController()}},
+		{"kill-random-minority", "process", Kill{RandomMinority()}},
+		{"stop-leader", "process", Stop{leader}},
+		{"stop-follower", "process", Stop{follower}},
+		{"stop-followers", "process", Stop{FollowersOf(r.Topic, r.Partition)}},
+		{"pause-leader", "process", Pause{leader}},
+		{"pause-follower", "process", Pause{follower}},
+		{"pause-controller", "process", Pause{ActiveController()}},
+		{"rolling-bounce", "process", RollingBounce{}},
+		{"rolling-bounce-hard", "process", RollingBounce{Hard: true}},
+		{"disk-loss-follower", "process", DiskLoss{follower}},
+		{"disk-loss-leader", "process", DiskLoss{leader}},
+
+		{"isolate-leader", "network", Isolate{Target: leader}},
+		{"isolate-follower", "network", Isolate{Target: follower}},
+		{"isolate-controller", "network", Isolate{Target: ActiveController()}},
+		{"isolate-leader-refuse", "network", Isolate{Target: leader, Cut: harness.CutRefuse}},
+		{"split", "network", Split{}},
+		{"bridge", "network", Bridge{}},
+		{"leader-cut", "network", LeaderCut{Topic: r.Topic, Partition: r.Partition}},
+		{"one-way-fetch-cut", "network", OneWayCut{From: follower, To: leader}},
+		{"client-cut-leader", "network", ClientCut{Target: leader}},
+
+		{"latency-client-leader", "toxic", Latency(clientLeader, 100*time.Millisecond, 20*time.Millisecond)},
+		{"latency-fetch", "toxic", Latency(fetch, 200*time.Millisecond, 50*time.Millisecond)},
+		{"bandwidth-fetch", "toxic", Bandwidth(fetch, 64)},
+		{"bandwidth-client-leader", "toxic", Bandwidth(clientLeader, 64)},
+		{"timeout-client-leader", "toxic", Timeout(clientLeader, 0)},
+		{"timeout-fetch", "toxic", Timeout(fetch, 2*time.Second)},
+		{"reset-peer-client-leader", "toxic", ResetPeer(clientLeader, 0)},
+		{"slow-close-client-leader", "toxic", SlowClose(clientLeader, 2*time.Second)},
+		{"limit-data-client-leader", "toxic", LimitData(clientLeader, 64<<10)},
+
+		{"ack-loss", "ack-loss", AckLoss{Target: leader}},
+		{"ack-loss-hold", "ack-loss", AckLoss{Target: leader, Hold: true}},
+
+		{"stop-follower+latency-client-leader", "compound", Both(Stop{follower}, Latency(clientLeader, 100*time.Millisecond, 0))},
+		{"pause-follower+ack-loss", "compound", Both(Pause{follower}, AckLoss{Target: leader})},
+	}
+	if r.TxnID != "" {
+		tc := TxnCoordinator(r.TxnID)
+		es = append(es,
+			entry{"kill-txn-coordinator", "process", Kill{tc}},
+			entry{"pause-txn-coordinator", "process", Pause{tc}},
+			entry{"isolate-txn-coordinator", "network", Isolate{Target: tc}})
+	}
+	if r.Group != "" {
+		gc := GroupCoordinator(r.Group)
+		es = append(es,
+			entry{"kill-group-coordinator", "process", Kill{gc}},
+			entry{"isolate-group-coordinator", "network", Isolate{Target: gc}})
+	}
+	return es
+}
+
+// lookup returns the test fault called name, aimed at r.
+func lookup(r refs, name string) (Fault, error) {
+	var names []string
+	for _, e := range testFaults(r) {
+		if e.Name == name {
+			return e.Fault, nil
+		}
+		names = append(names, e.Name)
+	}
+	slices.Sort(names)
+	return nil, fmt.Errorf("no fault %q (for %+v); known: %s", name, r, strings.Join(names, ", "))
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/verity-kafka/verity/verify/guarantee"
 	"github.com/verity-kafka/verity/verify/results"
 )
 
@@ -107,12 +108,12 @@ func Compare(cells []Cell) []Row {
 		row := &rows[i]
 		row.Runs++
 		row.Verdicts[r.Verdict]++
-		addFamily(&row.Lost, r.Anomalies["lost-write"])
-		addFamily(&row.Duplicate, r.Anomalies["duplicate"])
-		addFamily(&row.Reordered, r.Anomalies["reorder"])
+		addFamily(&row.Lost, r.Anomalies[guarantee.LostWrite])
+		addFamily(&row.Duplicate, r.Anomalies[guarantee.Duplicate])
+		addFamily(&row.Reordered, r.Anomalies[guarantee.Reorder])
 		other := FamilyCount{}
 		for name, a := range r.Anomalies {
-			if name != "lost-write" && name != "duplicate" && name != "reorder" {
+			if name != guarantee.LostWrite && name != guarantee.Duplicate && name != guarantee.Reorder {
 				other.Total += a.Count
 				other.Forbidden += forbiddenCount(a)
 			}

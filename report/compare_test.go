@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/net/html"
 
+	"github.com/verity-kafka/verity/verify/guarantee"
 	"github.com/verity-kafka/verity/verify/results"
 )
 
@@ -18,17 +19,17 @@ func matrixCells() []Cell {
 		for _, minISR := range []string{"1", "2"} {
 			for run := 1; run <= 3; run++ {
 				r := &results.Results{Verdict: results.Pass, Scenario: "acks-minisr", Seed: int64(run),
-					Anomalies: map[string]results.Anomaly{},
+					Anomalies: map[guarantee.Anomaly]results.Anomaly{},
 					Stats:     results.Stats{UnavailableMs: 600 * float64(run), LatencyMs: results.Percentiles{P99: 10 * float64(run)}},
 					Timings:   results.Timings{RunS: 60}}
 				if acks == "1" && run < 3 {
-					r.Anomalies["lost-write"] = results.Anomaly{Count: run * 2, Permitted: true, Judgement: "permitted"}
+					r.Anomalies["lost-write"] = results.Anomaly{Count: run * 2, Judgement: guarantee.Permitted}
 				}
 				if acks == "all" && minISR == "1" && run == 2 {
 					r.Verdict = results.Fail
-					r.Anomalies["lost-write"] = results.Anomaly{Count: 1, Judgement: "forbidden", Forbidden: 1}
-					r.Anomalies["duplicate"] = results.Anomaly{Count: 2, Judgement: "permitted", Permitted: true}
-					r.Anomalies["poll-skip"] = results.Anomaly{Count: 4, Judgement: "forbidden", Forbidden: 4}
+					r.Anomalies["lost-write"] = results.Anomaly{Count: 1, Judgement: guarantee.Forbidden, Forbidden: 1}
+					r.Anomalies["duplicate"] = results.Anomaly{Count: 2, Judgement: guarantee.Permitted}
+					r.Anomalies["poll-skip"] = results.Anomaly{Count: 4, Judgement: guarantee.Forbidden, Forbidden: 4}
 				}
 				cells = append(cells, Cell{
 					Axes:    []Axis{{"acks", acks}, {"min.insync.replicas", minISR}, {"fault", "kill-leader"}},

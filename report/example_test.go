@@ -4,22 +4,23 @@ import (
 	"fmt"
 
 	"github.com/verity-kafka/verity/report"
+	"github.com/verity-kafka/verity/verify/guarantee"
 	"github.com/verity-kafka/verity/verify/results"
 )
 
 func ExampleCompareMarkdown() {
-	run := func(lost int, permitted bool, verdict results.Verdict) *results.Results {
-		r := &results.Results{Verdict: verdict, Anomalies: map[string]results.Anomaly{},
+	run := func(lost int, j guarantee.Judgement, verdict results.Verdict) *results.Results {
+		r := &results.Results{Verdict: verdict, Anomalies: map[guarantee.Anomaly]results.Anomaly{},
 			Stats: results.Stats{UnavailableMs: 3000, LatencyMs: results.Percentiles{P99: 12.5}}, Timings: results.Timings{RunS: 60}}
 		if lost > 0 {
-			r.Anomalies["lost-write"] = results.Anomaly{Count: lost, Permitted: permitted}
+			r.Anomalies[guarantee.LostWrite] = results.Anomaly{Count: lost, Judgement: j}
 		}
 		return r
 	}
 	cells := []report.Cell{
-		{Axes: []report.Axis{{Name: "acks", Value: "1"}}, Run: 1, Results: run(4, true, results.Pass)},
-		{Axes: []report.Axis{{Name: "acks", Value: "1"}}, Run: 2, Results: run(0, true, results.Pass)},
-		{Axes: []report.Axis{{Name: "acks", Value: "all"}}, Run: 1, Results: run(1, false, results.Fail)},
+		{Axes: []report.Axis{{Name: "acks", Value: "1"}}, Run: 1, Results: run(4, guarantee.Permitted, results.Pass)},
+		{Axes: []report.Axis{{Name: "acks", Value: "1"}}, Run: 2, Results: run(0, guarantee.Permitted, results.Pass)},
+		{Axes: []report.Axis{{Name: "acks", Value: "all"}}, Run: 1, Results: run(1, guarantee.Forbidden, results.Fail)},
 	}
 	fmt.Print(report.CompareMarkdown(cells))
 	// Output:

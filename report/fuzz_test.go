@@ -44,7 +44,7 @@ func FuzzTimeline(f *testing.F) {
 				t.Fatalf("%d states", len(p.States))
 			}
 		}
-		if err := RenderHTML(io.Discard, sampleResults("", nil), tl, Options{}, nil); err != nil {
+		if err := RenderHTML(io.Discard, sampleResults("", history.Config{}), tl, Options{}, nil); err != nil {
 			t.Fatalf("render: %v", err)
 		}
 	})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/history/histgen"
+	"github.com/verity-kafka/verity/verify/guarantee"
 	"github.com/verity-kafka/verity/verify/results"
 )
 
@@ -152,25 +153,25 @@ func proc(p int) *int     { return &p }
 
 // sampleResults are results.json of a failed run: a forbidden lost-write, a permitted
 // duplicate, a reorder no guarantee covers, an unchecked eos-missing and a poll-skip of 0.
-func sampleResults(historyPath string, config json.RawMessage) *results.Results {
+func sampleResults(historyPath string, config history.Config) *results.Results {
 	return &results.Results{
 		Version: results.Version, Verdict: results.Fail, Scenario: "acks1-leader-loss", Seed: testSeed,
 		Config:     config,
 		Deviations: []string{"replica.lag.time.max.ms=10000", "group.initial.rebalance.delay.ms=0"},
-		Anomalies: map[string]results.Anomaly{
-			"lost-write": {Count: 2, Permitted: false, Judgement: "forbidden", Forbidden: 2,
+		Anomalies: map[guarantee.Anomaly]results.Anomaly{
+			"lost-write": {Count: 2, Judgement: guarantee.Forbidden, Forbidden: 2,
 				Why: "acks=all, min.insync.replicas=2, unclean=false: acknowledged writes must survive one broker loss",
 				Examples: []results.Example{
 					{Value: "3-17", Ops: []int64{120, 4410}, Topic: "verity", Partition: part(0), Offsets: []int64{57}, Process: proc(3)},
 					{Value: "1-99", Ops: []int64{777, 9001}, Note: "acked, absent from the final read"},
 				}},
-			"duplicate": {Count: 3, Permitted: true, Judgement: "permitted",
+			"duplicate": {Count: 3, Judgement: guarantee.Permitted,
 				Why:      "enable.idempotence=false, retries=2147483647: when an acknowledgement is lost the producer retries",
 				Examples: []results.Example{{Value: "2-5", Ops: []int64{31337, 31338}, Offsets: []int64{10, 11}}}},
-			"reorder": {Count: 1, Judgement: "unknown", Why: "producer settings no documented guarantee covers",
+			"reorder": {Count: 1, Judgement: guarantee.Unknown, Why: "producer settings no documented guarantee covers",
 				Examples: []results.Example{{Ops: []int64{5150, 5151}}}},
 			"eos-missing": {Unchecked: "no read-process-write ops in the history"},
-			"poll-skip":   {Count: 0, Permitted: false, Judgement: "forbidden"},
+			"poll-skip":   {Count: 0, Judgement: guarantee.Forbidden},
 		},
 		Stats: results.Stats{
 			Ops:              map[string]results.Outcomes{"send": {OK: 1000, Fail: 12, Info: 3}, "txn": {OK: 40, Fail: 8}, "poll": {OK: 500}},

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/kafkaconf"
 	"github.com/verity-kafka/verity/verify/guarantee"
 	"github.com/verity-kafka/verity/verify/results"
 )
@@ -220,7 +222,7 @@ func RenderHTML(w io.Writer, r *results.Results, tl *Timeline, opts Options, war
 	}
 	d.Anomalies, d.NoneFound = anomalyViews(r)
 	d.SettingDeviations = settingDeviations(r.Config)
-	d.ConfigJSON = prettyJSON(r.Config)
+	d.ConfigJSON = prettyConfig(r.Config)
 
 	if tl != nil {
 		if err := d.addTimeline(tl, opts); err != nil {
@@ -346,10 +348,10 @@ func anomalyViews(r *results.Results) (views []anomalyView, none []string) {
 	for _, name := range Families(r) {
 		a, ok := r.Anomalies[name]
 		if !ok || (a.Count == 0 && a.Unchecked == "") {
-			none = append(none, name)
+			none = append(none, string(name))
 			continue
 		}
-		v := anomalyView{Name: name, Count: a.Count, Why: a.Why, ByRule: a.ByRule}
+		v := anomalyView{Name: string(name), Count: a.Count, Why: a.Why, ByRule: a.ByRule}
 		switch {
 		case a.Unchecked != "":
 			v.Judgement, v.Class, v.Why = "not checked", "unchecked", a.Unchecked
@@ -358,7 +360,7 @@ func anomalyViews(r *results.Results) (views []anomalyView, none []string) {
 			if n := forbiddenCount(a); n < a.Count {
 				v.Judgement = fmt.Sprintf("forbidden (%d of %d)", n, a.Count)
 			}
-		case a.Judgement == "unknown":
+		case a.Judgement == guarantee.Unknown:
 			v.Judgement, v.Class = "not judged", "notjudged"
 		default:
 			v.Judgement, v.Class = "permitted", "permitted"
@@ -375,57 +377,72 @@ func anomalyViews(r *results.Results) (views []anomalyView, none []string) {
 	return views, none
 }
 
-// settingDeviations lists the producer, topic and consumer settings of the run's config that
-// differ from Kafka 4.3's defaults (the broker's come in results.json's deviations).
-func settingDeviations(raw json.RawMessage) []string {
-	cfg, _, err := guarantee.Decode(raw)
-	if err != nil {
-		return nil
-	}
+// settingDeviations lists the producer and topic settings of the run's header that differ
+// from Kafka 4.3's defaults (the broker's come in results.json's deviations), processes with
+// the same settings on one line.
+func settingDeviations(cfg history.Config) []string {
 	var out []string
-	producer := func(prefix string, p guarantee.ProducerSettings) {
+	def := kafkaconf.ResolveProducer(kafkaconf.ProducerConfig{}, kafkaconf.JavaClient())
+	producer := func(p kafkaconf.Resolved) []string {
+		var d []string
 		if p.Conflict != "" {
-			out = append(out, prefix+"settings no documented guarantee covers: "+p.Conflict)
+			d = append(d, "settings no documented guarantee covers: "+p.Conflict)
 		}
-		if p.Acks != guarantee.AcksAll {
-			out = append(out, prefix+"acks="+p.Acks.String()+" (Kafka default all)")
+		if p.Acks != def.Acks {
+			d = append(d, fmt.Sprintf("acks=%s (Kafka default %s)", p.Acks, def.Acks))
 		}
 		if !p.Idempotent && !p.Transactional {
-			out = append(out, prefix+"enable.idempotence=false (Kafka default true)")
+			d = append(d, "enable.idempotence=false (Kafka default true)")
 		}
-		if p.MaxInFlight != guarantee.DefaultMaxInFlight {
-			out = append(out, fmt.Sprintf("%smax.in.flight.requests.per.connection=%d (Kafka default %d)", prefix, p.MaxInFlight, guarantee.DefaultMaxInFlight))
+		if p.MaxInFlight != def.MaxInFlight {
+			d = append(d, fmt.Sprintf("max.in.flight.requests.per.connection=%d (Kafka default %d)", p.MaxInFlight, def.MaxInFlight))
 		}
-		if p.Retries != guarantee.DefaultRetries {
-			out = append(out, fmt.Sprintf("%sretries=%d (Kafka default %d)", prefix, p.Retries, guarantee.DefaultRetries))
+		if p.Retries != def.Retries {
+			d = append(d, fmt.Sprintf("retries=%d (Kafka default %d)", p.Retries, def.Retries))
 		}
 		if p.AppResend {
-			out = append(out, prefix+"the application re-sends after failed or unknown sends")
+			d = append(d, "the application re-sends after failed or unknown sends")
 		}
+		return d
 	}
-	def := cfg.DefaultProducer(false)
-	producer("producers: ", def)
-	for _, k := range slices.Sorted(maps.Keys(cfg.Processes)) {
-		n, err := strconv.Atoi(k)
-		if err != nil {
-			continue
-		}
-		p := cfg.ProducerFor(n, false)
+	// Processes with the same deviations share a line, in process order.
+	var lines []string
+	procs := map[string][]string{}
+	for _, n := range slices.Sorted(maps.Keys(cfg.Processes)) {
+		p := kafkaconf.ResolveProducer(cfg.ProducerOf(n), kafkaconf.JavaClient())
+		kind := ""
 		if p.Transactional {
-			continue // Kafka fixes a transactional producer's settings
+			kind = " (transactional)"
 		}
-		if p.Acks == def.Acks && p.Idempotent == def.Idempotent && p.MaxInFlight == def.MaxInFlight &&
-			p.Retries == def.Retries && p.AppResend == def.AppResend && p.Conflict == def.Conflict {
+		d := strings.Join(producer(p), ", ")
+		if d == "" {
 			continue
 		}
-		producer("process "+k+": ", p)
-	}
-	topic := func(prefix string, t guarantee.TopicSettings) {
-		if t.RF != guarantee.DefaultRF {
-			out = append(out, fmt.Sprintf("%sreplication.factor=%d (Kafka default.replication.factor %d)", prefix, t.RF, guarantee.DefaultRF))
+		key := d + kind
+		if _, ok := procs[key]; !ok {
+			lines = append(lines, key)
 		}
-		if t.MinISR != guarantee.DefaultMinISR {
-			out = append(out, fmt.Sprintf("%smin.insync.replicas=%d (Kafka default %d)", prefix, t.MinISR, guarantee.DefaultMinISR))
+		procs[key] = append(procs[key], strconv.Itoa(n))
+	}
+	for _, key := range lines {
+		ps := procs[key]
+		label := "process " + ps[0]
+		if len(ps) > 1 {
+			label = "processes " + strings.Join(ps, ", ")
+		}
+		out = append(out, label+": "+key)
+	}
+	if cfg.Producer != nil {
+		if d := producer(kafkaconf.ResolveProducer(*cfg.Producer, kafkaconf.JavaClient())); len(d) > 0 {
+			out = append(out, "other producers: "+strings.Join(d, ", "))
+		}
+	}
+	topic := func(prefix string, t kafkaconf.ResolvedTopic) {
+		if t.RF != kafkaconf.DefaultReplicationFactor {
+			out = append(out, fmt.Sprintf("%sreplication.factor=%d (Kafka default.replication.factor %d)", prefix, t.RF, kafkaconf.DefaultReplicationFactor))
+		}
+		if t.MinISR != kafkaconf.DefaultMinISR {
+			out = append(out, fmt.Sprintf("%smin.insync.replicas=%d (Kafka default %d)", prefix, t.MinISR, kafkaconf.DefaultMinISR))
 		}
 		if t.Unclean {
 			out = append(out, prefix+"unclean.leader.election.enable=true (Kafka default false)")
@@ -434,16 +451,22 @@ func settingDeviations(raw json.RawMessage) []string {
 			out = append(out, prefix+"settings no documented guarantee covers: "+t.Conflict)
 		}
 	}
-	if len(cfg.Topics) == 0 {
-		topic("topics: ", cfg.TopicFor(""))
-	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Topics)) {
-		topic("topic "+name+": ", cfg.TopicFor(name))
+		topic("topic "+name+": ", kafkaconf.ResolveTopic(cfg.TopicOf(name)))
 	}
-	if cfg.ReadIsolation() != guarantee.ReadUncommitted {
-		out = append(out, "consumers: isolation.level="+cfg.ReadIsolation()+" (Kafka default read_uncommitted)")
+	if cfg.Topic != nil || len(cfg.Topics) == 0 {
+		topic("other topics: ", kafkaconf.ResolveTopic(cfg.TopicOf("")))
 	}
 	return out
+}
+
+// prettyConfig is the header's config as indented JSON.
+func prettyConfig(c history.Config) string {
+	b, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return err.Error()
+	}
+	return string(b)
 }
 
 func prettyJSON(raw json.RawMessage) string {

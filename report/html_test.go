@@ -128,16 +128,16 @@ func TestReportHTML(t *testing.T) {
 	}
 
 	// Every example's op indices are in the anomaly table, with their family.
-	res := sampleResults("", nil)
+	res := sampleResults("", history.Config{})
 	anomalies := text(p.byID("anomalies"))
 	for name, a := range res.Anomalies {
 		if a.Count == 0 && a.Unchecked == "" {
-			if !strings.Contains(anomalies, "None found:") || !strings.Contains(anomalies, name) {
+			if !strings.Contains(anomalies, "None found:") || !strings.Contains(anomalies, string(name)) {
 				t.Errorf("family %s with no finding is not listed as none found", name)
 			}
 			continue
 		}
-		row := p.byID("anomaly-" + name)
+		row := p.byID("anomaly-" + string(name))
 		if row == nil {
 			t.Errorf("no row for %s", name)
 			continue
@@ -215,7 +215,7 @@ func TestReportHTML(t *testing.T) {
 		t.Errorf("partition table: %s", parts)
 	}
 	cfg := text(p.byID("config"))
-	for _, want := range []string{"replica.lag.time.max.ms=10000", "replication.factor=3", "min.insync.replicas=2", "isolation.level=read_committed", "retries=2147483647", `"scenario": "histgen"`} {
+	for _, want := range []string{"replica.lag.time.max.ms=10000", "replication.factor=3", "min.insync.replicas=2", "retries=2147483647", `"scenario": "histgen"`} {
 		if !strings.Contains(cfg, want) {
 			t.Errorf("config section lacks %q", want)
 		}
@@ -232,7 +232,7 @@ func TestReportHTML(t *testing.T) {
 // plots.
 func TestReportWithoutHistory(t *testing.T) {
 	dir := t.TempDir()
-	r := sampleResults(filepath.Join(dir, "missing.jsonl"), nil)
+	r := sampleResults(filepath.Join(dir, "missing.jsonl"), history.Config{})
 	w, err := Write(context.Background(), dir, r, "", Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -252,7 +252,7 @@ func TestReportWithoutHistory(t *testing.T) {
 // Results text is escaped, never markup.
 func TestReportEscapes(t *testing.T) {
 	dir := t.TempDir()
-	r := sampleResults("", nil)
+	r := sampleResults("", history.Config{})
 	r.Scenario = `<script>alert(1)</script>`
 	r.Notes = []string{`<img src="http://example.invalid/x.png">`}
 	w, err := Write(context.Background(), dir, r, "", Options{})

@@ -63,11 +63,8 @@ type (
 
 // Families returns the anomaly families a report lists for r: every family of the guarantee
 // table in its order, then any other name r carries, sorted.
-func Families(r *results.Results) []string {
-	var out []string
-	for _, a := range guarantee.Anomalies() {
-		out = append(out, string(a))
-	}
+func Families(r *results.Results) []guarantee.Anomaly {
+	out := guarantee.Anomalies()
 	for _, k := range slices.Sorted(maps.Keys(r.Anomalies)) {
 		if !slices.Contains(out, k) {
 			out = append(out, k)
@@ -78,17 +75,17 @@ func Families(r *results.Results) []string {
 
 // forbiddenCount is how many findings of a the guarantee table forbade, as results.json says:
 // Forbidden when the checker split the count, else all of Count when the family is judged
-// neither permitted nor unknown.
+// forbidden.
 func forbiddenCount(a results.Anomaly) int {
 	switch {
 	case a.Count == 0 || a.Unchecked != "":
 		return 0
 	case a.Forbidden > 0:
 		return a.Forbidden
-	case a.Permitted || a.Judgement == "unknown" || a.Judgement == "permitted":
-		return 0
+	case a.Judgement == guarantee.Forbidden:
+		return a.Count
 	}
-	return a.Count
+	return 0
 }
 
 // JUnit builds the junit.xml of one checked run: a test case per anomaly family — failed when
@@ -136,10 +133,10 @@ func JUnit(r *results.Results) *JUnitSuites {
 
 	for _, name := range Families(r) {
 		a, found := r.Anomalies[name]
-		c := JUnitCase{Name: "anomaly/" + name, Classname: class, Time: "0",
+		c := JUnitCase{Name: "anomaly/" + string(name), Classname: class, Time: "0",
 			Properties: []JUnitProperty{seedProp, {Name: "count", Value: strconv.Itoa(a.Count)}}}
-		if a.Judgement != "" {
-			c.Properties = append(c.Properties, JUnitProperty{Name: "judgement", Value: a.Judgement})
+		if found {
+			c.Properties = append(c.Properties, JUnitProperty{Name: "judgement", Value: a.Judgement.String()})
 		}
 		if found && a.Why != "" {
 			c.Properties = append(c.Properties, JUnitProperty{Name: "why", Value: a.Why})
@@ -148,13 +145,12 @@ func JUnit(r *results.Results) *JUnitSuites {
 		case a.Unchecked != "":
 			c.Skipped = &JUnitMessage{Message: "not checked: " + a.Unchecked}
 		case n > 0:
-			c.Failure = &JUnitMessage{Type: name, Message: fmt.Sprintf("%d forbidden: %s", n, a.Why), Text: examplesText(a)}
-		case a.Count > 0 && (a.Judgement == "unknown"):
+			c.Failure = &JUnitMessage{Type: string(name), Message: fmt.Sprintf("%d forbidden: %s", n, a.Why), Text: examplesText(a)}
+		case a.Count > 0 && a.Judgement == guarantee.Unknown:
 			c.Skipped = &JUnitMessage{Message: fmt.Sprintf("%d found, not judged: %s", a.Count, a.Why)}
 			c.SystemOut = examplesText(a)
 		case a.Count > 0:
 			c.Skipped = &JUnitMessage{Message: fmt.Sprintf("%d found, permitted: %s", a.Count, a.Why)}
-			c.Properties = append(c.Properties, JUnitProperty{Name: "permitted", Value: "true"})
 			c.SystemOut = examplesText(a)
 		}
 		s.Cases = append(s.Cases, c)
@@ -203,9 +199,7 @@ func exampleText(e results.Example) string {
 	if e.Process != nil {
 		parts = append(parts, "process "+strconv.Itoa(*e.Process))
 	}
-	if e.Judgement != "" {
-		parts = append(parts, e.Judgement)
-	}
+	parts = append(parts, e.Judgement.String())
 	if e.Note != "" {
 		parts = append(parts, e.Note)
 	}

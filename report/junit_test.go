@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"encoding/xml"
 	"fmt"
+	"github.com/verity-kafka/verity/history"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/verity-kafka/verity/verify/guarantee"
 	"github.com/verity-kafka/verity/verify/results"
 )
 
@@ -39,21 +43,23 @@ func prop(ps []JUnitProperty, name string) string {
 // exactly on a fail verdict and errs on unknown; permitted, unjudged and unchecked families
 // are skipped; the seed is everywhere.
 func TestJUnit(t *testing.T) {
-	failing := sampleResults("", nil)
-	passing := sampleResults("", nil)
+	failing := sampleResults("", history.Config{})
+	passing := sampleResults("", history.Config{})
 	passing.Verdict = results.Pass
 	delete(passing.Anomalies, "lost-write")
-	unknown := sampleResults("", nil)
+	unknown := sampleResults("", history.Config{})
 	unknown.Verdict = results.Unknown
 	unknown.UnknownReasons = []string{"final reads of verity-3 are incomplete"}
 	delete(unknown.Anomalies, "lost-write")
-	split := sampleResults("", nil) // one family judged by two rows
-	split.Anomalies["lost-write"] = results.Anomaly{Count: 5, Permitted: false, Forbidden: 2, Judgement: "forbidden",
-		ByRule:   []results.RuleCount{{Count: 3, Judgement: "permitted", Why: "acks=1"}, {Count: 2, Judgement: "forbidden", Why: "acks=all"}},
+	split := sampleResults("", history.Config{}) // one family judged by two rows
+	split.Anomalies["lost-write"] = results.Anomaly{Count: 5, Forbidden: 2, Judgement: guarantee.Forbidden,
+		ByRule:   []results.RuleCount{{Count: 3, Judgement: guarantee.Permitted, Why: "acks=1"}, {Count: 2, Judgement: guarantee.Forbidden, Why: "acks=all"}},
 		Examples: []results.Example{{Value: "1-1", Ops: []int64{1, 2}}}}
-	legacy := sampleResults("", nil) // results with only the fields history.md requires
-	legacy.Anomalies["lost-write"] = results.Anomaly{Count: 1, Permitted: false, Why: "w", Examples: []results.Example{{Ops: []int64{7}}}}
-	legacy.Anomalies["duplicate"] = results.Anomaly{Count: 4, Permitted: true, Why: "p"}
+	legacy := sampleResults("", history.Config{}) // results with only the fields results.md requires
+	legacy.Anomalies["lost-write"] = results.Anomaly{Count: 1, Judgement: guarantee.Forbidden, Why: "w", Examples: []results.Example{{Ops: []int64{7}}}}
+	legacy.Anomalies["duplicate"] = results.Anomaly{Count: 4, Judgement: guarantee.Permitted, Why: "p"}
+	extra := sampleResults("", history.Config{}) // a family the guarantee catalogue does not list still gets a case
+	extra.Anomalies["not-in-catalogue"] = results.Anomaly{Count: 1, Judgement: guarantee.Permitted, Why: "w"}
 
 	cases := []struct {
 		name        string
@@ -66,7 +72,8 @@ func TestJUnit(t *testing.T) {
 		{"pass", passing, nil, false, false},
 		{"unknown", unknown, nil, false, true},
 		{"split by rule", split, map[string]bool{"lost-write": true}, true, false},
-		{"fields of history.md only", legacy, map[string]bool{"lost-write": true}, true, false},
+		{"fields of results.md only", legacy, map[string]bool{"lost-write": true}, true, false},
+		{"family outside the catalogue", extra, map[string]bool{"lost-write": true}, true, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -79,9 +86,28 @@ func TestJUnit(t *testing.T) {
 			if prop(s.Properties, "seed") != seed || prop(s.Properties, "verdict") != string(c.r.Verdict) || prop(s.Properties, "scenario") != c.r.Scenario {
 				t.Errorf("suite properties %+v", s.Properties)
 			}
-			families := Families(c.r)
-			if len(s.Cases) != 1+len(families) {
-				t.Errorf("%d cases, want the verdict and %d families", len(s.Cases), len(families))
+			// The cases expected, worked out here rather than by Families (the code under test):
+			// the verdict first, then one case for each family of the guarantee catalogue and for
+			// each family the results name, each once.
+			want := map[string]bool{"verdict": true}
+			for _, a := range guarantee.Anomalies() {
+				want["anomaly/"+string(a)] = true
+			}
+			for name := range c.r.Anomalies {
+				want["anomaly/"+string(name)] = true
+			}
+			got := map[string]bool{}
+			for _, tc := range s.Cases {
+				if got[tc.Name] {
+					t.Errorf("case %s appears twice", tc.Name)
+				}
+				got[tc.Name] = true
+			}
+			if len(s.Cases) != len(want) || !maps.Equal(got, want) {
+				t.Errorf("cases %v, want %v", slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
+			}
+			if len(s.Cases) == 0 || s.Cases[0].Name != "verdict" {
+				t.Errorf("the verdict case should come first")
 			}
 			failures, skipped, errs := 0, 0, 0
 			for _, tc := range s.Cases {
@@ -103,7 +129,7 @@ func TestJUnit(t *testing.T) {
 					continue
 				}
 				family := strings.TrimPrefix(tc.Name, "anomaly/")
-				a := c.r.Anomalies[family]
+				a, found := c.r.Anomalies[guarantee.Anomaly(family)]
 				if got := tc.Failure != nil; got != c.failed[family] {
 					t.Errorf("%s: failure %t, want %t (%+v)", family, got, c.failed[family], a)
 				}
@@ -118,8 +144,8 @@ func TestJUnit(t *testing.T) {
 				if (tc.Skipped != nil) != wantSkip {
 					t.Errorf("%s: skipped %v, want %t", family, tc.Skipped, wantSkip)
 				}
-				if a.Count > 0 && a.Permitted && prop(tc.Properties, "permitted") != "true" {
-					t.Errorf("%s: permitted family lacks the permitted property", family)
+				if found && prop(tc.Properties, "judgement") != a.Judgement.String() {
+					t.Errorf("%s: judgement property %q, want %s", family, prop(tc.Properties, "judgement"), a.Judgement)
 				}
 				if prop(tc.Properties, "count") != fmt.Sprint(a.Count) {
 					t.Errorf("%s: count property %q, want %d", family, prop(tc.Properties, "count"), a.Count)

@@ -1,12 +1,15 @@
 package runner
 
 import (
+	"cmp"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/verity-kafka/verity/harness"
 	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/kafkaconf"
 	"github.com/verity-kafka/verity/nemesis"
 	"github.com/verity-kafka/verity/scenarios"
 	"github.com/verity-kafka/verity/workloads"
@@ -14,7 +17,7 @@ import (
 
 // plan is a scenario made concrete for the packages that run it.
 type plan struct {
-	scenario  scenarios.Scenario
+	scenario  scenarios.Resolved
 	cluster   clusterShape
 	workloads workloads.Spec // without Nemesis, Sarama, Log: the run sets them
 	schedule  nemesis.Schedule
@@ -41,32 +44,41 @@ func shapeOf(s scenarios.Scenario) clusterShape {
 // Hold-open transactions start this far into the run, so that the workloads run first.
 const holdAfter = 10 * time.Second
 
-// compile resolves s (defaults applied, validated) into a plan. tag names the run's consumer
-// groups and transactional.ids, so that runs on one cluster do not share them.
-func compile(s scenarios.Scenario, tag string) (*plan, error) {
-	s = s.WithDefaults()
-	if err := s.Validate(); err != nil {
-		return nil, fmt.Errorf("scenario %s: %w", s.Name, err)
+// compile makes s into a plan. tag names the run's consumer groups and transactional.ids, so
+// that runs on one cluster do not share them.
+func compile(s scenarios.Resolved, tag string) (*plan, error) {
+	pl := &plan{scenario: s, cluster: shapeOf(s.Scenario)}
+	ws := workloads.Spec{Name: s.Name, Seed: s.Seed, Duration: s.Duration.Std(), ScheduledFaults: s.ScheduledFaults()}
+	spec, err := json.Marshal(s.Scenario)
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s: encoding it for the history header: %w", s.Name, err)
 	}
-	pl := &plan{scenario: s, cluster: shapeOf(s)}
-	ws := workloads.Spec{Name: s.Name, Seed: s.Seed, Duration: s.Duration.Std()}
+	ws.Scenario = spec
 	for _, t := range s.Topics {
-		unclean := t.UncleanLeaderElection
 		ws.Topics = append(ws.Topics, harness.TopicSpec{Name: t.Name, Partitions: t.Partitions, RF: t.ReplicationFactor,
-			MinISR: t.MinInsyncReplicas, Unclean: &unclean, Config: t.Config})
+			MinISR: t.MinInsyncReplicas, Unclean: new(t.UncleanLeaderElection), Config: t.Config})
 		pl.topics = append(pl.topics, t.Name)
 	}
 	cl := s.Client
 	for _, g := range s.Workload.Producers {
-		pc, note := producerConfig(cl, g)
-		if note != "" && !slices.Contains(pl.notes, note) {
-			pl.notes = append(pl.notes, note)
+		pc := producerConfig(cl, g)
+		_, notes, err := pc.Resolved()
+		if err != nil {
+			return nil, fmt.Errorf("scenario %s: %w", s.Name, err)
+		}
+		for _, note := range notes {
+			if !slices.Contains(pl.notes, note) {
+				pl.notes = append(pl.notes, note)
+			}
 		}
 		ws.Producers = append(ws.Producers, workloads.ProducerSpec{Instances: g.Count, ProducerConfig: pc})
 	}
 	txnClient := workloads.TxnClientConfig{RequestTimeout: cl.RequestTimeout.Std(), DeliveryTimeout: cl.DeliveryTimeout.Std()}
+	if cl.Retries != nil {
+		txnClient.Retries = *cl.Retries
+	}
 	tx := cl.Transactions
-	var refs faultRefs
+	var refs scenarios.Refs
 	for i := range s.Workload.Transactional.Count {
 		tc := workloads.TxnConfig{Topics: s.Workload.Transactional.Topics, TxnID: fmt.Sprintf("%s-txn-%d", tag, i),
 			MaxRecords: tx.Records, AbortProbability: tx.AbortProbability, ZombieProbability: tx.ZombieProbability,
@@ -76,9 +88,7 @@ func compile(s scenarios.Scenario, tag string) (*plan, error) {
 			// The coordinator would abort a transaction open longer than its timeout.
 			tc.Timeout = tx.HoldOpen.Std() + 30*time.Second
 		}
-		if refs.txnID == "" {
-			refs.txnID = tc.TxnID
-		}
+		refs.TxnID = cmp.Or(refs.TxnID, tc.TxnID)
 		ws.Transactional = append(ws.Transactional, tc)
 	}
 	pr := s.Workload.Processors
@@ -86,24 +96,22 @@ func compile(s scenarios.Scenario, tag string) (*plan, error) {
 		pc := workloads.ProcessorConfig{Input: pr.Input, Output: pr.Output, Group: tag + "-rpw",
 			TxnID: fmt.Sprintf("%s-rpw-%d", tag, i), AbortProbability: tx.AbortProbability, CrashEvery: pr.CrashEvery.Std(),
 			TxnClientConfig: txnClient}
-		if refs.txnID == "" {
-			refs.txnID = pc.TxnID
-		}
-		refs.group = pc.Group
+		refs.TxnID = cmp.Or(refs.TxnID, pc.TxnID)
+		refs.Group = pc.Group
 		ws.Processors = append(ws.Processors, pc)
 	}
 	// Consumers in the order Workload documents: read_committed, read_uncommitted, group.
 	cs := s.Workload.Consumers
 	for i := range cs.ReadCommitted + cs.ReadUncommitted {
-		iso := history.ReadCommitted
+		iso := kafkaconf.ReadCommitted
 		if i >= cs.ReadCommitted {
-			iso = history.ReadUncommitted
+			iso = kafkaconf.ReadUncommitted
 		}
 		ws.Consumers = append(ws.Consumers, workloads.ConsumerConfig{Topics: cs.Topics, Mode: workloads.Assign, Isolation: iso})
 	}
 	if g := s.Workload.Group; g.Count > 0 {
 		name := tag + "-" + g.Name
-		refs.group = name
+		refs.Group = name
 		for range g.Count {
 			ws.Consumers = append(ws.Consumers, workloads.ConsumerConfig{Topics: g.Topics, Mode: workloads.Subscribe,
 				Group: name, Isolation: cl.Isolation, RestartEvery: g.RestartEvery.Std()})
@@ -121,50 +129,41 @@ func compile(s scenarios.Scenario, tag string) (*plan, error) {
 			}
 		}
 	}
-	sched, err := schedule(s, refs)
-	if err != nil {
+	if pl.schedule, err = s.NemesisSchedule(refs); err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", s.Name, err)
-	}
-	pl.schedule = sched
-	ws.Header = map[string]any{
-		"isolation": cl.Isolation,
-		"faults":    s.ScheduledFaults(),
-		"spec":      s,
 	}
 	pl.workloads = ws
 	return pl, nil
 }
 
-// producerConfig is a producer group's client configuration. The scenario states Kafka's
-// settings; sarama differs in two ways that matter, both written into the history: its
-// idempotent producer allows one request in flight (Kafka allows five), and it has no
-// delivery.timeout.ms (the workload enforces it). Idempotence is stated explicitly
-// (Client.Delivery), since the workload would otherwise turn it off when more than one request
-// may be in flight.
-func producerConfig(cl scenarios.Client, g scenarios.ProducerGroup) (workloads.ProducerConfig, string) {
-	acks, idempotent := cl.Delivery(g)
-	inFlight := cl.MaxInFlight
-	var note string
-	if idempotent && inFlight > 1 {
-		note = fmt.Sprintf("idempotent producers run with max.in.flight.requests.per.connection=1, not %d: sarama's idempotent producer allows no more", inFlight)
-		inFlight = 1
-	}
-	rate := g.Rate
-	if rate < 0 {
-		rate = 0
-	}
+// producerConfig is a producer group's client configuration: the scenario's settings as they
+// are; the workloads resolve what Kafka and sarama make of them (kafkaconf.ResolveProducer).
+func producerConfig(cl scenarios.Client, g scenarios.ProducerGroup) workloads.ProducerConfig {
 	return workloads.ProducerConfig{
-		Topics: []string{g.Topic}, Acks: acks, Idempotence: &idempotent, MaxInFlight: inFlight, Retries: cl.Retries,
+		Topics: []string{g.Topic}, Delivery: g.Delivery.Over(cl.Delivery),
 		RetryBackoff: cl.RetryBackoff.Std(), RequestTimeout: cl.RequestTimeout.Std(), DeliveryTimeout: cl.DeliveryTimeout.Std(),
 		Linger: cl.Linger.Std(), BatchBytes: cl.BatchBytes, Compression: cl.Compression, Async: g.Async,
-		Rate: rate, AppResend: cl.AppResend,
-	}, note
+		Rate: max(g.Rate, 0), AppResend: cl.AppResend,
+	}
+}
+
+// Header is the history header's config a run of s writes, as far as a scenario decides it:
+// made by the same function the run uses (workloads.HeaderConfig), on a cluster of s's shape.
+// The process numbers, the settings of every producer and topic, the isolation and deviations
+// are the run's; only the names a reused cluster's run gives its topics differ.
+func Header(s scenarios.Resolved) (history.Config, error) {
+	pl, err := compile(s, "verity")
+	if err != nil {
+		return history.Config{}, err
+	}
+	hs := harness.Spec{Nodes: s.Topology.Nodes, DedicatedControllers: s.Topology.DedicatedControllers, BrokerConfig: s.Broker}
+	return workloads.HeaderConfig(pl.workloads, s.Topology.Nodes, hs.Deviations())
 }
 
 // freshNames returns s with every topic, consumer group and transactional.id it names given
 // suffix, so that a run on a reused cluster starts on empty topics and new groups.
-func freshNames(s scenarios.Scenario, suffix string) scenarios.Scenario {
-	s = s.WithDefaults() // fills the targets' implicit topics, so that they are renamed too
+func freshNames(r scenarios.Resolved, suffix string) scenarios.Resolved {
+	s := r.Clone()
 	ren := func(name *string) {
 		if *name != "" {
 			*name += suffix
@@ -209,5 +208,5 @@ func freshNames(s scenarios.Scenario, suffix string) scenarios.Scenario {
 			fault(&p.Set[i])
 		}
 	}
-	return s
+	return scenarios.Resolved{Scenario: s}
 }

@@ -6,12 +6,35 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verity-kafka/verity/kafkaconf"
 	"github.com/verity-kafka/verity/nemesis"
 	"github.com/verity-kafka/verity/scenarios"
 )
 
+// builtin resolves the built-in called name.
+func builtin(t *testing.T, name string) scenarios.Resolved {
+	t.Helper()
+	s, err := scenarios.Builtin(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func builtins(t *testing.T) []scenarios.Resolved {
+	var out []scenarios.Resolved
+	for _, name := range scenarios.Names() {
+		out = append(out, builtin(t, name))
+	}
+	return out
+}
+
 func TestEveryBuiltinCompiles(t *testing.T) {
-	for _, s := range scenarios.Builtins() {
+	for _, s := range builtins(t) {
 		pl, err := compile(s, "verity")
 		if err != nil {
 			t.Errorf("%s: %v", s.Name, err)
@@ -27,7 +50,7 @@ func TestEveryBuiltinCompiles(t *testing.T) {
 }
 
 func TestCompileDefault(t *testing.T) {
-	pl, err := compile(scenarios.Default(), "verity-x")
+	pl, err := compile(builtin(t, "default"), "verity-x")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,20 +58,24 @@ func TestCompileDefault(t *testing.T) {
 	if len(ws.Producers) != 2 || ws.Producers[0].Instances != 2 || !ws.Producers[1].Async {
 		t.Fatalf("producers %+v: want 2 one-at-a-time and 1 async", ws.Producers)
 	}
-	p := ws.Producers[0].ProducerConfig
+	p, _, err := ws.Producers[0].ProducerConfig.Resolved()
+	if err != nil {
+		t.Fatal(err)
+	}
 	// Kafka allows 5 in flight with idempotence; sarama 1: the run says so instead of
 	// silently turning idempotence off.
-	if p.Idempotence == nil || !*p.Idempotence || p.MaxInFlight != 1 || p.Acks != "all" || p.Rate != scenarios.DefaultRate {
+	if !*p.Idempotence || *p.MaxInFlight != 1 || *p.Acks != kafkaconf.AcksAll || p.Rate != scenarios.DefaultRate {
 		t.Errorf("producer config %+v: want idempotent acks=all, 1 in flight, the default rate", p)
 	}
-	if len(pl.notes) != 1 || !strings.Contains(pl.notes[0], "sarama") {
-		t.Errorf("notes %q: want one note on sarama's in-flight limit", pl.notes)
+	if len(pl.notes) != 2 || !strings.Contains(pl.notes[0], "sarama's idempotent producer allows no more") ||
+		!strings.Contains(pl.notes[1], "sarama's default 3") {
+		t.Errorf("notes %q: want the notes on sarama's in-flight limit and retries", pl.notes)
 	}
-	if len(ws.Consumers) != 1 || ws.Consumers[0].Isolation != "read_committed" {
+	if len(ws.Consumers) != 1 || ws.Consumers[0].Isolation != kafkaconf.ReadCommitted {
 		t.Errorf("consumers %+v", ws.Consumers)
 	}
-	if ws.Header["isolation"] != "read_committed" || !slices.Equal(ws.Header["faults"].([]string), []string{"kill"}) {
-		t.Errorf("header %v: want isolation and the scheduled faults", ws.Header)
+	if !slices.Equal(ws.ScheduledFaults, []string{"kill"}) {
+		t.Errorf("scheduled faults %v", ws.ScheduledFaults)
 	}
 	tl, ok := pl.schedule.(nemesis.Timeline)
 	if !ok || len(tl) != 1 || tl[0].At != 20*time.Second || tl[0].For != 20*time.Second || tl[0].Fault.String() != "kill(leader of verity-0)" {
@@ -57,36 +84,29 @@ func TestCompileDefault(t *testing.T) {
 }
 
 func TestCompileNonIdempotentKeepsInFlight(t *testing.T) {
-	s, err := scenarios.Builtin("plain-inflight-reorder")
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := builtin(t, "plain-inflight-reorder")
 	pl, err := compile(s, "v")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := pl.workloads.Producers[0].ProducerConfig
-	if *p.Idempotence || p.MaxInFlight != 5 || len(pl.notes) != 0 {
-		t.Errorf("producer %+v, notes %q: want non-idempotent with 5 in flight and no note", p, pl.notes)
+	p := pl.workloads.Producers[0].ProducerConfig.Settings()
+	if p.Idempotent || p.MaxInFlight != 5 || slices.ContainsFunc(pl.notes, func(n string) bool { return strings.Contains(n, "in.flight") }) {
+		t.Errorf("producer %+v, notes %q: want non-idempotent with 5 in flight and no note on it", p, pl.notes)
 	}
 	// acks=1 without an explicit idempotence is Kafka's default for such acks: off.
 	s.Client.Idempotence = nil
-	s.Client.Acks = "1"
+	s.Client.Acks = new(kafkaconf.AcksLeader)
 	pl, err = compile(s, "v")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *pl.workloads.Producers[0].Idempotence {
+	if pl.workloads.Producers[0].ProducerConfig.Settings().Idempotent {
 		t.Error("acks=1 with idempotence unset compiled to an idempotent producer")
 	}
 }
 
 func TestCompileTransactionsAndGroups(t *testing.T) {
-	s, err := scenarios.Builtin("lab-lso-hold")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pl, err := compile(s, "tag")
+	pl, err := compile(builtin(t, "lab-lso-hold"), "tag")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,16 +114,14 @@ func TestCompileTransactionsAndGroups(t *testing.T) {
 	if len(tx) != 1 || tx[0].TxnID != "tag-txn-0" || tx[0].HoldOpen != 30*time.Second || tx[0].Timeout <= tx[0].HoldOpen {
 		t.Errorf("transactional %+v: want tag-txn-0 held 30s with a longer timeout", tx)
 	}
-	s, _ = scenarios.Builtin("eos-coordinator-kill")
-	pl, err = compile(s, "tag")
+	pl, err = compile(builtin(t, "eos-coordinator-kill"), "tag")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(pl.schedule.String(), `transaction coordinator of "tag-txn-0"`) {
 		t.Errorf("schedule %s: want the coordinator of the run's first transactional.id", pl.schedule)
 	}
-	s, _ = scenarios.Builtin("group-rebalance")
-	pl, err = compile(s, "tag")
+	pl, err = compile(builtin(t, "group-rebalance"), "tag")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +132,7 @@ func TestCompileTransactionsAndGroups(t *testing.T) {
 }
 
 func TestFreshNames(t *testing.T) {
-	for _, s := range scenarios.Builtins() {
+	for _, s := range builtins(t) {
 		f := freshNames(s, "-c1r2")
 		if err := f.Validate(); err != nil {
 			t.Errorf("%s renamed is invalid: %v", s.Name, err)
@@ -136,52 +154,6 @@ func TestFreshNames(t *testing.T) {
 		}
 		if s.Topics[0].Name == f.Topics[0].Name {
 			t.Errorf("%s: freshNames changed nothing", s.Name)
-		}
-	}
-}
-
-func TestPresetsMapToFaults(t *testing.T) {
-	for _, name := range presetNames() {
-		f, err := Preset(name, scenarios.DefaultTopic)
-		if err != nil {
-			t.Errorf("%s: %v", name, err)
-			continue
-		}
-		s := scenarios.Default()
-		s.Faults = singleFault(f, s.Duration)
-		if err := s.Validate(); err != nil {
-			t.Errorf("%s: the preset does not validate: %v", name, err)
-			continue
-		}
-		nf, err := fault(f, faultRefs{txnID: "x", group: "g"})
-		if err != nil {
-			t.Errorf("%s: %v", name, err)
-			continue
-		}
-		if name != "none" && nf.Name() == "none" {
-			t.Errorf("%s mapped to no fault", name)
-		}
-	}
-	if _, err := Preset("explode", "t"); err == nil || !strings.Contains(err.Error(), "kill") {
-		t.Errorf("an unknown preset: %v; want an error listing the faults", err)
-	}
-}
-
-func TestFaultErrors(t *testing.T) {
-	cases := []struct {
-		f    scenarios.Fault
-		want string
-	}{
-		{scenarios.Fault{Name: scenarios.FaultKill}, "needs a target"},
-		{scenarios.Fault{Name: scenarios.FaultKill, Target: &scenarios.Target{Role: scenarios.RoleTxnCoordinator}}, "no transactional producer"},
-		{scenarios.Fault{Name: scenarios.FaultLatency, Target: &scenarios.Target{Role: scenarios.RoleController},
-			Params: scenarios.Params{Links: scenarios.LinksFetch}}, "partition target"},
-		{scenarios.Fault{Name: scenarios.FaultSplitMajority, Target: &scenarios.Target{Role: scenarios.RoleNode, Node: 1}}, "not supported"},
-		{scenarios.Fault{Name: "explode"}, "not in the catalogue"},
-	}
-	for _, c := range cases {
-		if _, err := fault(c.f, faultRefs{}); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%+v: error %v, want one containing %q", c.f, err, c.want)
 		}
 	}
 }

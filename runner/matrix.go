@@ -19,21 +19,16 @@ import (
 	"github.com/verity-kafka/verity/verify/results"
 )
 
-// Matrix axis names: the override flags of `verity run`, and fault.
-const (
-	AxisAcks        = "acks"
-	AxisMinISR      = "min-isr"
-	AxisRF          = "rf"
-	AxisUnclean     = "unclean"
-	AxisIdempotence = "idempotence"
-	AxisIsolation   = "isolation"
-	AxisNodes       = "nodes"
-	AxisFault       = "fault"
-)
-
-// AxisNames lists the axes a matrix may vary, in the order the table shows them.
+// AxisNames lists the axes a matrix may vary, in the order the table shows them: the knobs
+// that may be axes (scenarios.Knobs).
 func AxisNames() []string {
-	return []string{AxisAcks, AxisMinISR, AxisRF, AxisUnclean, AxisIdempotence, AxisIsolation, AxisNodes, AxisFault}
+	var out []string
+	for _, k := range scenarios.Knobs() {
+		if k.Axis {
+			out = append(out, k.Name)
+		}
+	}
+	return out
 }
 
 // MatrixAxis is one axis and its values (strings as the flags take them).
@@ -45,7 +40,7 @@ type MatrixAxis struct {
 // MatrixSpec is a matrix: the base scenario, the axes whose cartesian product makes the cells,
 // and how many runs each cell gets (run k uses seed base+k-1).
 type MatrixSpec struct {
-	Base scenarios.Scenario
+	Base scenarios.Resolved
 	Axes []MatrixAxis
 	Runs int
 	// Out receives one directory per run (<cell>/run-<k>), matrix.md, matrix.html and the
@@ -104,7 +99,7 @@ func (m *MatrixResult) Worst() results.Verdict {
 // cell is one combination of axis values with the scenario it makes.
 type cell struct {
 	axes     []report.Axis
-	scenario scenarios.Scenario
+	scenario scenarios.Resolved
 	shape    clusterShape
 }
 
@@ -122,10 +117,13 @@ func (m MatrixSpec) cells() ([]cell, error) {
 	var out []cell
 	for _, axes := range combos {
 		s, err := applyAxes(m.Base, axes)
+		if err == nil {
+			err = checkClaims(s)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("matrix cell %s: %w", axesLabel(axes), err)
 		}
-		out = append(out, cell{axes: axes, scenario: s, shape: shapeOf(s)})
+		out = append(out, cell{axes: axes, scenario: s, shape: shapeOf(s.Scenario)})
 	}
 	return out, nil
 }
@@ -144,63 +142,17 @@ func product(axes []MatrixAxis) [][]report.Axis {
 	return out
 }
 
-// applyAxes forces a cell's axis values onto the base scenario.
-func applyAxes(base scenarios.Scenario, axes []report.Axis) (scenarios.Scenario, error) {
-	var o scenarios.Overrides
-	s := base.WithDefaults()
+// applyAxes forces a cell's axis values onto the base scenario, each through its knob.
+func applyAxes(base scenarios.Resolved, axes []report.Axis) (scenarios.Resolved, error) {
+	var set []scenarios.Setting
 	for _, a := range axes {
-		v := a.Value
-		switch a.Name {
-		case AxisAcks:
-			o.Acks = &v
-		case AxisIsolation:
-			o.Isolation = &v
-		case AxisMinISR, AxisRF, AxisNodes:
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				return s, fmt.Errorf("%s %q: want a number", a.Name, v)
-			}
-			switch a.Name {
-			case AxisMinISR:
-				o.MinISR = &n
-			case AxisRF:
-				o.RF = &n
-			default:
-				o.Nodes = &n
-			}
-		case AxisUnclean, AxisIdempotence:
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				return s, fmt.Errorf("%s %q: want true or false", a.Name, v)
-			}
-			if a.Name == AxisUnclean {
-				o.Unclean = &b
-			} else {
-				o.Idempotence = &b
-			}
-		case AxisFault:
-			f, err := Preset(v, s.Topics[0].Name)
-			if err != nil {
-				return s, err
-			}
-			s.Faults = singleFault(f, s.Duration)
+		k, ok := scenarios.LookupKnob(a.Name)
+		if !ok || !k.Axis {
+			return base, fmt.Errorf("matrix axis %q: want one of %s", a.Name, strings.Join(AxisNames(), ", "))
 		}
+		set = append(set, scenarios.Setting{Knob: k, Value: a.Value})
 	}
-	return s.Override(o)
-}
-
-// singleFault is a timeline of one fault injected a third into the run and healed a third
-// later (a fault that ends by itself gets no duration), so that the run has a stretch before,
-// during and after it.
-func singleFault(f scenarios.Fault, d scenarios.Duration) scenarios.Schedule {
-	if f.Name == scenarios.FaultNone {
-		return scenarios.Schedule{Kind: scenarios.ScheduleNone}
-	}
-	st := scenarios.Step{At: d / 3, Fault: f}
-	if spec, _ := scenarios.LookupFault(f.Name); spec.Heals {
-		st.For = d / 3
-	}
-	return scenarios.Schedule{Kind: scenarios.ScheduleTimeline, Timeline: []scenarios.Step{st}}
+	return base.Override(set)
 }
 
 func axesLabel(axes []report.Axis) string {
@@ -307,8 +259,8 @@ func RunMatrix(ctx context.Context, m MatrixSpec) (*MatrixResult, error) {
 				c, shape = started, cl.shape
 				res.ClustersStarted++
 			}
-			s := cl.scenario.Clone()
-			s.Seed = cl.scenario.Seed + int64(k-1)
+			s := cl.scenario
+			s.Seed = cl.scenario.Seed + int64(k-1) // a seed is valid whatever its value
 			dir := filepath.Join(m.Out, dirName(cl.axes), fmt.Sprintf("run-%d", k))
 			if m.Progress != nil {
 				fmt.Fprintf(m.Progress, "verity matrix: run %d/%d  %s  run %d (seed %d)  %s elapsed\n", n, total, axesLabel(cl.axes), k, s.Seed,
@@ -338,7 +290,7 @@ func RunMatrix(ctx context.Context, m MatrixSpec) (*MatrixResult, error) {
 
 // dropTopics deletes a finished run's topics, so that later runs on the cluster do not pay
 // for replicating and checking them. Best effort: a topic left behind costs only resources.
-func dropTopics(ctx context.Context, c *harness.Cluster, s scenarios.Scenario, log *slog.Logger) {
+func dropTopics(ctx context.Context, c *harness.Cluster, s scenarios.Resolved, log *slog.Logger) {
 	adm, err := c.Admin()
 	if err != nil {
 		log.Warn("deleting a run's topics", "err", err)

@@ -5,14 +5,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verity-kafka/verity/kafkaconf"
 	"github.com/verity-kafka/verity/scenarios"
 	"github.com/verity-kafka/verity/verify/results"
 )
 
 func TestMatrixCells(t *testing.T) {
-	m := MatrixSpec{Base: scenarios.Default(), Runs: 3, Axes: []MatrixAxis{
-		{Name: AxisAcks, Values: []string{"1", "all"}},
-		{Name: AxisMinISR, Values: []string{"1", "2"}},
+	m := MatrixSpec{Base: builtin(t, "default"), Runs: 3, Axes: []MatrixAxis{
+		{Name: "acks", Values: []string{"1", "all"}},
+		{Name: "min-isr", Values: []string{"1", "2"}},
 	}}
 	cells, err := m.cells()
 	if err != nil {
@@ -30,15 +31,15 @@ func TestMatrixCells(t *testing.T) {
 		t.Errorf("cells %v, want %s", got, want)
 	}
 	c := cells[0].scenario
-	if c.Client.Acks != "1" || c.Client.Idempotence != nil || c.Topics[0].MinInsyncReplicas != 1 {
+	if *c.Client.Acks != kafkaconf.AcksLeader || c.Client.Idempotence != nil || c.Topics[0].MinInsyncReplicas != 1 {
 		t.Errorf("acks=1,min-isr=1: client %+v, min ISR %d", c.Client, c.Topics[0].MinInsyncReplicas)
 	}
 }
 
 func TestMatrixFaultAxisAndShapes(t *testing.T) {
-	m := MatrixSpec{Base: scenarios.Default(), Runs: 1, Axes: []MatrixAxis{
-		{Name: AxisNodes, Values: []string{"3", "4"}},
-		{Name: AxisFault, Values: []string{"kill", "rolling-bounce-hard", "none"}},
+	m := MatrixSpec{Base: builtin(t, "default"), Runs: 1, Axes: []MatrixAxis{
+		{Name: "nodes", Values: []string{"3", "4"}},
+		{Name: "fault", Values: []string{"kill", "rolling-bounce-hard", "none"}},
 	}}
 	cells, err := m.cells()
 	if err != nil {
@@ -65,14 +66,15 @@ func TestMatrixBadAxes(t *testing.T) {
 		want string
 	}{
 		{MatrixAxis{Name: "colour", Values: []string{"red"}}, "want one of"},
-		{MatrixAxis{Name: AxisAcks, Values: []string{"2"}}, "acks"},
-		{MatrixAxis{Name: AxisMinISR, Values: []string{"x"}}, "want a number"},
-		{MatrixAxis{Name: AxisMinISR, Values: []string{"4"}}, "min"},
-		{MatrixAxis{Name: AxisUnclean, Values: []string{"maybe"}}, "true or false"},
-		{MatrixAxis{Name: AxisFault, Values: []string{"meteor"}}, "meteor"},
-		{MatrixAxis{Name: AxisAcks}, "no values"},
+		{MatrixAxis{Name: "acks", Values: []string{"2"}}, "acks"},
+		{MatrixAxis{Name: "min-isr", Values: []string{"x"}}, "want a whole number"},
+		{MatrixAxis{Name: "min-isr", Values: []string{"4"}}, "min"},
+		{MatrixAxis{Name: "unclean", Values: []string{"maybe"}}, "true or false"},
+		{MatrixAxis{Name: "fault", Values: []string{"meteor"}}, "meteor"},
+		{MatrixAxis{Name: "seed", Values: []string{"1"}}, "want one of"},
+		{MatrixAxis{Name: "acks"}, "no values"},
 	} {
-		err := CheckMatrix(MatrixSpec{Base: scenarios.Default(), Runs: 1, Axes: []MatrixAxis{c.axis}})
+		err := CheckMatrix(MatrixSpec{Base: builtin(t, "default"), Runs: 1, Axes: []MatrixAxis{c.axis}})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: error %v, want one containing %q", c.axis, err, c.want)
 		}

@@ -65,7 +65,7 @@ type Options struct {
 
 // Outcome is what a run did and found.
 type Outcome struct {
-	Scenario scenarios.Scenario
+	Scenario scenarios.Resolved
 	// Dir holds the artifacts; History, ResultsFile, Report.HTML and Report.JUnit their paths.
 	Dir, History, ResultsFile string
 	Report                    report.Written
@@ -76,7 +76,7 @@ type Outcome struct {
 	// fault steps that could not be injected, positive controls that did not fire.
 	Notes []string
 	// Missing are the scenario's Likely anomalies that the run did not show.
-	Missing []string
+	Missing []guarantee.Anomaly
 	// ClusterReady is the time to a ready cluster (0 when reused); Wall the whole run.
 	ClusterReady, Wall time.Duration
 }
@@ -92,11 +92,51 @@ func (o *Outcome) Verdict() results.Verdict {
 // Run runs scenario s and writes its artifacts into opts.Out. An error means the run could not
 // be carried out (no engine, a cluster that did not start, a workload that could not run, an
 // interruption); a guarantee violated is not an error but the verdict in the outcome.
-func Run(ctx context.Context, s scenarios.Scenario, opts Options) (*Outcome, error) {
-	began := time.Now()
-	log := opts.Log
-	if log == nil {
-		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+//
+// Its phases, one method each: prepare (the plan), cluster (start or reuse), execute
+// (workloads, faults, recovery, final reads), judge (the check, unknown reasons, positive
+// controls) and write (results.json, scenario.yaml, report.html, junit.xml).
+func Run(ctx context.Context, s scenarios.Resolved, opts Options) (*Outcome, error) {
+	r, err := prepare(s, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer r.prog.stop()
+	c, release, err := r.cluster(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	if err := r.execute(ctx, c); err != nil {
+		return r.out, err
+	}
+	if err := r.judge(ctx); err != nil {
+		return r.out, err
+	}
+	if err := r.write(ctx); err != nil {
+		return r.out, err
+	}
+	return r.out, nil
+}
+
+// run is one run under way.
+type run struct {
+	s      scenarios.Resolved
+	opts   Options
+	log    *slog.Logger
+	pl     *plan
+	out    *Outcome
+	prog   *progress
+	began  time.Time
+	runErr error    // the workloads did not run as specified
+	notes  []string // from the execution: fault steps not carried out, LSO stalls
+}
+
+// prepare gives the run its names and plan, and makes its directory.
+func prepare(s scenarios.Resolved, opts Options) (*run, error) {
+	r := &run{opts: opts, log: opts.Log, began: time.Now()}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
 	}
 	if opts.Out == "" {
 		return nil, errors.New("run: no output directory given")
@@ -104,57 +144,67 @@ func Run(ctx context.Context, s scenarios.Scenario, opts Options) (*Outcome, err
 	if err := os.MkdirAll(opts.Out, 0o755); err != nil {
 		return nil, fmt.Errorf("run: making the output directory: %w", err)
 	}
-	s = s.WithDefaults()
 	tag := "verity"
 	if opts.Fresh != "" {
 		s = freshNames(s, opts.Fresh)
 		tag += opts.Fresh
 	}
+	if err := checkClaims(s); err != nil {
+		return nil, err
+	}
 	pl, err := compile(s, tag)
 	if err != nil {
 		return nil, err
 	}
-	out := &Outcome{Scenario: s, Dir: opts.Out, History: filepath.Join(opts.Out, HistoryFile), Notes: slices.Clone(pl.notes)}
-	prog := newProgress(opts.Progress, opts.ProgressEvery, s.Duration.Std())
-	defer prog.stop()
+	r.s, r.pl = s, pl
+	r.out = &Outcome{Scenario: s, Dir: opts.Out, History: filepath.Join(opts.Out, HistoryFile), Notes: slices.Clone(pl.notes)}
+	r.prog = newProgress(opts.Progress, opts.ProgressEvery, s.Duration.Std())
+	return r, nil
+}
 
-	c := opts.Cluster
-	if c == nil {
-		prog.phase("starting a cluster of " + describeShape(pl.cluster))
-		hs := opts.Harness
-		hs.Nodes, hs.DedicatedControllers, hs.BrokerConfig = s.Topology.Nodes, s.Topology.DedicatedControllers, s.Broker
-		hs.ArtifactDir = opts.Out
-		if hs.Logger == nil {
-			hs.Logger = log
-		}
-		t0 := time.Now()
-		c, err = harness.Start(ctx, hs)
-		if err != nil {
-			return nil, fmt.Errorf("run %s: %w", s.Name, err)
-		}
-		out.ClusterReady = time.Since(t0)
-		defer func() {
-			prog.phase("removing the cluster")
-			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-			defer cancel()
-			if cerr := c.Close(cctx); cerr != nil {
-				log.Warn("removing the cluster", "err", cerr)
-			}
-		}()
-	} else {
-		if err := compatible(c, pl.cluster); err != nil {
-			return nil, fmt.Errorf("run %s: %w", s.Name, err)
+// cluster starts the run's cluster, or checks that the one given fits and is healthy; release
+// removes a cluster the run started.
+func (r *run) cluster(ctx context.Context) (c *harness.Cluster, release func(), err error) {
+	s := r.s
+	if c = r.opts.Cluster; c != nil {
+		if err := compatible(c, r.pl.cluster); err != nil {
+			return nil, nil, fmt.Errorf("run %s: %w", s.Name, err)
 		}
 		// A reused cluster must be as healthy as a new one before the run starts.
-		prog.phase("waiting for a healthy cluster")
+		r.prog.phase("waiting for a healthy cluster")
 		hctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-		err := c.WaitHealthy(hctx)
-		cancel()
-		if err != nil {
-			return nil, fmt.Errorf("run %s: the reused cluster is not healthy: %w", s.Name, err)
+		defer cancel()
+		if err := c.WaitHealthy(hctx); err != nil {
+			return nil, nil, fmt.Errorf("run %s: the reused cluster is not healthy: %w", s.Name, err)
 		}
+		return c, func() {}, nil
 	}
+	r.prog.phase("starting a cluster of " + describeShape(r.pl.cluster))
+	hs := r.opts.Harness
+	hs.Nodes, hs.DedicatedControllers, hs.BrokerConfig = s.Topology.Nodes, s.Topology.DedicatedControllers, s.Broker
+	hs.ArtifactDir = r.opts.Out
+	if hs.Logger == nil {
+		hs.Logger = r.log
+	}
+	t0 := time.Now()
+	if c, err = harness.Start(ctx, hs); err != nil {
+		return nil, nil, fmt.Errorf("run %s: %w", s.Name, err)
+	}
+	r.out.ClusterReady = time.Since(t0)
+	return c, func() {
+		r.prog.phase("removing the cluster")
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+		defer cancel()
+		if cerr := c.Close(cctx); cerr != nil {
+			r.log.Warn("removing the cluster", "err", cerr)
+		}
+	}, nil
+}
 
+// execute runs the workloads with the nemesis beside them, heals, waits for recovery and reads
+// every partition back into the history.
+func (r *run) execute(ctx context.Context, c *harness.Cluster) error {
+	s, pl, log := r.s, r.pl, r.log
 	ws := pl.workloads
 	ws.Log = log
 	var recovery nemesis.Recovery
@@ -163,8 +213,8 @@ func Run(ctx context.Context, s scenarios.Scenario, opts Options) (*Outcome, err
 	ws.Nemesis = func(ctx context.Context, rec workloads.Recorder) error {
 		n := nemesis.New(c, rec, nemesis.Options{Seed: s.Seed, Log: log})
 		defer n.Close()
-		prog.watch(n, rec)
-		prog.phase("running")
+		r.prog.watch(n, rec)
+		r.prog.phase("running")
 		// The ISR watch outlives the workloads' context: it records the ISR around the heals
 		// that Recover does after the run's end.
 		wctx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
@@ -193,78 +243,123 @@ func Run(ctx context.Context, s scenarios.Scenario, opts Options) (*Outcome, err
 		log.Info("fault plan", "scenario", s.Name, "seed", s.Seed, "plan", faults.String())
 		stepErrs = n.Run(ctx, faults)
 		<-ctx.Done() // the faults may end early; the workloads run their whole duration
-		prog.phase("healing")
+		r.prog.phase("healing")
 		recovery = n.Recover(ctx, recoverTimeout)
-		prog.phase("final reads")
+		r.prog.phase("final reads")
 		return nil
 	}
-	res, runErr := workloads.Run(ctx, c, out.History, ws)
-	out.Workloads, out.Recovery = res, recovery
+	res, err := workloads.Run(ctx, c, r.out.History, ws)
+	r.out.Workloads, r.out.Recovery, r.runErr = res, recovery, err
 	if res == nil {
-		return out, fmt.Errorf("run %s: %w", s.Name, runErr)
+		return fmt.Errorf("run %s: %w", s.Name, err)
 	}
 	if ctx.Err() != nil {
-		return out, fmt.Errorf("run %s: interrupted (%w); the history so far is in %s", s.Name, ctx.Err(), out.History)
+		return fmt.Errorf("run %s: interrupted (%w); the history so far is in %s", s.Name, ctx.Err(), r.out.History)
 	}
 	if stepErrs != nil {
-		out.Notes = append(out.Notes, "fault steps not carried out: "+oneLine(stepErrs.Error()))
+		r.notes = append(r.notes, "fault steps not carried out: "+oneLine(stepErrs.Error()))
 	}
-	out.Notes = append(out.Notes, lsoNotes...)
-	out.Notes = append(out.Notes, workloadNotes(res)...)
+	r.notes = append(r.notes, lsoNotes...)
+	r.notes = append(r.notes, workloadNotes(res)...)
+	return nil
+}
 
-	prog.phase("checking")
+// judge checks the history, makes the verdict unknown where the run could not be judged, and
+// notes the positive controls that did not fire.
+func (r *run) judge(ctx context.Context) error {
+	s, out := r.s, r.out
+	r.prog.phase("checking")
 	checkBegan := time.Now()
-	r, err := verify.CheckFile(ctx, out.History, guarantee.Overrides{}, verify.Options{Logger: log})
+	res, err := verify.CheckFile(ctx, out.History, verify.Options{Logger: r.log})
 	if err != nil {
-		return out, fmt.Errorf("run %s: checking the history: %w", s.Name, err)
+		return fmt.Errorf("run %s: checking the history: %w", s.Name, err)
 	}
-	r.Timings.CheckS = time.Since(checkBegan).Seconds()
-	out.Results = r
+	res.Timings.CheckS = time.Since(checkBegan).Seconds()
+	out.Results = res
 	var unknown []string
-	if why := recovery.UnknownReason(); why != "" {
+	if why := out.Recovery.UnknownReason(); why != "" {
 		unknown = append(unknown, why)
 	}
-	if runErr != nil {
-		unknown = append(unknown, "the run did not complete as specified: "+oneLine(runErr.Error()))
+	if r.runErr != nil {
+		unknown = append(unknown, "the run did not complete as specified: "+oneLine(r.runErr.Error()))
 	}
-	if len(unknown) > 0 {
-		r.UnknownReasons = append(r.UnknownReasons, unknown...)
-		if r.Verdict == results.Pass {
-			r.Verdict = results.Unknown
-		}
-	}
-	for _, name := range s.Expect.Likely {
-		if a, ok := r.Anomalies[name]; !ok || a.Count == 0 {
-			out.Missing = append(out.Missing, name)
+	out.Notes = append(out.Notes, r.notes...)
+	for _, a := range s.Expect.Likely {
+		if e, ok := res.Anomalies[a]; !ok || e.Count == 0 {
+			out.Missing = append(out.Missing, a)
 		}
 	}
 	if len(out.Missing) > 0 {
 		out.Notes = append(out.Notes, fmt.Sprintf("positive control did not fire: the scenario provokes %s, which this run did not show (%s)",
-			strings.Join(out.Missing, ", "), s.Expect.Provoke))
+			guarantee.Join(out.Missing), s.Expect.Provoke))
 	}
-	r.Notes = append(r.Notes, out.Notes...)
-	r.Timings.ClusterReadyS = out.ClusterReady.Seconds()
-	r.Timings.RunS = res.Elapsed.Seconds()
+	addRun(res, out.Notes, unknown)
+	res.Timings.ClusterReadyS = out.ClusterReady.Seconds()
+	res.Timings.RunS = out.Workloads.Elapsed.Seconds()
+	return nil
+}
 
-	prog.phase("writing the report")
-	if out.ResultsFile, err = results.Write(opts.Out, r); err != nil {
-		return out, fmt.Errorf("run %s: %w", s.Name, err)
+// addRun adds what the run said to a check's results: its notes, and the reasons it could not
+// be judged, which make a pass unknown.
+func addRun(res *results.Results, notes, unknown []string) {
+	res.RunNotes, res.RunUnknownReasons = notes, unknown
+	res.Notes = append(res.Notes, notes...)
+	res.UnknownReasons = append(res.UnknownReasons, unknown...)
+	if len(unknown) > 0 && res.Verdict == results.Pass {
+		res.Verdict = results.Unknown
 	}
-	// The scenario as it ran (defaults, flags and fresh names applied): the report's rerun
-	// command runs it again, seed included, on a new cluster.
-	rerun := fmt.Sprintf("verity run --scenario %s --seed %d", s.Name, s.Seed)
+}
+
+// Rejudge checks a run's saved history again (a newer checker, a history another version
+// wrote) and keeps what only the run knew from its earlier results, prev (nil: none): its
+// timings, its notes and the reasons it could not be judged.
+func Rejudge(ctx context.Context, dir string, prev *results.Results, opts verify.Options) (*results.Results, error) {
+	res, err := verify.CheckFile(ctx, filepath.Join(dir, HistoryFile), opts)
+	if err != nil {
+		return nil, err
+	}
+	if prev != nil {
+		res.Timings.ClusterReadyS, res.Timings.RunS = prev.Timings.ClusterReadyS, prev.Timings.RunS
+		addRun(res, prev.RunNotes, prev.RunUnknownReasons)
+	}
+	return res, nil
+}
+
+// RerunCommand is the command that runs again the run in dir: its saved scenario when there
+// is one, else the built-in s with its seed.
+func RerunCommand(dir, name string, seed int64) string {
+	if file := filepath.Join(dir, ScenarioFile); fileExists(file) {
+		return "verity run --file " + file
+	}
+	return fmt.Sprintf("verity run --scenario %s --seed %d", name, seed)
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// write writes the run's artifacts: results.json, the scenario as it ran (its rerun command
+// runs it again, seed included, on a new cluster), report.html and junit.xml.
+func (r *run) write(ctx context.Context) error {
+	s, out := r.s, r.out
+	r.prog.phase("writing the report")
+	var err error
+	if out.ResultsFile, err = results.Write(r.opts.Out, out.Results); err != nil {
+		return fmt.Errorf("run %s: %w", s.Name, err)
+	}
 	if y, yerr := s.YAML(); yerr == nil {
-		file := filepath.Join(opts.Out, ScenarioFile)
-		if werr := os.WriteFile(file, y, 0o644); werr == nil {
-			rerun = "verity run --file " + file
+		if werr := os.WriteFile(filepath.Join(r.opts.Out, ScenarioFile), y, 0o644); werr != nil {
+			r.log.Warn("writing the scenario as it ran", "err", werr)
 		}
 	}
-	if out.Report, err = report.Write(ctx, opts.Out, r, out.History, report.Options{Rerun: rerun}); err != nil {
-		return out, fmt.Errorf("run %s: %w", s.Name, err)
+	rerun := RerunCommand(r.opts.Out, s.Name, s.Seed)
+	if out.Report, err = report.Write(ctx, r.opts.Out, out.Results, out.History, report.Options{Rerun: rerun}); err != nil {
+		return fmt.Errorf("run %s: %w", s.Name, err)
 	}
-	out.Wall = time.Since(began)
-	log.Info("run done", "scenario", s.Name, "seed", s.Seed, "verdict", r.Verdict, "wall", out.Wall.Round(time.Millisecond))
-	return out, nil
+	out.Wall = time.Since(r.began)
+	r.log.Info("run done", "scenario", s.Name, "seed", s.Seed, "verdict", out.Results.Verdict, "wall", out.Wall.Round(time.Millisecond))
+	return nil
 }
 
 // compatible says why a running cluster cannot run a scenario of shape want.

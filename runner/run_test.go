@@ -4,13 +4,17 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/verity-kafka/verity/harness/harnesstest"
+	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/runner"
 	"github.com/verity-kafka/verity/runner/runtest"
 	"github.com/verity-kafka/verity/scenarios"
+	"github.com/verity-kafka/verity/verify/guarantee"
 	"github.com/verity-kafka/verity/verify/results"
 )
 
@@ -52,6 +56,38 @@ func TestRunDefault(t *testing.T) {
 	if !strings.Contains(string(page), "kill [") || strings.Count(string(page), "<img") < 3 {
 		t.Error("report.html lacks the kill in its fault table or its plots")
 	}
+	// The run judges by the settings it used and says nothing it did not: RF 3 and min ISR 2
+	// in every reason, nothing assumed, in results.json, junit.xml and the report alike.
+	if len(r.Assumed) != 0 {
+		t.Errorf("assumed %q: the run's header states every setting", r.Assumed)
+	}
+	junit, _ := os.ReadFile(filepath.Join(dir, "junit.xml"))
+	for name, text := range map[string]string{"results.json": string(b), "junit.xml": string(junit), "report.html": string(page)} {
+		if !strings.Contains(text, "min.insync.replicas=2") || strings.Contains(text, "min.insync.replicas=1") ||
+			strings.Contains(text, "replication.factor=1") {
+			t.Errorf("%s explains the verdict with settings the run did not use", name)
+		}
+	}
+	// The header the run wrote is the one predicted for the scenario before it ran.
+	rs, err := s.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	predicted, err := runner.Header(rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hr, err := history.Open(filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	written := hr.Header().Config
+	hr.Close()
+	if !reflect.DeepEqual(predicted, written) {
+		pj, _ := json.Marshal(predicted)
+		wj, _ := json.Marshal(written)
+		t.Errorf("the header written differs from the one predicted:\nwritten   %s\npredicted %s", wj, pj)
+	}
 }
 
 // TestPositiveControlDuplicates: non-idempotent producers with retries while the leader's
@@ -67,12 +103,41 @@ func TestPositiveControlDuplicates(t *testing.T) {
 	s.Duration = scenarios.Duration(25 * time.Second)
 	s.Faults.Timeline = s.Faults.Timeline[:1]
 	o := runtest.Run(t, s, runtest.Options{Out: t.TempDir()})
-	dup := o.Results.Anomalies["duplicate"]
+	dup := o.Results.Anomalies[guarantee.Duplicate]
 	t.Logf("duplicates: %d (%s); verdict %s", dup.Count, dup.Judgement, o.Verdict())
 	if dup.Count == 0 {
 		t.Fatal("no duplicate found: the positive control did not fire")
 	}
-	if dup.Judgement != "permitted" || len(dup.Examples) == 0 || len(dup.Examples[0].Ops) < 2 {
+	if dup.Judgement != guarantee.Permitted || len(dup.Examples) == 0 || len(dup.Examples[0].Ops) < 2 {
 		t.Errorf("duplicate %+v: want permitted, with the ops that prove it", dup)
+	}
+}
+
+// TestPositiveControlLostWrites: acks=1 producers lose acknowledged writes when the leader dies
+// while its followers lag, and the checker must find them with the ops that prove it (an
+// acknowledgement, then a final read without the record), judged permitted for acks=1. A
+// checker that never finds a lost write fails this test.
+func TestPositiveControlLostWrites(t *testing.T) {
+	s, err := scenarios.Builtin("acks1-leader-loss")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The built-in's sequence, shortened: followers' fetches slowed by 1 s from 5 s, the
+	// leader SIGKILLed 10 s later, started again after 10 s.
+	s.Duration = scenarios.Duration(35 * time.Second)
+	s.Faults.Timeline[0].At, s.Faults.Timeline[0].For = scenarios.Duration(5*time.Second), scenarios.Duration(25*time.Second)
+	s.Faults.Timeline[1].At, s.Faults.Timeline[1].For = scenarios.Duration(15*time.Second), scenarios.Duration(10*time.Second)
+	o := runtest.Run(t, s, runtest.Options{Out: t.TempDir()})
+	lost := o.Results.Anomalies[guarantee.LostWrite]
+	t.Logf("lost writes: %d (%s); verdict %s", lost.Count, lost.Judgement, o.Verdict())
+	if lost.Count == 0 {
+		t.Fatal("no lost write found: the positive control did not fire")
+	}
+	if lost.Judgement != guarantee.Permitted || !strings.Contains(lost.Why, "acks=1") {
+		t.Errorf("lost-write judged %s (%s): want permitted for acks=1", lost.Judgement, lost.Why)
+	}
+	ex := lost.Examples[0]
+	if len(ex.Ops) < 3 || ex.Topic == "" || ex.Partition == nil || len(ex.Offsets) == 0 || !strings.Contains(ex.Note, "absent from the final read") {
+		t.Errorf("example %+v: want the send, its acknowledgement and the final read that lacks it", ex)
 	}
 }

@@ -4,16 +4,19 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/verity-kafka/verity/kafkaconf"
+	"github.com/verity-kafka/verity/verify/guarantee"
 )
 
-// Builtins returns the built-in scenarios, "default" first, then the catalogue of
-// shared/design/scenarios.md in its order, each with defaults applied. Each call builds fresh
-// values, so a caller may change what it gets.
+// Builtins returns the built-in scenarios, "default" first, then the catalogue (docs/scenarios.md
+// lists it) in its order, each with defaults applied. Each call builds fresh values, so a caller
+// may change what it gets.
 func Builtins() []Scenario {
 	makers := builtinMakers()
 	out := make([]Scenario, len(makers))
 	for i, m := range makers {
-		out[i] = m().WithDefaults()
+		out[i] = m().withDefaults()
 	}
 	return out
 }
@@ -40,7 +43,7 @@ func Builtin(name string) (Scenario, error) {
 
 // Default returns the default scenario: 3 nodes, RF 3, min ISR 2, acks=all and idempotent,
 // one leader kill, 60 s.
-func Default() Scenario { return defaultScenario().WithDefaults() }
+func Default() Scenario { return defaultScenario().withDefaults() }
 
 func builtinMakers() []func() Scenario {
 	return []func() Scenario{
@@ -58,8 +61,6 @@ func builtinMakers() []func() Scenario {
 // Helpers that keep the catalogue readable.
 
 func sec(n float64) Duration { return Duration(time.Duration(n * float64(time.Second))) }
-
-func ptr[T any](v T) *T { return &v }
 
 // Targets on partition 0 of the default topic.
 func leaderOf0() *Target    { return &Target{Role: RoleLeaderOf, Topic: DefaultTopic} }
@@ -86,13 +87,6 @@ func step(at, dur float64, name FaultName, t *Target) Step {
 	return Step{At: sec(at), For: sec(dur), Fault: Fault{Name: name, Target: t}}
 }
 
-// forbiddenDurability are the anomalies acks=all, min ISR 2, unclean off and idempotence
-// forbid under a single broker fault.
-func forbiddenDurability() []string {
-	return []string{"lost-write", "lost-observed", "duplicate", "reorder", "inconsistent-offset", "unexpected-ack",
-		"nonmonotonic-poll", "poll-skip"}
-}
-
 // base is the catalogue's defaults: 3 nodes, topic "verity" with 3 partitions, RF 3, min ISR
 // 2, unclean off; acks=all idempotent producers (two one at a time, one async); one
 // read_committed consumer; 60 s; no faults.
@@ -103,7 +97,7 @@ func base(name, description, source string) Scenario {
 		Source:      source,
 		Topology:    Topology{Nodes: 3},
 		Topics:      []Topic{{Name: DefaultTopic, Partitions: 3, ReplicationFactor: 3, MinInsyncReplicas: 2}},
-		Client:      Client{Acks: "all", Idempotence: ptr(true), MaxInFlight: 5, Compression: "none", Isolation: ReadCommitted},
+		Client:      Client{Delivery: kafkaconf.Delivery{Acks: new(kafkaconf.AcksAll), Idempotence: new(true)}, Isolation: kafkaconf.ReadCommitted},
 		Workload: Workload{
 			Producers: []ProducerGroup{{Count: 2, Topic: DefaultTopic}, {Count: 1, Async: true, Topic: DefaultTopic}},
 			Consumers: Consumers{ReadCommitted: 1, Topics: []string{DefaultTopic}},
@@ -121,7 +115,6 @@ func defaultScenario() Scenario {
 		Text: "acks=all with min.insync.replicas=2 and unclean election off: a write is acknowledged only once every " +
 			"ISR member (at least 2) has it, so when p0's leader is SIGKILLed an in-sync follower takes over with every " +
 			"acknowledged write; idempotence de-duplicates the producers' retries and keeps their order. No anomaly is permitted.",
-		Forbidden: forbiddenDurability(),
 	}
 	return s
 }
@@ -132,7 +125,6 @@ func labFollowerDown() Scenario {
 	s.Expect = Expectation{
 		Text: "With one follower of p0 down its ISR shrinks to 2, which still meets min.insync.replicas=2, so acks=all " +
 			"writes keep succeeding; nothing acknowledged is lost and the follower catches up from the leader when it returns.",
-		Forbidden: forbiddenDurability(),
 	}
 	return s
 }
@@ -140,15 +132,13 @@ func labFollowerDown() Scenario {
 func labISRBelowMin() Scenario {
 	s := base("lab-isr-below-min", "Stop both followers of p0 while acks=all producers and one acks=1 producer write.", "000 §20.4, 001 §10")
 	dedicatedControllers(&s)
-	s.Workload.Producers = append(s.Workload.Producers, ProducerGroup{Count: 1, Topic: DefaultTopic, Acks: "1", Idempotence: ptr(false)})
+	s.Workload.Producers = append(s.Workload.Producers, ProducerGroup{Count: 1, Topic: DefaultTopic, Delivery: kafkaconf.Delivery{Acks: new(kafkaconf.AcksLeader), Idempotence: new(false)}})
 	s.Faults = timeline(step(10, 30, FaultStop, followersOf0()))
 	s.Expect = Expectation{
 		Text: "With both followers of p0 stopped its ISR is the leader alone, below min.insync.replicas=2: acks=all writes to " +
 			"p0 fail with NOT_ENOUGH_REPLICAS (reported as unavailability, not an anomaly) while the acks=1 producer's " +
 			"writes still succeed (min ISR applies to acks=all only). After the followers start, no acknowledged acks=all " +
 			"write is lost, and none was acknowledged while the ISR was below min ISR.",
-		Forbidden: []string{"lost-write", "unexpected-ack", "duplicate", "lost-observed"},
-		Permitted: []string{"unexpected-ack"},
 	}
 	return s
 }
@@ -159,7 +149,6 @@ func labLeaderFailover() Scenario {
 	s.Expect = Expectation{
 		Text: "The controller elects a new leader of p0 from its ISR, which holds every acknowledged write (acks=all, " +
 			"min ISR 2), so none is lost; the old leader rejoins as a follower, truncating only what was never acknowledged.",
-		Forbidden: forbiddenDurability(),
 	}
 	return s
 }
@@ -176,10 +165,8 @@ func labAbortInvisible() Scenario {
 		Text: "Aborted records stay in the log and their abort markers hide them from read_committed readers, so the " +
 			"read_committed consumer must see none of them (aborted-read forbidden) and must see every committed " +
 			"transaction whole; the read_uncommitted consumer may see them (aborted-read permitted for it).",
-		Forbidden: []string{"aborted-read", "partial-transaction", "lost-write"},
-		Permitted: []string{"aborted-read"},
-		Likely:    []string{"aborted-read"},
-		Provoke:   "30 % of the transactions abort on purpose and a read_uncommitted consumer reads the same partitions, so it meets aborted records in every run.",
+		Likely:  []guarantee.Anomaly{guarantee.AbortedRead},
+		Provoke: "30 % of the transactions abort on purpose and a read_uncommitted consumer reads the same partitions, so it meets aborted records in every run.",
 	}
 	return s
 }
@@ -195,7 +182,6 @@ func labFencing() Scenario {
 	s.Expect = Expectation{
 		Text: "initTransactions by the new instance bumps the producer epoch and fences the old one: the old instance's " +
 			"later sends and commit fail, and none of its records written after the fence becomes visible as committed.",
-		Forbidden: []string{"zombie-write", "partial-transaction", "aborted-read"},
 	}
 	return s
 }
@@ -211,27 +197,24 @@ func labLSOHold() Scenario {
 		Text: "read_committed readers never read past the LSO, the first offset of the earliest open transaction: while " +
 			"the transaction is open their positions stall although the high watermark advances (measured and reported), " +
 			"then proceed after the commit without skipping or repeating anything.",
-		Forbidden: []string{"aborted-read", "partial-transaction", "poll-skip", "nonmonotonic-poll", "lost-write"},
 	}
 	return s
 }
 
 func acks0LeaderLoss() Scenario {
 	s := base("acks0-leader-loss", "acks=0 producers while p0's leader is SIGKILLed.", "000 §2.1")
-	s.Client.Acks, s.Client.Idempotence = "0", ptr(false)
+	s.Client.Acks, s.Client.Idempotence = new(kafkaconf.AcksNone), new(false)
 	s.Faults = timeline(step(20, 20, FaultKill, leaderOf0()))
 	s.Expect = Expectation{
 		Text: "With acks=0 the producer does not wait for the broker: nothing is acknowledged, offsets are unknown (-1), " +
 			"and records on their way to the dying leader are lost without any error. Loss is permitted.",
-		Permitted: []string{"lost-write", "duplicate", "reorder", "inconsistent-offset", "unexpected-ack"},
-		Forbidden: []string{"lost-observed"},
 	}
 	return s
 }
 
 func acks1LeaderLoss() Scenario {
 	s := base("acks1-leader-loss", "acks=1 producers; p0's followers are slowed, then its leader is SIGKILLed.", "000 §2.2, 001 §7")
-	s.Client.Acks, s.Client.Idempotence = "1", ptr(false)
+	s.Client.Acks, s.Client.Idempotence = new(kafkaconf.AcksLeader), new(false)
 	s.Workload.Producers = []ProducerGroup{{Count: 2, Topic: DefaultTopic}, {Count: 2, Async: true, Topic: DefaultTopic}}
 	s.Faults = timeline(
 		Step{At: sec(10), For: sec(30), Fault: Fault{Name: FaultLatency, Target: leaderOf0(),
@@ -242,9 +225,7 @@ func acks1LeaderLoss() Scenario {
 		Text: "With acks=1 the leader acknowledges a write as soon as it has appended it, before any follower copied it; " +
 			"when the leader dies, the follower elected in its place lacks the newest acknowledged writes and the old " +
 			"leader truncates them when it rejoins. Lost acknowledged writes are permitted.",
-		Permitted: []string{"lost-write", "inconsistent-offset", "duplicate", "reorder", "unexpected-ack"},
-		Likely:    []string{"lost-write"},
-		Forbidden: []string{"lost-observed"},
+		Likely: []guarantee.Anomaly{guarantee.LostWrite},
 		Provoke: "A 1 s latency toxic on the fetch links of p0's followers keeps them about a second behind the leader " +
 			"(still inside replica.lag.time.max.ms, so still in the ISR and electable); killing the leader 10 s later " +
 			"then loses the last second of acks=1 writes in most runs.",
@@ -270,8 +251,7 @@ func minISR1DiskLoss() Scenario {
 	s.Expect = Expectation{
 		Text: "With min.insync.replicas=1 the ISR may shrink to the leader alone and acks=all writes are still " +
 			"acknowledged; when that leader's disk is then lost, those writes existed nowhere else. Loss is permitted.",
-		Permitted: []string{"lost-write", "lost-observed", "inconsistent-offset", "nonmonotonic-poll", "poll-skip"},
-		Likely:    []string{"lost-write"},
+		Likely: []guarantee.Anomaly{guarantee.LostWrite},
 		Provoke: "Both followers are stopped first, so for 15 s the leader alone holds (and, with min ISR 1, " +
 			"acknowledges) every write to p0; then its data directory is wiped and it restarts empty.",
 	}
@@ -287,7 +267,6 @@ func minISR2DiskLoss() Scenario {
 		Text: "With min.insync.replicas=2, once both followers are stopped acks=all writes to p0 are rejected " +
 			"(NOT_ENOUGH_REPLICAS: unavailability, reported); every write acknowledged before was on all three replicas, " +
 			"so losing the leader's disk loses none of them.",
-		Forbidden: []string{"lost-write", "unexpected-ack"},
 	}
 	return s
 }
@@ -303,8 +282,7 @@ func uncleanIsolation() Scenario {
 	s.Expect = Expectation{
 		Text: "With unclean leader election enabled an out-of-sync replica may become leader, and the log is truncated " +
 			"to what it had: acknowledged writes it never copied are lost. Loss is permitted.",
-		Permitted: []string{"lost-write", "lost-observed", "inconsistent-offset", "duplicate", "nonmonotonic-poll", "poll-skip"},
-		Likely:    []string{"lost-write"},
+		Likely: []guarantee.Anomaly{guarantee.LostWrite},
 		Provoke: "First only the connections the followers open to the leader are cut (their fetches), so the leader " +
 			"still reaches the controller and stays leader; after replica.lag.time.max.ms its ISR is itself alone and, " +
 			"with min.insync.replicas=1 (set here so that it keeps acknowledging; with 2 it would refuse and nothing " +
@@ -330,7 +308,6 @@ func elrLastReplica() Scenario {
 			"min.insync.replicas still hold every acknowledged write (acks=all writes were rejected meanwhile), so when the " +
 			"last ISR member dies one of them can lead without loss. No acknowledged write may be lost. (The harness " +
 			"cannot show the ELR itself: sarama's metadata does not carry it.)",
-		Forbidden: []string{"lost-write", "unexpected-ack", "lost-observed"},
 	}
 	return s
 }
@@ -346,14 +323,13 @@ func idempotentAckLoss() Scenario {
 		Text: "The broker appends records whose acknowledgements never reach the producer, which retries them; the " +
 			"idempotent producer's id, epoch and sequence numbers let the broker recognise the retries, so no record is " +
 			"appended twice. Sends the producer gave up on are unknown, not lost, and the final reads resolve them.",
-		Forbidden: []string{"duplicate", "reorder", "lost-write", "inconsistent-offset"},
 	}
 	return s
 }
 
 func plainAckLoss() Scenario {
 	s := base("plain-ack-loss", "Non-idempotent producers with retries while the answers of p0's leader are lost.", "000 §8.1")
-	s.Client.Idempotence, s.Client.MaxInFlight = ptr(false), 1
+	s.Client.Idempotence, s.Client.MaxInFlight = new(false), new(1)
 	s.Client.RequestTimeout, s.Client.DeliveryTimeout = sec(5), sec(30)
 	ackLoss := Fault{Name: FaultAckLoss, Target: leaderOf0(), Params: Params{Hold: true}}
 	s.Faults = timeline(Step{At: sec(10), For: sec(8), Fault: ackLoss}, Step{At: sec(30), For: sec(8), Fault: ackLoss})
@@ -361,9 +337,7 @@ func plainAckLoss() Scenario {
 		Text: "Without idempotence the broker cannot tell a retry from a new record: when an acknowledgement is lost the " +
 			"producer retries and the record is appended again. Duplicates are permitted; with one request in flight " +
 			"order is still kept.",
-		Permitted: []string{"duplicate"},
-		Likely:    []string{"duplicate"},
-		Forbidden: []string{"reorder", "lost-write"},
+		Likely: []guarantee.Anomaly{guarantee.Duplicate},
 		Provoke: "ack-loss in hold mode black-holes the leader's answers while requests still arrive, so each request " +
 			"is appended, times out after request_timeout (5 s) and is retried within delivery_timeout (30 s); the " +
 			"retry is appended again.",
@@ -381,7 +355,7 @@ func resetPeerSchedule() Schedule {
 
 func plainInflightReorder() Scenario {
 	s := base("plain-inflight-reorder", "Non-idempotent async producers with 5 requests in flight while their connections are reset.", "000 §8.2")
-	s.Client.Idempotence, s.Client.MaxInFlight = ptr(false), 5
+	s.Client.Idempotence, s.Client.MaxInFlight = new(false), new(5)
 	s.Client.Linger = Duration(5 * time.Millisecond)
 	s.Workload.Producers = []ProducerGroup{{Count: 3, Async: true, Topic: DefaultTopic}}
 	s.Faults = resetPeerSchedule()
@@ -391,7 +365,6 @@ func plainInflightReorder() Scenario {
 			"This run shows the configuration is judged so; it does not reliably produce a reordering: sarama's async " +
 			"producer, unlike Kafka's Java client, holds back a partition's newer messages while it retries older ones, and " +
 			"a reset connection fails every request in flight at once, so the retries go out in order.",
-		Permitted: []string{"reorder", "duplicate"},
 	}
 	return s
 }
@@ -400,12 +373,10 @@ func plainInflight1Order() Scenario {
 	s := plainInflightReorder()
 	s.Name = "plain-inflight1-order"
 	s.Description = "The same as plain-inflight-reorder with one request in flight."
-	s.Client.MaxInFlight = 1
+	s.Client.MaxInFlight = new(1)
 	s.Expect = Expectation{
 		Text: "With max.in.flight.requests.per.connection=1 a request cannot be overtaken, so retries keep the send " +
 			"order: reorder is forbidden even without idempotence (duplicates are still permitted).",
-		Forbidden: []string{"reorder", "lost-write"},
-		Permitted: []string{"duplicate"},
 	}
 	return s
 }
@@ -419,16 +390,14 @@ func appResend() Scenario {
 	// reports the send failed at about 14 s, after the 10 s fault: the resend goes through.
 	// (sarama's own retries are de-duplicated by idempotence, so they must run out; in close mode
 	// they run out at once, while the fault still holds, and the resend is lost as well.)
-	s.Client.RequestTimeout, s.Client.DeliveryTimeout, s.Client.Retries = sec(2), sec(20), ptr(1)
+	s.Client.RequestTimeout, s.Client.DeliveryTimeout, s.Client.Retries = sec(2), sec(20), new(1)
 	ackLoss := Fault{Name: FaultAckLoss, Target: leaderOf0(), Params: Params{Hold: true}}
 	s.Faults = timeline(Step{At: sec(10), For: sec(10), Fault: ackLoss}, Step{At: sec(35), For: sec(10), Fault: ackLoss})
 	s.Expect = Expectation{
 		Text: "Idempotence de-duplicates the producer's own retries only: when the application sends the same payload " +
 			"again after a send failed or timed out, that is a new record, and if the first one had been appended both " +
 			"are in the log. Duplicates are permitted in every configuration.",
-		Permitted: []string{"duplicate"},
-		Likely:    []string{"duplicate"},
-		Forbidden: []string{"lost-write"},
+		Likely: []guarantee.Anomaly{guarantee.Duplicate},
 		Provoke: "ack-loss in hold mode black-holes the leader's answers for 10 s while the requests already sent are " +
 			"appended; with a 2 s request timeout and one retry the client gives those sends up about 14 s later, after the " +
 			"fault, and the application resends each payload once, so the first copy and the resend are both in the log.",
@@ -454,10 +423,7 @@ func eosBase(name, description, source string) Scenario {
 	}
 	s.Client.Transactions = Transactions{AbortProbability: 0.2}
 	s.Duration = sec(90)
-	s.Expect = Expectation{
-		Forbidden: []string{"eos-missing", "eos-duplicate", "aborted-read", "partial-transaction", "zombie-write", "lost-write"},
-		Permitted: []string{"aborted-read"},
-	}
+	s.Expect = Expectation{}
 	return s
 }
 
@@ -494,7 +460,6 @@ func groupRebalance() Scenario {
 		Text: "At-least-once consumption: offsets are committed after processing, so a member that crashes leaves its " +
 			"partitions to others from the last committed offset; records after it are read again (not an anomaly), " +
 			"but none is skipped, and within one member's assignment positions only move forward.",
-		Forbidden: []string{"poll-skip", "nonmonotonic-poll", "lost-write"},
 	}
 	return s
 }

@@ -4,33 +4,55 @@ import (
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/verity-kafka/verity/kafkaconf"
+	"github.com/verity-kafka/verity/verify/results"
 )
 
-// Defaults of a scenario's omitted fields (see the field comments of Scenario).
+// Defaults of a scenario's omitted fields (see the field comments of Scenario). Kafka's own
+// defaults are kafkaconf's; these are the scenario's choices where it leaves Kafka's.
 const (
 	DefaultTopic = "verity"
 	// SecondTopic is the second topic of the built-ins whose transactions span two topics.
 	SecondTopic       = "verity-b"
 	DefaultNodes      = 3
 	DefaultPartitions = 3
-	DefaultRF         = 3
-	DefaultMinISR     = 2
-	DefaultDuration   = Duration(60 * time.Second)
-	DefaultGroup      = "verity-group"
-	DefaultAcks       = "all"
-	DefaultInFlight   = 5
-	DefaultVerdict    = "pass"
+	// TopicRF and TopicMinISR are a topic's replication factor and min.insync.replicas when the
+	// scenario gives none (at most the node count and the replication factor): the settings
+	// under which Kafka promises that acknowledged writes survive a broker loss, rather than
+	// Kafka's broker defaults (kafkaconf.DefaultReplicationFactor and DefaultMinISR, both 1).
+	TopicRF         = 3
+	TopicMinISR     = 2
+	DefaultDuration = Duration(60 * time.Second)
+	DefaultGroup    = "verity-group"
+	// DefaultIsolation is the consumers' isolation unless the scenario gives one: read_committed,
+	// the level transactions promise to (Kafka's consumer default is read_uncommitted).
+	DefaultIsolation = kafkaconf.ReadCommitted
 	// DefaultRate is each plain producer's sends per second: enough to see every fault's
 	// effect, little enough that three nodes and the clients share two cores.
 	DefaultRate = 200
 )
 
-// WithDefaults returns a copy of s with every omitted field set to its default. It never
+// Resolved is a scenario with every default applied and validated: what a run runs. Resolve,
+// Parse, Load and Override make one; the runner takes nothing else, so nothing downstream
+// applies defaults again. Setting its fields directly skips validation: use Override.
+type Resolved struct{ Scenario }
+
+// Resolve applies the defaults to a copy of s and validates it.
+func (s Scenario) Resolve() (Resolved, error) {
+	d := s.withDefaults()
+	if err := d.Validate(); err != nil {
+		return Resolved{}, err
+	}
+	return Resolved{d}, nil
+}
+
+// withDefaults returns a copy of s with every omitted field set to its default. It never
 // changes s, and applying it twice gives the same result as once.
-func (s Scenario) WithDefaults() Scenario {
+func (s Scenario) withDefaults() Scenario {
 	s = s.Clone()
 	if s.Expect.Verdict == "" {
-		s.Expect.Verdict = DefaultVerdict
+		s.Expect.Verdict = results.Pass
 	}
 	if s.Topology.Nodes == 0 {
 		s.Topology.Nodes = DefaultNodes
@@ -44,26 +66,16 @@ func (s Scenario) WithDefaults() Scenario {
 			t.Partitions = DefaultPartitions
 		}
 		if t.ReplicationFactor == 0 {
-			t.ReplicationFactor = max(1, min(DefaultRF, s.Topology.Nodes))
+			t.ReplicationFactor = max(1, min(TopicRF, s.Topology.Nodes))
 		}
 		if t.MinInsyncReplicas == 0 {
-			t.MinInsyncReplicas = max(1, min(DefaultMinISR, t.ReplicationFactor))
+			t.MinInsyncReplicas = max(1, min(TopicMinISR, t.ReplicationFactor))
 		}
 	}
 	first := s.Topics[0].Name
 
-	c := &s.Client
-	if c.Acks == "" {
-		c.Acks = DefaultAcks
-	}
-	if c.MaxInFlight == 0 {
-		c.MaxInFlight = DefaultInFlight
-	}
-	if c.Compression == "" {
-		c.Compression = "none"
-	}
-	if c.Isolation == "" {
-		c.Isolation = ReadCommitted
+	if s.Client.Isolation == "" {
+		s.Client.Isolation = DefaultIsolation
 	}
 
 	w := &s.Workload
@@ -84,7 +96,10 @@ func (s Scenario) WithDefaults() Scenario {
 		}
 	}
 	if w.Transactional.Count > 0 && len(w.Transactional.Topics) == 0 {
-		w.Transactional.Topics = []string{first}
+		// A transaction of two or more records spans two topics: the first two.
+		for _, t := range s.Topics[:min(2, len(s.Topics))] {
+			w.Transactional.Topics = append(w.Transactional.Topics, t.Name)
+		}
 	}
 	if w.Processors.Count > 0 {
 		if w.Processors.Input == "" {
@@ -164,12 +179,11 @@ func (s Scenario) Clone() Scenario {
 	for i := range s.Topics {
 		s.Topics[i].Config = maps.Clone(s.Topics[i].Config)
 	}
-	s.Client.Idempotence = clonePtr(s.Client.Idempotence)
-	s.Client.Retries = clonePtr(s.Client.Retries)
+	s.Client.Delivery = cloneDelivery(s.Client.Delivery)
 	w := &s.Workload
 	w.Producers = slices.Clone(w.Producers)
 	for i := range w.Producers {
-		w.Producers[i].Idempotence = clonePtr(w.Producers[i].Idempotence)
+		w.Producers[i].Delivery = cloneDelivery(w.Producers[i].Delivery)
 	}
 	w.Transactional.Topics = slices.Clone(w.Transactional.Topics)
 	w.Consumers.Topics = slices.Clone(w.Consumers.Topics)
@@ -199,6 +213,11 @@ func (f Fault) clone() Fault {
 	return f
 }
 
+func cloneDelivery(d kafkaconf.Delivery) kafkaconf.Delivery {
+	return kafkaconf.Delivery{Acks: clonePtr(d.Acks), Idempotence: clonePtr(d.Idempotence),
+		MaxInFlight: clonePtr(d.MaxInFlight), Retries: clonePtr(d.Retries)}
+}
+
 func clonePtr[T any](p *T) *T {
 	if p == nil {
 		return nil
@@ -206,9 +225,3 @@ func clonePtr[T any](p *T) *T {
 	v := *p
 	return &v
 }
-
-// Isolation levels as Kafka and the history spell them.
-const (
-	ReadCommitted   = "read_committed"
-	ReadUncommitted = "read_uncommitted"
-)

@@ -1,19 +1,22 @@
-// Package scenarios holds Verity's scenarios as plain data: what cluster to start, which topics
-// and client settings to use, which workloads to run, which faults to inject when, for how long
-// and from which seed, and what the run is expected to show and why. It holds no run logic: the
-// harness, workloads and nemesis packages read a Scenario and do the work.
+// Package scenarios holds Verity's scenarios as data: what cluster to start, which topics and
+// client settings to use, which workloads to run, which faults to inject when, for how long
+// and from which seed, and what the run is expected to show and why. The YAML format is
+// described in docs/scenarios.md.
 //
 // A scenario comes from three places, all giving the same type:
 //
-//   - Builtins: the catalogue of shared/design/scenarios.md plus "default", built in Go;
+//   - Builtins: the built-in catalogue, "default" first, built in Go;
 //   - Load/Parse: a YAML file of the same shape (field names as in the yaml tags), decoded
 //     strictly: an unknown field, a value of the wrong type or an invalid setting is an error
-//     that names the field's path and what it accepts;
-//   - Override: a scenario with the CLI's flags (--acks, --min-isr, ...) forced onto it.
+//     that names the field's path, its line and what it accepts;
+//   - Override: a scenario with command-line settings (Knobs) forced onto it.
 //
-// Config renders the part of a scenario that the checker judges by, in the field names of
-// verify/guarantee.Config, as the history header's "config".
+// Resolve applies the defaults and validates once, giving a Resolved scenario: what the runner
+// takes. Kafka settings a scenario leaves unset are not defaulted here: package kafkaconf
+// resolves them, once, for every reader.
 //
-// Faults and targets are names from closed lists (FaultSpecs, RoleSpecs), kept as data so that
-// the nemesis can map each name onto its fault values.
+// Three vocabularies are closed lists kept as data, each in one place: the faults (FaultSpecs:
+// what each does, the targets and params it takes, how it becomes the nemesis's fault, and how
+// the matrix aims it), the target roles (RoleSpecs) and the knobs (Knobs: the flags of verity
+// run, check and matrix, and the matrix's axes).
 package scenarios

@@ -16,7 +16,7 @@ faults:
   timeline:
     - {at: 20s, fault: kill, target: {role: leader-of}, duration: 15s}
 `))
-	fmt.Println(s.Topics[0].Name, s.Topics[0].ReplicationFactor, s.Topics[0].MinInsyncReplicas, s.Client.Acks, s.Duration, err)
+	fmt.Println(s.Topics[0].Name, s.Topics[0].ReplicationFactor, s.Topics[0].MinInsyncReplicas, *s.Client.Acks, s.Duration, err)
 
 	_, err = scenarios.Parse([]byte(`
 name: typo
@@ -29,10 +29,11 @@ topics: [{name: t, replication_factor: 3, min_insync_replicas: 4}]
 	// clinet: unknown field; the scenario has broker, client, description, duration, expect, faults, name, seed, source, topics, topology, workload (did you mean client?) (line 3)
 }
 
-func ExampleScenario_Override() {
+func ExampleResolved_Override() {
 	s, _ := scenarios.Builtin("default")
-	rf := 1
-	_, err := s.Override(scenarios.Overrides{RF: &rf})
+	r, _ := s.Resolve()
+	rf, _ := scenarios.LookupKnob("rf")
+	_, err := r.Override([]scenarios.Setting{{Knob: rf, Value: "1"}})
 	fmt.Println(err)
 	// Output:
 	// scenario default with --rf=1: topics[0].min_insync_replicas: 2 is more than replication_factor 1

@@ -1,5 +1,16 @@
 package scenarios
 
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/verity-kafka/verity/harness"
+	"github.com/verity-kafka/verity/nemesis"
+)
+
 // FaultName is the name of a fault of the catalogue: one of FaultSpecs.
 type FaultName string
 
@@ -87,9 +98,10 @@ const (
 	TargetOptional = "optional"
 )
 
-// FaultSpec describes one fault of the catalogue: what it does, what it may aim at and which
-// params it takes. It is data: the nemesis maps Name onto a fault value, validation reads the
-// rest.
+// FaultSpec is one fault of the catalogue, its only definition: what it does, what it may aim
+// at, which params it takes, how it becomes the nemesis's fault value, and how the matrix's
+// fault axis aims it. Validation, `verity list`, the matrix and the runner all read these rows;
+// a new fault is one row.
 type FaultSpec struct {
 	Name FaultName
 	Kind string
@@ -105,6 +117,21 @@ type FaultSpec struct {
 	// ends by itself (a disk loss restarts the node empty; a rolling bounce restarts each
 	// node in turn), so that a timeline step gives it no duration.
 	Heals bool
+	// MinNodes is the fewest brokers the fault can act on (0: any).
+	MinNodes int
+	// Build makes the nemesis's fault from f, a validated use of this row; refs fill what a
+	// target may leave implicit.
+	Build func(f Fault, refs Refs) (nemesis.Fault, error)
+	// Preset aims the fault the way a matrix's fault axis means it, at the leader of topic's
+	// partition 0 where it takes a target, with strengths that show within a short run; nil
+	// when the fault has no such form (a compound needs a scenario file).
+	Preset func(topic string) Fault
+}
+
+// Refs are what a scenario's targets may leave implicit: the transactional.id of
+// txn-coordinator and the consumer group of group-coordinator (the run's first ones).
+type Refs struct {
+	TxnID, Group string
 }
 
 // nodeRoles are every role; partition roles are the ones a fetch-link fault can use.
@@ -121,51 +148,110 @@ func FaultSpecs() []FaultSpec {
 	toxicParams := func(p ...string) []string { return append([]string{ParamLinks}, p...) }
 	return []FaultSpec{
 		{Name: FaultKill, Kind: KindProcess, Target: TargetRequired, Roles: nodeRoles(), Heals: true,
-			Doc: "SIGKILL the target nodes (a crash: nothing flushed); healed by starting them with their data"},
+			Doc:   "SIGKILL the target nodes (a crash: nothing flushed); healed by starting them with their data",
+			Build: targeted(func(t nemesis.Target, _ Params) nemesis.Fault { return nemesis.Kill{Target: t} }), Preset: preset(nil)},
 		{Name: FaultStop, Kind: KindProcess, Target: TargetRequired, Roles: nodeRoles(), Heals: true,
-			Doc: "SIGTERM the target nodes (a clean shutdown: leadership moves away first); healed by starting them"},
+			Doc:   "SIGTERM the target nodes (a clean shutdown: leadership moves away first); healed by starting them",
+			Build: targeted(func(t nemesis.Target, _ Params) nemesis.Fault { return nemesis.Stop{Target: t} }), Preset: preset(nil)},
 		{Name: FaultPause, Kind: KindProcess, Target: TargetRequired, Roles: nodeRoles(), Heals: true,
-			Doc: "freeze the target nodes (connections stay open, nothing answers, like a long GC pause); healed by resuming them"},
-		{Name: FaultRollingBounce, Kind: KindProcess, Target: TargetNone, Params: []string{ParamGate},
-			Doc: "SIGTERM and restart every broker in turn, the next once the cluster is healthy again (Kafka's replication_test clean bounce); ends by itself"},
-		{Name: FaultRollingBounceHard, Kind: KindProcess, Target: TargetNone, Params: []string{ParamGate},
-			Doc: "SIGKILL and restart every broker in turn, the next once the cluster is healthy again (hard bounce); ends by itself"},
-		{Name: FaultDiskLoss, Kind: KindProcess, Target: TargetRequired, Roles: nodeRoles(),
-			Doc: "kill the target nodes, wipe their data directories and start them empty: they refill from the leaders; ends by itself"},
+			Doc:   "freeze the target nodes (connections stay open, nothing answers, like a long GC pause); healed by resuming them",
+			Build: targeted(func(t nemesis.Target, _ Params) nemesis.Fault { return nemesis.Pause{Target: t} }), Preset: preset(nil)},
+		{Name: FaultRollingBounce, Kind: KindProcess, Target: TargetNone, Params: []string{ParamGate}, MinNodes: 2,
+			Doc:   "SIGTERM and restart every broker in turn, the next once the cluster is healthy again (Kafka's replication_test clean bounce); ends by itself",
+			Build: untargeted(func(p Params) nemesis.Fault { return nemesis.RollingBounce{Gate: p.Gate.Std()} }), Preset: preset(nil)},
+		{Name: FaultRollingBounceHard, Kind: KindProcess, Target: TargetNone, Params: []string{ParamGate}, MinNodes: 2,
+			Doc:   "SIGKILL and restart every broker in turn, the next once the cluster is healthy again (hard bounce); ends by itself",
+			Build: untargeted(func(p Params) nemesis.Fault { return nemesis.RollingBounce{Hard: true, Gate: p.Gate.Std()} }), Preset: preset(nil)},
+		{Name: FaultDiskLoss, Kind: KindProcess, Target: TargetRequired, Roles: nodeRoles(), MinNodes: 2,
+			Doc:   "kill the target nodes, wipe their data directories and start them empty: they refill from the leaders; ends by itself",
+			Build: targeted(func(t nemesis.Target, _ Params) nemesis.Fault { return nemesis.DiskLoss{Target: t} }), Preset: preset(nil)},
 		{Name: FaultIsolate, Kind: KindNetwork, Target: TargetRequired, Roles: nodeRoles(), Params: []string{ParamCut}, Heals: true,
-			Doc: "cut every link between the target nodes and the rest of the cluster and the clients"},
-		{Name: FaultSplitMajority, Kind: KindNetwork, Target: TargetOptional, Roles: nodeRoles(), Params: []string{ParamCut}, Heals: true,
-			Doc: "split the cluster into a minority and a majority that cannot reach each other (the target's nodes on the minority side; default a random minority)"},
-		{Name: FaultBridge, Kind: KindNetwork, Target: TargetOptional, Roles: nodeRoles(), Params: []string{ParamCut}, Heals: true,
-			Doc: "two halves that cannot reach each other but both reach one middle node (the target, default random)"},
+			Doc:   "cut every link between the target nodes and the rest of the cluster and the clients",
+			Build: targeted(func(t nemesis.Target, p Params) nemesis.Fault { return nemesis.Isolate{Target: t, Cut: p.cutKind()} }), Preset: preset(nil)},
+		{Name: FaultSplitMajority, Kind: KindNetwork, Target: TargetNone, Params: []string{ParamCut}, Heals: true, MinNodes: 3,
+			Doc:   "split the cluster into a random minority and a majority (drawn from the seed) that cannot reach each other",
+			Build: untargeted(func(p Params) nemesis.Fault { return nemesis.Split{Cut: p.cutKind()} }), Preset: preset(nil)},
+		{Name: FaultBridge, Kind: KindNetwork, Target: TargetNone, Params: []string{ParamCut}, Heals: true, MinNodes: 3,
+			Doc:   "two halves that cannot reach each other but both reach one middle node (drawn from the seed)",
+			Build: untargeted(func(p Params) nemesis.Fault { return nemesis.Bridge{Cut: p.cutKind()} }), Preset: preset(nil)},
 		{Name: FaultLeaderCut, Kind: KindNetwork, Target: TargetRequired, Roles: []Role{RoleLeaderOf}, Params: []string{ParamCut}, Heals: true,
-			Doc: "cut a partition's leader off from its followers while clients still reach it"},
+			Doc: "cut a partition's leader off from its followers while clients still reach it",
+			Build: func(f Fault, _ Refs) (nemesis.Fault, error) {
+				return nemesis.LeaderCut{Topic: f.Target.Topic, Partition: f.Target.Partition, Cut: f.Params.cutKind()}, nil
+			}, Preset: preset(nil)},
 		{Name: FaultOneWayCut, Kind: KindNetwork, Target: TargetRequired, Roles: nodeRoles(), Params: []string{ParamTo, ParamCut},
 			Required: []string{ParamTo}, Heals: true,
-			Doc: "drop the traffic from the target nodes to params.to, the other direction untouched"},
+			Doc: "drop the traffic from the target nodes to params.to, the other direction untouched",
+			Build: func(f Fault, refs Refs) (nemesis.Fault, error) {
+				from, err := f.Target.build(refs)
+				if err != nil {
+					return nil, err
+				}
+				to, err := f.Params.To.build(refs)
+				if err != nil {
+					return nil, fmt.Errorf("params.to: %w", err)
+				}
+				return nemesis.OneWayCut{From: from, To: to, Cut: f.Params.cutKind()}, nil
+			},
+			// A follower's fetches from the leader: the cut that makes the follower fall out of
+			// the ISR while the leader stays.
+			Preset: func(topic string) Fault {
+				return Fault{Name: FaultOneWayCut, Target: &Target{Role: RoleFollowerOf, Topic: topic},
+					Params: Params{To: &Target{Role: RoleLeaderOf, Topic: topic}}}
+			}},
 		{Name: FaultClientCut, Kind: KindNetwork, Target: TargetRequired, Roles: nodeRoles(), Params: []string{ParamCut}, Heals: true,
-			Doc: "cut the clients off from the target nodes; the nodes still reach each other"},
+			Doc:   "cut the clients off from the target nodes; the nodes still reach each other",
+			Build: targeted(func(t nemesis.Target, p Params) nemesis.Fault { return nemesis.ClientCut{Target: t, Cut: p.cutKind()} }), Preset: preset(nil)},
 		{Name: FaultLatency, Kind: KindToxic, Target: TargetRequired, Roles: nodeRoles(), Params: toxicParams(ParamDelay, ParamJitter),
 			Required: []string{ParamDelay}, Heals: true,
-			Doc: "delay the responses on the target's links by delay ± jitter"},
+			Doc: "delay the responses on the target's links by delay ± jitter",
+			Build: toxic(func(ls nemesis.LinkSet, p Params) nemesis.Fault {
+				return nemesis.Latency(ls, p.Delay.Std(), p.Jitter.Std())
+			}),
+			Preset: preset(func(p *Params) { p.Delay, p.Jitter = Duration(300*time.Millisecond), Duration(50*time.Millisecond) })},
 		{Name: FaultBandwidth, Kind: KindToxic, Target: TargetRequired, Roles: nodeRoles(), Params: toxicParams(ParamRateKBps),
 			Required: []string{ParamRateKBps}, Heals: true,
-			Doc: "cap both directions of the target's links at rate_kbps"},
+			Doc:    "cap both directions of the target's links at rate_kbps",
+			Build:  toxic(func(ls nemesis.LinkSet, p Params) nemesis.Fault { return nemesis.Bandwidth(ls, p.RateKBps) }),
+			Preset: preset(func(p *Params) { p.RateKBps = 64 })},
 		{Name: FaultBlackholeTimeout, Kind: KindToxic, Target: TargetRequired, Roles: nodeRoles(), Params: toxicParams(ParamAfter), Heals: true,
-			Doc: "stop all data both ways on the target's links and close the connections after `after` (0: hold them until healed)"},
+			Doc:    "stop all data both ways on the target's links and close the connections after `after` (0: hold them until healed)",
+			Build:  toxic(func(ls nemesis.LinkSet, p Params) nemesis.Fault { return nemesis.Timeout(ls, p.After.Std()) }),
+			Preset: preset(nil)},
 		{Name: FaultResetPeer, Kind: KindToxic, Target: TargetRequired, Roles: nodeRoles(), Params: toxicParams(ParamAfter), Heals: true,
-			Doc: "reset (TCP RST) the connections on the target's links after `after`, new ones included, while the fault lasts"},
+			Doc:    "reset (TCP RST) the connections on the target's links after `after`, new ones included, while the fault lasts",
+			Build:  toxic(func(ls nemesis.LinkSet, p Params) nemesis.Fault { return nemesis.ResetPeer(ls, p.After.Std()) }),
+			Preset: preset(nil)},
 		{Name: FaultSlowClose, Kind: KindToxic, Target: TargetRequired, Roles: nodeRoles(), Params: toxicParams(ParamDelay),
 			Required: []string{ParamDelay}, Heals: true,
-			Doc: "delay the close of connections on the target's links by delay"},
+			Doc:    "delay the close of connections on the target's links by delay",
+			Build:  toxic(func(ls nemesis.LinkSet, p Params) nemesis.Fault { return nemesis.SlowClose(ls, p.Delay.Std()) }),
+			Preset: preset(func(p *Params) { p.Delay = Duration(2 * time.Second) })},
 		{Name: FaultLimitData, Kind: KindToxic, Target: TargetRequired, Roles: nodeRoles(), Params: toxicParams(ParamBytes), Heals: true,
-			Doc: "close each connection on the target's links once `bytes` of responses came back through it (0: at their first byte)"},
+			Doc:    "close each connection on the target's links once `bytes` of responses came back through it (0: at their first byte)",
+			Build:  toxic(func(ls nemesis.LinkSet, p Params) nemesis.Fault { return nemesis.LimitData(ls, p.Bytes) }),
+			Preset: preset(func(p *Params) { p.Bytes = 64 << 10 })},
 		{Name: FaultAckLoss, Kind: KindAckLoss, Target: TargetRequired, Roles: nodeRoles(), Params: []string{ParamHold}, Heals: true,
-			Doc: "lose the target's answers to the clients while requests still arrive: records are appended but the producer sees an unknown outcome (seed 000 §0)"},
+			Doc:    "lose the target's answers to the clients while requests still arrive: records are appended but the producer sees an unknown outcome (seed 000 §0)",
+			Build:  targeted(func(t nemesis.Target, p Params) nemesis.Fault { return nemesis.AckLoss{Target: t, Hold: p.Hold} }),
+			Preset: preset(nil)},
 		{Name: FaultCompound, Kind: KindCompound, Target: TargetNone, Heals: true,
-			Doc: "the faults in parts at once: injected in order (each resolves its target after the ones before took effect), healed in reverse"},
+			Doc: "the faults in parts at once: injected in order (each resolves its target after the ones before took effect), healed in reverse",
+			Build: func(f Fault, refs Refs) (nemesis.Fault, error) {
+				var parts nemesis.Compound
+				for i, part := range f.Parts {
+					np, err := part.Build(refs)
+					if err != nil {
+						return nil, fmt.Errorf("parts[%d]: %w", i, err)
+					}
+					parts = append(parts, np)
+				}
+				return parts, nil
+			}},
 		{Name: FaultNone, Kind: KindNone, Target: TargetNone,
-			Doc: "no fault: a control run, or a quiet slot in a periodic set"},
+			Doc:    "no fault: a control run, or a quiet slot in a periodic set",
+			Build:  untargeted(func(Params) nemesis.Fault { return nemesis.None{} }),
+			Preset: preset(nil)},
 	}
 }
 
@@ -179,6 +265,97 @@ func LookupFault(name FaultName) (FaultSpec, bool) {
 	return FaultSpec{}, false
 }
 
+// Build makes the nemesis's fault from f, which must have passed validation.
+func (f Fault) Build(refs Refs) (nemesis.Fault, error) {
+	spec, ok := LookupFault(f.Name)
+	if !ok {
+		return nil, fmt.Errorf("fault %q is not in the catalogue", f.Name)
+	}
+	nf, err := spec.Build(f, refs)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", f.Name, err)
+	}
+	return nf, nil
+}
+
+// Preset is the fault called name as the matrix's fault axis aims it (FaultSpec.Preset).
+func Preset(name FaultName, topic string) (Fault, error) {
+	spec, ok := LookupFault(name)
+	if !ok || spec.Preset == nil {
+		return Fault{}, fmt.Errorf("fault %q: want one of %s (compound faults need a scenario file)", name, strings.Join(PresetNames(), ", "))
+	}
+	f := spec.Preset(topic)
+	f.Name = spec.Name
+	if f.Target == nil && spec.Target == TargetRequired {
+		f.Target = &Target{Role: RoleLeaderOf, Topic: topic}
+	}
+	return f, nil
+}
+
+// PresetNames lists the faults a matrix's fault axis may name.
+func PresetNames() []string {
+	var out []string
+	for _, s := range FaultSpecs() {
+		if s.Preset != nil {
+			out = append(out, string(s.Name))
+		}
+	}
+	return out
+}
+
+// preset is the usual preset: params set by tune, and (filled in by Preset) the leader of the
+// topic's partition 0 as the target of a fault that needs one.
+func preset(tune func(*Params)) func(topic string) Fault {
+	return func(string) Fault {
+		var f Fault
+		if tune != nil {
+			tune(&f.Params)
+		}
+		return f
+	}
+}
+
+// targeted builds a fault that acts on its target's nodes.
+func targeted(make func(nemesis.Target, Params) nemesis.Fault) func(Fault, Refs) (nemesis.Fault, error) {
+	return func(f Fault, refs Refs) (nemesis.Fault, error) {
+		t, err := f.Target.build(refs)
+		if err != nil {
+			return nil, err
+		}
+		return make(t, f.Params), nil
+	}
+}
+
+// untargeted builds a fault that picks its own nodes.
+func untargeted(make func(Params) nemesis.Fault) func(Fault, Refs) (nemesis.Fault, error) {
+	return func(f Fault, _ Refs) (nemesis.Fault, error) { return make(f.Params), nil }
+}
+
+// toxic builds a toxic on the links params.links names: the clients' links to the target
+// (default), every inter-node link of the target, or the fetch links of its partition.
+func toxic(make func(nemesis.LinkSet, Params) nemesis.Fault) func(Fault, Refs) (nemesis.Fault, error) {
+	return func(f Fault, refs Refs) (nemesis.Fault, error) {
+		if f.Params.Links == LinksFetch {
+			return make(nemesis.FetchLinksOf(f.Target.Topic, f.Target.Partition), f.Params), nil
+		}
+		t, err := f.Target.build(refs)
+		if err != nil {
+			return nil, err
+		}
+		if f.Params.Links == LinksNode {
+			return make(nemesis.NodeLinksOf(t), f.Params), nil
+		}
+		return make(nemesis.ClientLinksTo(t), f.Params), nil
+	}
+}
+
+func (p Params) cutKind() harness.CutKind {
+	if p.Cut == CutRefuse {
+		return harness.CutRefuse
+	}
+	return harness.CutBlackhole
+}
+
 // FaultNames lists the catalogue's names in order.
 func FaultNames() []FaultName {
 	specs := FaultSpecs()
@@ -189,27 +366,63 @@ func FaultNames() []FaultName {
 	return out
 }
 
-// RoleSpec describes one target role.
+// RoleSpec is one target role: what it picks, the Target fields it reads, and the nemesis
+// target it becomes.
 type RoleSpec struct {
 	Role Role
 	Doc  string
 	// Uses names the Target fields the role reads.
-	Uses []string
+	Uses  []string
+	Build func(t Target, refs Refs) (nemesis.Target, error)
 }
 
 // RoleSpecs lists the target roles. Each call builds a fresh copy.
 func RoleSpecs() []RoleSpec {
-	return []RoleSpec{
-		{RoleLeaderOf, "the current leader of a partition", []string{"topic", "partition"}},
-		{RoleFollowerOf, "one follower of a partition (from the seeded source, preferring followers in the ISR)", []string{"topic", "partition"}},
-		{RoleFollowersOf, "every follower of a partition (its replicas but the leader)", []string{"topic", "partition"}},
-		{RoleController, "the active KRaft controller (the quorum leader)", nil},
-		{RoleTxnCoordinator, "the transaction coordinator of a transactional.id (the leader of its __transaction_state partition)", []string{"txn_id"}},
-		{RoleGroupCoordinator, "the group coordinator of a consumer group (the leader of its __consumer_offsets partition)", []string{"group"}},
-		{RoleRandomMinority, "a random minority of the brokers (from the seeded source)", nil},
-		{RoleRandomMajority, "a random majority of the brokers (from the seeded source)", nil},
-		{RoleNode, "the node with a fixed id: a broker 1..nodes, or a dedicated controller 101-103", []string{"node"}},
+	fixed := func(nt nemesis.Target) func(Target, Refs) (nemesis.Target, error) {
+		return func(Target, Refs) (nemesis.Target, error) { return nt, nil }
 	}
+	return []RoleSpec{
+		{RoleLeaderOf, "the current leader of a partition", []string{"topic", "partition"},
+			func(t Target, _ Refs) (nemesis.Target, error) { return nemesis.LeaderOf(t.Topic, t.Partition), nil }},
+		{RoleFollowerOf, "one follower of a partition (from the seeded source, preferring followers in the ISR)", []string{"topic", "partition"},
+			func(t Target, _ Refs) (nemesis.Target, error) { return nemesis.FollowerOf(t.Topic, t.Partition), nil }},
+		{RoleFollowersOf, "every follower of a partition (its replicas but the leader)", []string{"topic", "partition"},
+			func(t Target, _ Refs) (nemesis.Target, error) { return nemesis.FollowersOf(t.Topic, t.Partition), nil }},
+		{RoleController, "the active KRaft controller (the quorum leader)", nil, fixed(nemesis.ActiveController())},
+		{RoleTxnCoordinator, "the transaction coordinator of a transactional.id (the leader of its __transaction_state partition)", []string{"txn_id"},
+			func(t Target, refs Refs) (nemesis.Target, error) {
+				id := cmp.Or(t.TxnID, refs.TxnID)
+				if id == "" {
+					return nil, errors.New("target txn-coordinator: the run has no transactional producer or processor; name a txn_id")
+				}
+				return nemesis.TxnCoordinator(id), nil
+			}},
+		{RoleGroupCoordinator, "the group coordinator of a consumer group (the leader of its __consumer_offsets partition)", []string{"group"},
+			func(t Target, refs Refs) (nemesis.Target, error) {
+				g := cmp.Or(t.Group, refs.Group)
+				if g == "" {
+					return nil, errors.New("target group-coordinator: the run has no consumer group; name a group")
+				}
+				return nemesis.GroupCoordinator(g), nil
+			}},
+		{RoleRandomMinority, "a random minority of the brokers (from the seeded source)", nil, fixed(nemesis.RandomMinority())},
+		{RoleRandomMajority, "a random majority of the brokers (from the seeded source)", nil, fixed(nemesis.RandomMajority())},
+		{RoleNode, "the node with a fixed id: a broker 1..nodes, or a dedicated controller 101-103", []string{"node"},
+			func(t Target, _ Refs) (nemesis.Target, error) { return nemesis.Node(t.Node), nil }},
+	}
+}
+
+// build makes the nemesis's target from t (nil: the fault needs one).
+func (t *Target) build(refs Refs) (nemesis.Target, error) {
+	if t == nil {
+		return nil, errors.New("the fault needs a target")
+	}
+	for _, r := range RoleSpecs() {
+		if r.Role == t.Role {
+			return r.Build(*t, refs)
+		}
+	}
+	return nil, fmt.Errorf("target role %q is unknown", t.Role)
 }
 
 // Roles lists the role names in order.

@@ -1,7 +1,9 @@
 package scenarios
 
 import (
+	"cmp"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -97,5 +99,102 @@ func TestEveryFaultValidatesInAScenario(t *testing.T) {
 				t.Fatalf("YAML of it does not parse: %v\n%s", err, b)
 			}
 		})
+	}
+}
+
+// Every fault of the catalogue builds the nemesis fault its row says, and every role its
+// nemesis target.
+func TestFaultsBuild(t *testing.T) {
+	leader := &Target{Role: RoleLeaderOf, Topic: "t"}
+	refs := Refs{TxnID: "tx", Group: "g"}
+	cases := []struct {
+		f    Fault
+		want string // the nemesis fault's String
+	}{
+		{Fault{Name: FaultKill, Target: leader}, "kill(leader of t-0)"},
+		{Fault{Name: FaultStop, Target: &Target{Role: RoleFollowersOf, Topic: "t", Partition: 2}}, "stop(followers of t-2)"},
+		{Fault{Name: FaultPause, Target: &Target{Role: RoleController}}, "pause(active controller)"},
+		{Fault{Name: FaultDiskLoss, Target: &Target{Role: RoleNode, Node: 2}}, "disk-loss(node 2)"},
+		{Fault{Name: FaultKill, Target: &Target{Role: RoleTxnCoordinator}}, `kill(transaction coordinator of "tx")`},
+		{Fault{Name: FaultIsolate, Target: &Target{Role: RoleGroupCoordinator, Group: "h"}}, `isolate(group coordinator of "h")`},
+		{Fault{Name: FaultClientCut, Target: &Target{Role: RoleRandomMinority}}, "client-cut(a random minority of the brokers)"},
+		{Fault{Name: FaultLeaderCut, Target: leader}, "leader-cut(leader of t-0 from its followers)"},
+		{Fault{Name: FaultOneWayCut, Target: &Target{Role: RoleFollowerOf, Topic: "t"}, Params: Params{To: leader}},
+			"one-way-cut(a follower of t-0 -> leader of t-0)"},
+		{Fault{Name: FaultLatency, Target: leader, Params: Params{Delay: sec(0.3), Links: LinksFetch}}, "latency(fetch links of t-0"},
+		{Fault{Name: FaultBandwidth, Target: leader, Params: Params{RateKBps: 64, Links: LinksNode}}, "bandwidth(node links of leader of t-0"},
+		{Fault{Name: FaultLimitData, Target: leader}, "limit-data(client links to leader of t-0"},
+		{Fault{Name: FaultAckLoss, Target: leader, Params: Params{Hold: true}}, "ack-loss"},
+		{Fault{Name: FaultRollingBounceHard}, "rolling-bounce"},
+		{Fault{Name: FaultSplitMajority}, "split("},
+		{Fault{Name: FaultNone}, "none"},
+		{Fault{Name: FaultCompound, Parts: []Fault{{Name: FaultKill, Target: leader}, {Name: FaultBridge}}}, "kill(leader of t-0)"},
+	}
+	built := map[FaultName]bool{}
+	for _, c := range cases {
+		nf, err := c.f.Build(refs)
+		if err != nil {
+			t.Errorf("%s: %v", c.f.Name, err)
+			continue
+		}
+		built[c.f.Name] = true
+		if !strings.Contains(nf.String(), c.want) {
+			t.Errorf("%s built %q, want it to contain %q", c.f.Name, nf.String(), c.want)
+		}
+	}
+	for _, spec := range FaultSpecs() {
+		if spec.Build == nil {
+			t.Errorf("%s has no constructor", spec.Name)
+		}
+	}
+	for _, c := range []struct {
+		f    Fault
+		want string
+	}{
+		{Fault{Name: FaultKill}, "needs a target"},
+		{Fault{Name: FaultKill, Target: &Target{Role: RoleTxnCoordinator}}, "no transactional producer"},
+		{Fault{Name: FaultKill, Target: &Target{Role: RoleGroupCoordinator}}, "no consumer group"},
+		{Fault{Name: "explode"}, "not in the catalogue"},
+	} {
+		if _, err := c.f.Build(Refs{}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: error %v, want one containing %q", c.f, err, c.want)
+		}
+	}
+}
+
+// Every preset (the matrix's fault axis) validates in the default scenario and builds a fault
+// of its own name; compound has none.
+func TestPresets(t *testing.T) {
+	for _, name := range PresetNames() {
+		f, err := Preset(FaultName(name), DefaultTopic)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if f.Name != FaultName(name) {
+			t.Errorf("preset %s is fault %s", name, f.Name)
+		}
+		s := Default()
+		s.Faults = SingleFault(f, s.Duration)
+		r, err := s.Resolve()
+		if err != nil {
+			t.Errorf("%s: the preset does not validate: %v", name, err)
+			continue
+		}
+		sched, err := r.NemesisSchedule(Refs{TxnID: "x", Group: "g"})
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		nemesisName := map[string]string{"blackhole-timeout": "timeout", "split-majority": "split", "leader-cut-from-followers": "leader-cut"}
+		if name != "none" && !strings.Contains(sched.String(), cmp.Or(nemesisName[name], strings.TrimSuffix(strings.TrimSuffix(name, "-clean"), "-hard"))) {
+			t.Errorf("%s: schedule %s", name, sched)
+		}
+	}
+	if slices.Contains(PresetNames(), string(FaultCompound)) {
+		t.Error("compound has a preset")
+	}
+	if _, err := Preset("explode", "t"); err == nil || !strings.Contains(err.Error(), "kill") {
+		t.Errorf("an unknown preset: %v; want an error listing the faults", err)
 	}
 }

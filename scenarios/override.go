@@ -1,156 +1,319 @@
 package scenarios
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/kafkaconf"
 )
 
-// Overrides are the CLI's flags that force settings onto a scenario (nil: not given). Each
-// applies to every place the setting occurs: --acks to the client and every producer group,
-// --min-isr, --rf and --unclean to every topic.
-type Overrides struct {
-	Acks        *string // --acks 0|1|all
-	Idempotence *bool   // --idempotence
-	MinISR      *int    // --min-isr
-	RF          *int    // --rf
-	Unclean     *bool   // --unclean
-	Isolation   *string // --isolation read_committed|read_uncommitted
-	Nodes       *int    // --nodes
-	Seed        *int64  // --seed
-	Duration    *time.Duration
+// KnobKind is the type of a knob's value, which decides the flag's type.
+type KnobKind int
+
+const (
+	KnobText KnobKind = iota
+	KnobInt
+	KnobBool
+	KnobDuration
+)
+
+// Knob is a setting a command-line flag forces on every place it occurs: onto a scenario
+// (verity run; verity matrix, as an axis when Axis) and, where the checker judges by it, onto a
+// history header's config (verity check). The flags of those commands, the matrix's axes and
+// the overrides all come from Knobs: a new knob is one row there.
+type Knob struct {
+	// Name is the flag's and the axis's name ("acks" for --acks).
+	Name string
+	// Usage is the flag's help; a `WORD` in backquotes names its value.
+	Usage string
+	Kind  KnobKind
+	// Axis: a matrix may vary it (--acks 1,all).
+	Axis bool
+	// Scenario forces value v onto s (before defaults and validation are applied again).
+	Scenario func(s *Scenario, v string) error
+	// Header forces v onto a history's config; nil when the checker does not judge by it.
+	Header func(c *history.Config, v string) error
 }
 
-// Strings lists the given overrides as flags, in a fixed order.
-func (o Overrides) Strings() []string {
-	var out []string
-	add := func(flag, v string) { out = append(out, "--"+flag+"="+v) }
-	if o.Acks != nil {
-		add("acks", *o.Acks)
+// Knobs lists every knob, in the order flags and matrix columns show them.
+func Knobs() []Knob {
+	return []Knob{
+		producerKnob("acks", "acks `ACKS` of every producer (0, 1 or all)", KnobText, func(v string) (kafkaconf.Delivery, error) {
+			a, err := kafkaconf.ParseAcks(v)
+			return kafkaconf.Delivery{Acks: &a}, err
+		}),
+		topicKnob("min-isr", "min.insync.replicas `N` of every topic", func(n int) kafkaconf.TopicConfig {
+			return kafkaconf.TopicConfig{MinInsyncReplicas: &n}
+		}),
+		topicKnob("rf", "replication factor `N` of every topic", func(n int) kafkaconf.TopicConfig {
+			return kafkaconf.TopicConfig{ReplicationFactor: &n}
+		}),
+		{Name: "unclean", Usage: "unclean.leader.election.enable on every topic (--unclean=false: off)", Kind: KnobBool, Axis: true,
+			Scenario: func(s *Scenario, v string) error {
+				b, err := parseBool(v)
+				return forceTopics(s, kafkaconf.TopicConfig{UncleanLeaderElection: &b}, err)
+			},
+			Header: func(c *history.Config, v string) error {
+				b, err := parseBool(v)
+				return forceHeaderTopics(c, kafkaconf.TopicConfig{UncleanLeaderElection: &b}, err)
+			}},
+		producerKnob("idempotence", "enable.idempotence on every producer (--idempotence=false: off)", KnobBool, func(v string) (kafkaconf.Delivery, error) {
+			b, err := parseBool(v)
+			return kafkaconf.Delivery{Idempotence: &b}, err
+		}),
+		{Name: "isolation", Usage: "isolation `LEVEL` of every consumer (read_committed or read_uncommitted)",
+			Kind: KnobText, Axis: true,
+			Scenario: func(s *Scenario, v string) error {
+				iso, err := kafkaconf.ParseIsolation(v)
+				if err != nil {
+					return err
+				}
+				s.Client.Isolation = iso
+				cs := &s.Workload.Consumers
+				if iso == kafkaconf.ReadCommitted {
+					cs.ReadCommitted, cs.ReadUncommitted = cs.ReadCommitted+cs.ReadUncommitted, 0
+				} else {
+					cs.ReadCommitted, cs.ReadUncommitted = 0, cs.ReadCommitted+cs.ReadUncommitted
+				}
+				return nil
+			}},
+		{Name: "nodes", Usage: "number of brokers `N` (a matrix starts a cluster for each)", Kind: KnobInt, Axis: true,
+			Scenario: func(s *Scenario, v string) error {
+				n, err := parseInt(v, 1, 50, "brokers")
+				s.Topology.Nodes = n
+				return err
+			}},
+		{Name: "seed", Usage: "seed `N` of every random choice (default: the scenario's)", Kind: KnobInt,
+			Scenario: func(s *Scenario, v string) error {
+				n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+				if err != nil {
+					return fmt.Errorf("%q: want a whole number", v)
+				}
+				s.Seed = n
+				return nil
+			}},
+		{Name: "duration", Usage: "how long the workloads run, e.g. `60s` (default: the scenario's)", Kind: KnobDuration,
+			Scenario: func(s *Scenario, v string) error {
+				d, err := kafkaconf.ParseDuration(v)
+				if err == nil && (d <= 0 || d.Std() > 24*time.Hour) {
+					err = fmt.Errorf("%s: want a positive duration up to 24h, such as 60s", d)
+				}
+				s.Duration = d
+				return err
+			}},
+		{Name: "fault", Usage: "fault `NAME` from 'verity list' instead of the scenario's schedule, aimed at the leader of the first " +
+			"topic's partition 0, injected a third into the run and healed a third later", Kind: KnobText, Axis: true,
+			Scenario: func(s *Scenario, v string) error {
+				f, err := Preset(FaultName(strings.TrimSpace(v)), s.Topics[0].Name)
+				if err != nil {
+					return err
+				}
+				s.Faults = SingleFault(f, s.Duration)
+				return nil
+			}},
 	}
-	if o.Idempotence != nil {
-		add("idempotence", strconv.FormatBool(*o.Idempotence))
+}
+
+// LookupKnob returns the knob called name.
+func LookupKnob(name string) (Knob, bool) {
+	for _, k := range Knobs() {
+		if k.Name == name {
+			return k, true
+		}
 	}
-	if o.MinISR != nil {
-		add("min-isr", strconv.Itoa(*o.MinISR))
+	return Knob{}, false
+}
+
+// producerKnob is a knob of a producer delivery setting: it forces the setting on the client and
+// every producer group, and on every non-transactional producer of a header (Kafka forces
+// acks=all and idempotence on a transactional producer).
+func producerKnob(name, usage string, kind KnobKind, parse func(string) (kafkaconf.Delivery, error)) Knob {
+	return Knob{Name: name, Usage: usage, Kind: kind, Axis: true,
+		Scenario: func(s *Scenario, v string) error {
+			d, err := parse(v)
+			if err != nil {
+				return err
+			}
+			s.Client.Delivery = d.Over(s.Client.Delivery)
+			for i := range s.Workload.Producers {
+				g := &s.Workload.Producers[i]
+				g.Delivery = d.Over(g.Delivery)
+			}
+			return nil
+		},
+		Header: func(c *history.Config, v string) error {
+			d, err := parse(v)
+			if err != nil {
+				return err
+			}
+			force := func(pc kafkaconf.ProducerConfig) kafkaconf.ProducerConfig {
+				if pc.Transactional != nil && *pc.Transactional {
+					return pc
+				}
+				pc.Delivery = d.Over(pc.Delivery)
+				return pc
+			}
+			var base kafkaconf.ProducerConfig
+			if c.Producer != nil {
+				base = *c.Producer
+			}
+			p := force(base)
+			c.Producer = &p
+			for n, pc := range c.Processes {
+				c.Processes[n] = force(pc)
+			}
+			return nil
+		}}
+}
+
+// topicKnob is a knob of a topic setting given as a number of replicas (1 or more): it forces
+// the setting on every topic.
+func topicKnob(name, usage string, set func(int) kafkaconf.TopicConfig) Knob {
+	return Knob{Name: name, Usage: usage, Kind: KnobInt, Axis: true,
+		Scenario: func(s *Scenario, v string) error {
+			n, err := parseInt(v, 1, 0, "replica(s)")
+			return forceTopics(s, set(n), err)
+		},
+		Header: func(c *history.Config, v string) error {
+			n, err := parseInt(v, 1, 0, "replica(s)")
+			return forceHeaderTopics(c, set(n), err)
+		}}
+}
+
+// forceTopics lays tc over every topic of s.
+func forceTopics(s *Scenario, tc kafkaconf.TopicConfig, err error) error {
+	if err != nil {
+		return err
 	}
-	if o.RF != nil {
-		add("rf", strconv.Itoa(*o.RF))
+	for i := range s.Topics {
+		t := &s.Topics[i]
+		if tc.ReplicationFactor != nil {
+			t.ReplicationFactor = *tc.ReplicationFactor
+		}
+		if tc.MinInsyncReplicas != nil {
+			t.MinInsyncReplicas = *tc.MinInsyncReplicas
+		}
+		if tc.UncleanLeaderElection != nil {
+			t.UncleanLeaderElection = *tc.UncleanLeaderElection
+		}
 	}
-	if o.Unclean != nil {
-		add("unclean", strconv.FormatBool(*o.Unclean))
+	return nil
+}
+
+// forceHeaderTopics lays tc over the topic defaults and every topic entry of c.
+func forceHeaderTopics(c *history.Config, tc kafkaconf.TopicConfig, err error) error {
+	if err != nil {
+		return err
 	}
-	if o.Isolation != nil {
-		add("isolation", *o.Isolation)
+	var base kafkaconf.TopicConfig
+	if c.Topic != nil {
+		base = *c.Topic
 	}
-	if o.Nodes != nil {
-		add("nodes", strconv.Itoa(*o.Nodes))
+	t := tc.Over(base)
+	c.Topic = &t
+	for name, e := range c.Topics {
+		c.Topics[name] = tc.Over(e)
 	}
-	if o.Seed != nil {
-		add("seed", strconv.FormatInt(*o.Seed, 10))
+	return nil
+}
+
+func parseBool(v string) (bool, error) {
+	b, err := strconv.ParseBool(strings.TrimSpace(v))
+	if err != nil {
+		return false, fmt.Errorf("%q: want true or false", v)
 	}
-	if o.Duration != nil {
-		add("duration", Duration(*o.Duration).String())
+	return b, nil
+}
+
+func parseInt(v string, lo, hi int, what string) (int, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("%q: want a whole number", v)
+	case n < lo || (hi > 0 && n > hi):
+		if hi <= 0 {
+			return n, fmt.Errorf("%d: want at least %d %s", n, lo, what)
+		}
+		return n, fmt.Errorf("%d: want %d to %d %s", n, lo, hi, what)
+	}
+	return n, nil
+}
+
+// Setting is a knob given a value on the command line.
+type Setting struct {
+	Knob  Knob
+	Value string
+}
+
+// String writes the setting as its flag: --acks=1.
+func (s Setting) String() string { return "--" + s.Knob.Name + "=" + s.Value }
+
+// Flags writes settings as flags.
+func Flags(set []Setting) []string {
+	out := make([]string, len(set))
+	for i, s := range set {
+		out[i] = s.String()
 	}
 	return out
 }
 
-// check validates the flag values on their own, naming the flag.
-func (o Overrides) check() Errors {
+// Override returns s with the settings forced on, in order, then defaults and validation
+// applied again. A bad value is an error naming its flag; a combination the scenario cannot run
+// (--rf 1 on a topic with min ISR 2) is an *OverrideError naming the flags and the field they
+// broke.
+func (s Resolved) Override(set []Setting) (Resolved, error) {
+	sc := s.Clone()
 	var es Errors
-	bad := func(flag, format string, args ...any) {
-		es = append(es, &FieldError{Path: "--" + flag, Msg: fmt.Sprintf(format, args...)})
+	// In the table's order whatever the order given, so that the fault's step follows the
+	// duration given beside it.
+	order := map[string]int{}
+	for i, k := range Knobs() {
+		order[k.Name] = i
 	}
-	if o.Acks != nil && *o.Acks != "0" && *o.Acks != "1" && *o.Acks != "all" && *o.Acks != "-1" {
-		bad("acks", "%q: want 0, 1 or all", *o.Acks)
+	set = slices.Clone(set)
+	slices.SortStableFunc(set, func(a, b Setting) int { return cmp.Compare(order[a.Knob.Name], order[b.Knob.Name]) })
+	for _, st := range set {
+		if st.Knob.Scenario == nil {
+			es = append(es, &FieldError{Path: "--" + st.Knob.Name, Msg: "does not apply to a scenario"})
+			continue
+		}
+		if err := st.Knob.Scenario(&sc, st.Value); err != nil {
+			es = append(es, &FieldError{Path: "--" + st.Knob.Name, Msg: err.Error()})
+		}
 	}
-	if o.MinISR != nil && *o.MinISR < 1 {
-		bad("min-isr", "%d: want at least 1", *o.MinISR)
+	if len(es) > 0 {
+		return Resolved{}, es
 	}
-	if o.RF != nil && *o.RF < 1 {
-		bad("rf", "%d: want at least 1", *o.RF)
+	r, err := sc.Resolve()
+	if err != nil {
+		var fes Errors
+		if errors.As(err, &fes) {
+			return Resolved{}, &OverrideError{Scenario: s.Name, Flags: Flags(set), Errs: fes}
+		}
+		return Resolved{}, err
 	}
-	if o.Isolation != nil && *o.Isolation != ReadCommitted && *o.Isolation != ReadUncommitted {
-		bad("isolation", "%q: want %s or %s", *o.Isolation, ReadCommitted, ReadUncommitted)
-	}
-	if o.Nodes != nil && (*o.Nodes < 1 || *o.Nodes > 50) {
-		bad("nodes", "%d: want 1 to 50 brokers", *o.Nodes)
-	}
-	if o.Duration != nil && (*o.Duration <= 0 || *o.Duration > 24*time.Hour) {
-		bad("duration", "%s: want a positive duration up to 24h, such as 60s", *o.Duration)
-	}
-	return es
+	return r, nil
 }
 
-// Override returns s with o's settings forced on, validated like a parsed scenario. A bad flag
-// value is an error naming the flag; a combination the scenario cannot run (--rf 1 on a topic
-// with min ISR 2) is an error naming the flags and the field they broke.
-//
-// Forcing acks to 0 or 1 without --idempotence puts idempotence back to Kafka's default (off
-// with such acks), as verify/guarantee.Overrides does, rather than keep an explicit
-// idempotence that Kafka would refuse to start with.
-func (s Scenario) Override(o Overrides) (Scenario, error) {
-	if es := o.check(); len(es) > 0 {
-		return Scenario{}, es
-	}
-	s = s.WithDefaults()
-	if o.Acks != nil {
-		acks := *o.Acks
-		if acks == "-1" {
-			acks = "all"
+// OverrideHeader forces the settings onto a copy of a history's config, for judging a saved
+// history as if it had run with them. A knob the checker does not judge by is an error.
+func OverrideHeader(c history.Config, set []Setting) (history.Config, error) {
+	c = c.Clone()
+	for _, st := range set {
+		if st.Knob.Header == nil {
+			return c, fmt.Errorf("--%s: not a setting the checker judges by", st.Knob.Name)
 		}
-		s.Client.Acks = acks
-		for i := range s.Workload.Producers {
-			s.Workload.Producers[i].Acks = ""
-		}
-		if acks != "all" && o.Idempotence == nil {
-			s.Client.Idempotence = nil
-			for i := range s.Workload.Producers {
-				s.Workload.Producers[i].Idempotence = nil
-			}
+		if err := st.Knob.Header(&c, st.Value); err != nil {
+			return c, fmt.Errorf("--%s: %w", st.Knob.Name, err)
 		}
 	}
-	if o.Idempotence != nil {
-		v := *o.Idempotence
-		s.Client.Idempotence = &v
-		for i := range s.Workload.Producers {
-			s.Workload.Producers[i].Idempotence = nil
-		}
-	}
-	for i := range s.Topics {
-		t := &s.Topics[i]
-		if o.RF != nil {
-			t.ReplicationFactor = *o.RF
-		}
-		if o.MinISR != nil {
-			t.MinInsyncReplicas = *o.MinISR
-		}
-		if o.Unclean != nil {
-			t.UncleanLeaderElection = *o.Unclean
-		}
-	}
-	if o.Isolation != nil {
-		s.Client.Isolation = *o.Isolation
-	}
-	if o.Nodes != nil {
-		s.Topology.Nodes = *o.Nodes
-	}
-	if o.Seed != nil {
-		s.Seed = *o.Seed
-	}
-	if o.Duration != nil {
-		s.Duration = Duration(*o.Duration)
-	}
-	if err := s.Validate(); err != nil {
-		var es Errors
-		if errors.As(err, &es) {
-			return Scenario{}, &OverrideError{Scenario: s.Name, Flags: o.Strings(), Errs: es}
-		}
-		return Scenario{}, err
-	}
-	return s, nil
+	return c, nil
 }
 
 // OverrideError is a scenario that the given flags made invalid.

@@ -1,12 +1,11 @@
 package scenarios
 
 import (
-	"encoding/json"
 	"fmt"
-	"strings"
-	"time"
 
-	"go.yaml.in/yaml/v3"
+	"github.com/verity-kafka/verity/kafkaconf"
+	"github.com/verity-kafka/verity/verify/guarantee"
+	"github.com/verity-kafka/verity/verify/results"
 )
 
 // Scenario is one run's description. The YAML and JSON field names are the tags below; Parse
@@ -40,23 +39,22 @@ type Scenario struct {
 	Seed int64 `yaml:"seed" json:"seed"`
 }
 
-// Expectation is what a scenario expects the checker to find, and why. Anomaly names are those
-// of shared/design/guarantees.md (verify/guarantee.Anomalies).
+// Expectation is what a scenario expects a run to show, and why. Which anomalies the
+// configuration permits or forbids is not written here: the guarantee table derives it from the
+// settings (runner.Expectations), and a scenario only names what it provokes on purpose.
 type Expectation struct {
-	// Verdict is the verdict a run should get: "pass" (default) or "fail". Permitted anomalies
+	// Verdict is the verdict a run should get: pass (default) or fail. Permitted anomalies
 	// do not fail a run, so every built-in expects pass.
-	Verdict string `yaml:"verdict" json:"verdict"`
+	Verdict results.Verdict `yaml:"verdict" json:"verdict"`
 	// Text says what the run should show and why, in the documents' terms.
 	Text string `yaml:"text,omitempty" json:"text,omitempty"`
-	// Forbidden are the anomalies whose absence the scenario demonstrates.
-	Forbidden []string `yaml:"forbidden,omitempty" json:"forbidden,omitempty"`
-	// Permitted are anomalies the documents allow under this configuration and faults. A
-	// family may be in both lists when the documents forbid it for some clients and permit it
-	// for others (aborted-read: read_committed vs read_uncommitted readers).
-	Permitted []string `yaml:"permitted,omitempty" json:"permitted,omitempty"`
+	// Forbidden and Permitted are claims a scenario file may make about the guarantee table
+	// (the run refuses to start when the table disagrees, quoting it); the built-ins make none.
+	Forbidden []guarantee.Anomaly `yaml:"forbidden,omitempty" json:"forbidden,omitempty"`
+	Permitted []guarantee.Anomaly `yaml:"permitted,omitempty" json:"permitted,omitempty"`
 	// Likely are permitted anomalies the scenario provokes on purpose and expects in most runs
-	// (a positive control: one that never fires proves nothing). A subset of Permitted.
-	Likely []string `yaml:"likely,omitempty" json:"likely,omitempty"`
+	// (a positive control: one that never fires proves nothing).
+	Likely []guarantee.Anomaly `yaml:"likely,omitempty" json:"likely,omitempty"`
 	// Provoke says how the scenario makes the Likely anomalies happen.
 	Provoke string `yaml:"provoke,omitempty" json:"provoke,omitempty"`
 }
@@ -88,36 +86,35 @@ type Topic struct {
 
 // Client is the configuration of the clients. Plain (non-transactional) producers use every
 // setting; transactional producers and read-process-write processors always run with acks=all
-// and idempotence, since Kafka refuses a transactional producer with anything else. A zero
-// duration or nil pointer leaves Kafka's default.
+// and idempotence, since Kafka refuses a transactional producer with anything else. An unset
+// setting (nil, zero duration, empty) is Kafka's default (package kafkaconf), as far as the
+// client can follow it; a run's notes say where it cannot.
 type Client struct {
-	// Acks is "0", "1" or "all" (default "all").
-	Acks string `yaml:"acks" json:"acks"`
-	// Idempotence is enable.idempotence; nil is Kafka's default: on unless a conflicting
-	// setting is given (acks other than all, retries 0, max_in_flight above 5).
-	Idempotence *bool `yaml:"idempotence,omitempty" json:"idempotence,omitempty"`
-	// MaxInFlight is max.in.flight.requests.per.connection (default 5).
-	MaxInFlight int `yaml:"max_in_flight" json:"max_in_flight"`
-	// Retries; nil is Kafka's default (2147483647).
-	Retries *int `yaml:"retries,omitempty" json:"retries,omitempty"`
-	// RetryBackoff is retry.backoff.ms.
+	// Delivery is acks, idempotence, max_in_flight and retries.
+	kafkaconf.Delivery `yaml:",inline"`
+	// RetryBackoff is retry.backoff.ms (unset: 100ms).
 	RetryBackoff Duration `yaml:"retry_backoff,omitempty" json:"retry_backoff,omitempty"`
-	// RequestTimeout is request.timeout.ms (Kafka 30s).
+	// RequestTimeout is request.timeout.ms. Unset: the client's default (sarama's 10s; Kafka's
+	// Java client 30s).
 	RequestTimeout Duration `yaml:"request_timeout,omitempty" json:"request_timeout,omitempty"`
-	// DeliveryTimeout is delivery.timeout.ms (Kafka 120s); at least linger + request timeout.
+	// DeliveryTimeout is delivery.timeout.ms, at least linger + request timeout as Kafka
+	// requires. Unset: 30s (Kafka's Java client 120s; sarama has none, the workload bounds each
+	// send by it).
 	DeliveryTimeout Duration `yaml:"delivery_timeout,omitempty" json:"delivery_timeout,omitempty"`
-	// Linger is linger.ms.
+	// Linger is linger.ms (unset: sarama sends at once; Kafka's Java client waits 5ms).
 	Linger Duration `yaml:"linger,omitempty" json:"linger,omitempty"`
 	// BatchBytes is batch.size.
 	BatchBytes int `yaml:"batch_bytes,omitempty" json:"batch_bytes,omitempty"`
-	// Compression is compression.type: none (default), gzip, snappy, lz4 or zstd.
-	Compression string `yaml:"compression" json:"compression"`
+	// Compression is compression.type: none, gzip, snappy, lz4 or zstd.
+	Compression kafkaconf.Compression `yaml:"compression,omitempty" json:"compression,omitempty"`
 	// AppResend is how many times the application sends a payload again, as a new record,
 	// after a failed or unknown send (0: never). Idempotence does not cover such resends.
 	AppResend int `yaml:"app_resend,omitempty" json:"app_resend,omitempty"`
-	// Isolation is the consumers' default isolation.level (and that of read-process-write
-	// inputs): read_committed (default) or read_uncommitted.
-	Isolation string `yaml:"isolation" json:"isolation"`
+	// Isolation is the isolation.level of the consumer group's members: read_committed
+	// (default here; Kafka's consumer default is read_uncommitted) or read_uncommitted. The
+	// assigned consumers say theirs in workload.consumers; read-process-write processors always
+	// read committed, as exactly-once needs.
+	Isolation kafkaconf.Isolation `yaml:"isolation" json:"isolation"`
 	// Transactions configures the transactional producers and processors.
 	Transactions Transactions `yaml:"transactions,omitempty" json:"transactions,omitzero"`
 }
@@ -153,26 +150,32 @@ type Workload struct {
 	Group Group `yaml:"group,omitempty" json:"group,omitzero"`
 }
 
-// ProducerGroup is Count identical plain producers. Acks and Idempotence, when set, replace
-// the client's for this group (a run may mix an acks=1 producer with acks=all ones).
+// ProducerGroup is Count identical plain producers. Delivery settings given here replace the
+// client's for this group (a run may mix an acks=1 producer with acks=all ones).
 type ProducerGroup struct {
 	// Count: default 1.
 	Count int `yaml:"count" json:"count"`
-	// Async hands records to the client without waiting, up to max_in_flight outstanding;
-	// otherwise each producer sends one record at a time.
+	// Async hands records to the client without waiting (up to 100 outstanding), the client
+	// batching them; otherwise each producer sends one record at a time.
 	Async bool `yaml:"async,omitempty" json:"async,omitempty"`
 	// Topic the group writes to; default the first topic.
 	Topic string `yaml:"topic,omitempty" json:"topic,omitempty"`
 	// Rate is each producer's sends per second (default 200; a negative rate: unlimited).
-	Rate        float64 `yaml:"rate,omitempty" json:"rate,omitempty"`
-	Acks        string  `yaml:"acks,omitempty" json:"acks,omitempty"`
-	Idempotence *bool   `yaml:"idempotence,omitempty" json:"idempotence,omitempty"`
+	Rate               float64 `yaml:"rate,omitempty" json:"rate,omitempty"`
+	kafkaconf.Delivery `yaml:",inline"`
+}
+
+// Producer is what the scenario asks of a producer of group g: the group's delivery settings
+// over the client's, and whether the application resends.
+func (c Client) Producer(g ProducerGroup) kafkaconf.ProducerConfig {
+	return kafkaconf.ProducerConfig{Delivery: g.Delivery.Over(c.Delivery), AppResend: new(c.AppResend > 0)}
 }
 
 // TxnProducers are Count transactional producers, each with its own transactional.id.
 type TxnProducers struct {
 	Count int `yaml:"count" json:"count"`
-	// Topics each transaction writes to (atomically across them); default the first topic.
+	// Topics each transaction writes to (atomically across them), at least two; default the
+	// first two topics.
 	Topics []string `yaml:"topics,omitempty" json:"topics,omitempty"`
 }
 
@@ -200,7 +203,8 @@ type Group struct {
 	// Name of the group; default "verity-group".
 	Name   string   `yaml:"name,omitempty" json:"name,omitempty"`
 	Topics []string `yaml:"topics,omitempty" json:"topics,omitempty"`
-	// RestartEvery crashes one member at a time this often (a rebalance each time).
+	// RestartEvery crashes each member about this often, on its own seeded schedule (a
+	// rebalance each time).
 	RestartEvery Duration `yaml:"restart_every,omitempty" json:"restart_every,omitempty"`
 }
 
@@ -316,71 +320,5 @@ type Params struct {
 	Gate Duration `yaml:"gate,omitempty" json:"gate,omitempty"`
 }
 
-// Duration is a time.Duration written as Go writes durations ("60s", "1m30s", "250ms") in
-// YAML and JSON.
-type Duration time.Duration
-
-// Std returns d as a time.Duration.
-func (d Duration) Std() time.Duration { return time.Duration(d) }
-
-// Seconds returns d in seconds.
-func (d Duration) Seconds() float64 { return time.Duration(d).Seconds() }
-
-// String writes d the way time.ParseDuration reads it, without zero minute or second parts
-// ("1m" rather than "1m0s").
-func (d Duration) String() string {
-	s := time.Duration(d).String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
-}
-
-// ParseDuration reads a Go duration ("60s", "1m30s"); a bare 0 is zero.
-func ParseDuration(s string) (Duration, error) {
-	s = strings.TrimSpace(s)
-	if s == "0" {
-		return 0, nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return 0, fmt.Errorf("%q: want a duration such as 500ms, 30s or 2m", s)
-	}
-	return Duration(d), nil
-}
-
-// MarshalYAML writes d as a string.
-func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
-
-// UnmarshalYAML reads a duration string.
-func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind != yaml.ScalarNode {
-		return fmt.Errorf("line %d: want a duration such as 30s", n.Line)
-	}
-	v, err := ParseDuration(n.Value)
-	if err != nil {
-		return fmt.Errorf("line %d: %w", n.Line, err)
-	}
-	*d = v
-	return nil
-}
-
-// MarshalJSON writes d as a string.
-func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
-
-// UnmarshalJSON reads a duration string.
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("duration %s: want a string such as \"30s\"", b)
-	}
-	v, err := ParseDuration(s)
-	if err != nil {
-		return err
-	}
-	*d = v
-	return nil
-}
+// Duration is a duration written as Go writes them ("60s", "1m30s") in YAML and JSON.
+type Duration = kafkaconf.Duration

@@ -1,13 +1,16 @@
 package scenarios
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/verity-kafka/verity/kafkaconf"
 	"github.com/verity-kafka/verity/verify/guarantee"
+	"github.com/verity-kafka/verity/verify/results"
 )
 
 // FieldError is one problem of a scenario: the path of the field (as in YAML, e.g.
@@ -142,15 +145,15 @@ func (c *checker) scenario() {
 
 func (c *checker) expect() {
 	e := c.s.Expect
-	if e.Verdict != "pass" && e.Verdict != "fail" {
+	if e.Verdict != results.Pass && e.Verdict != results.Fail {
 		c.addf("expect.verdict", "%q: want pass or fail", e.Verdict)
 	}
 	known := anomalyNames()
-	check := func(field string, names []string) {
+	check := func(field string, names []guarantee.Anomaly) {
 		for i, n := range names {
 			p := fmt.Sprintf("expect.%s[%d]", field, i)
-			if !slices.Contains(known, n) {
-				c.addf(p, "%q: want one of %s%s", n, strings.Join(known, ", "), suggest(n, known))
+			if !slices.Contains(guarantee.Anomalies(), n) {
+				c.addf(p, "%q: want one of %s%s", n, strings.Join(known, ", "), suggest(string(n), known))
 			}
 			if slices.Index(names, n) != i {
 				c.addf(p, "%q is listed twice", n)
@@ -160,13 +163,8 @@ func (c *checker) expect() {
 	check("forbidden", e.Forbidden)
 	check("permitted", e.Permitted)
 	check("likely", e.Likely)
-	for i, n := range e.Likely {
-		if !slices.Contains(e.Permitted, n) {
-			c.addf(fmt.Sprintf("expect.likely[%d]", i), "%q is not in expect.permitted: only a permitted anomaly can be expected to show", n)
-		}
-	}
 	if len(e.Likely) > 0 && strings.TrimSpace(e.Provoke) == "" {
-		c.addf("expect.provoke", "missing: say how the scenario makes %s likely", strings.Join(e.Likely, ", "))
+		c.addf("expect.provoke", "missing: say how the scenario makes %s likely", guarantee.Join(e.Likely))
 	}
 }
 
@@ -256,43 +254,43 @@ func (c *checker) topics() {
 	}
 }
 
-// acksValues are the values of acks.
-func acksValues() []string { return []string{"0", "1", "all"} }
-
-func (c *checker) acks(path, v string) bool {
-	if slices.Contains(acksValues(), v) {
-		return true
+// delivery checks a producer's delivery settings d at path on their own, each value in range,
+// and reports whether they all are.
+func (c *checker) delivery(path string, d kafkaconf.Delivery) bool {
+	before := len(c.errs)
+	if d.Acks != nil && !d.Acks.Valid() {
+		c.addf(path+".acks", "%d: want 0, 1 or all", int(*d.Acks))
 	}
-	c.addf(path, "%q: want 0, 1 or all", v)
-	return false
+	if d.MaxInFlight != nil && *d.MaxInFlight < 1 {
+		c.addf(path+".max_in_flight", "%d: want at least 1", *d.MaxInFlight)
+	}
+	if d.Retries != nil && *d.Retries < 0 {
+		c.addf(path+".retries", "%d: want 0 or more", *d.Retries)
+	}
+	return len(c.errs) == before
 }
 
-// idempotenceConflict says why enable.idempotence=true cannot run with these settings, or "".
-func idempotenceConflict(acks string, inFlight int, retries *int) string {
-	switch {
-	case acks != "all":
-		return fmt.Sprintf("true needs acks all (has acks %s)", acks)
-	case inFlight > 5:
-		return fmt.Sprintf("true needs max_in_flight at most 5 (has %d)", inFlight)
-	case retries != nil && *retries == 0:
-		return "true needs retries above 0 (has 0)"
+// producer checks that Kafka would run a producer asked for pc (path names where own, the
+// settings the path itself gives, came from): kafkaconf.ResolveProducer decides, so that the
+// scenario refuses exactly what Kafka refuses.
+func (c *checker) producer(path string, own kafkaconf.Delivery, pc kafkaconf.ProducerConfig) {
+	r := kafkaconf.ResolveProducer(pc, kafkaconf.JavaClient())
+	if r.Conflict == "" {
+		return
 	}
-	return ""
+	switch {
+	case own.Idempotence != nil:
+		path += ".idempotence"
+	case own.Acks != nil:
+		path += ".acks"
+	}
+	c.addf(path, "%s: Kafka refuses to start such a producer", r.Conflict)
 }
 
 func (c *checker) client() {
 	cl := c.s.Client
-	okAcks := c.acks("client.acks", cl.Acks)
-	if cl.MaxInFlight < 1 {
-		c.addf("client.max_in_flight", "%d: want at least 1", cl.MaxInFlight)
-	}
-	if cl.Retries != nil && *cl.Retries < 0 {
-		c.addf("client.retries", "%d: want 0 or more", *cl.Retries)
-	}
-	if okAcks && cl.Idempotence != nil && *cl.Idempotence {
-		if why := idempotenceConflict(cl.Acks, cl.MaxInFlight, cl.Retries); why != "" {
-			c.addf("client.idempotence", "%s", why)
-		}
+	if c.delivery("client", cl.Delivery) {
+		c.producer("client", cl.Delivery, cl.Producer(ProducerGroup{}))
 	}
 	for _, d := range []struct {
 		name string
@@ -303,19 +301,19 @@ func (c *checker) client() {
 		}
 	}
 	if cl.DeliveryTimeout > 0 {
-		req := cl.RequestTimeout
-		if req == 0 {
-			req = Duration(30 * time.Second) // Kafka's request.timeout.ms
-		}
-		if cl.DeliveryTimeout < cl.Linger+req {
-			c.addf("client.delivery_timeout", "%s is less than linger + request_timeout (%s): Kafka refuses it", cl.DeliveryTimeout, cl.Linger+req)
+		req := cmp.Or(cl.RequestTimeout, kafkaconf.DefaultRequestTimeout)
+		linger := cmp.Or(cl.Linger, kafkaconf.DefaultLinger)
+		if cl.DeliveryTimeout < linger+req {
+			c.addf("client.delivery_timeout", "%s is less than linger + request_timeout (%s): Kafka refuses it", cl.DeliveryTimeout, linger+req)
 		}
 	}
 	if cl.BatchBytes < 0 {
 		c.addf("client.batch_bytes", "%d: want 0 or more", cl.BatchBytes)
 	}
-	if comp := []string{"none", "gzip", "snappy", "lz4", "zstd"}; !slices.Contains(comp, cl.Compression) {
-		c.addf("client.compression", "%q: want one of %s", cl.Compression, strings.Join(comp, ", "))
+	if cl.Compression != "" {
+		if _, err := kafkaconf.ParseCompression(string(cl.Compression)); err != nil {
+			c.addf("client.compression", "%v", err)
+		}
 	}
 	if cl.AppResend < 0 {
 		c.addf("client.app_resend", "%d: want 0 or more", cl.AppResend)
@@ -334,14 +332,18 @@ func (c *checker) client() {
 	if tx.HoldOpen < 0 {
 		c.addf("client.transactions.hold_open", "%s: want 0 or more", tx.HoldOpen)
 	}
-	if tx != (Transactions{}) && c.s.Workload.Transactional.Count == 0 && c.s.Workload.Processors.Count == 0 {
+	transactional := c.s.Workload.Transactional.Count > 0 || c.s.Workload.Processors.Count > 0
+	if tx != (Transactions{}) && !transactional {
 		c.addf("client.transactions", "set, but the workload has no transactional producers or processors")
+	}
+	if transactional && cl.Retries != nil && *cl.Retries == 0 {
+		c.addf("client.retries", "0: a transactional producer needs retries above 0 (idempotence), and the workload has transactional producers or processors")
 	}
 }
 
-func (c *checker) isolation(path, v string) {
-	if v != ReadCommitted && v != ReadUncommitted {
-		c.addf(path, "%q: want %s or %s", v, ReadCommitted, ReadUncommitted)
+func (c *checker) isolation(path string, v kafkaconf.Isolation) {
+	if _, err := kafkaconf.ParseIsolation(string(v)); err != nil {
+		c.addf(path, "%q: want %s or %s", v, kafkaconf.ReadCommitted, kafkaconf.ReadUncommitted)
 	}
 }
 
@@ -354,19 +356,10 @@ func (c *checker) workload() {
 			c.addf(p+".count", "%d: want at least 1", g.Count)
 		}
 		c.knownTopic(p+".topic", g.Topic)
-		acks := cl.Acks
-		okAcks := true
-		if g.Acks != "" {
-			acks = g.Acks
-			okAcks = c.acks(p+".acks", g.Acks)
-		}
-		// Only the group's own idempotence can conflict here: without one, the group runs with
-		// the client's (checked with the client) or, when its own acks are not all, with Kafka's
-		// default for such acks (off), as Config and verify/guarantee read it.
-		if okAcks && slices.Contains(acksValues(), acks) && g.Idempotence != nil && *g.Idempotence {
-			if why := idempotenceConflict(acks, cl.MaxInFlight, cl.Retries); why != "" {
-				c.addf(p+".idempotence", "%s", why)
-			}
+		// The client's own settings were checked with the client; a group that gives nothing
+		// of its own cannot add a conflict.
+		if c.delivery(p, g.Delivery) && !g.Delivery.IsZero() {
+			c.producer(p, g.Delivery, cl.Producer(g))
 		}
 	}
 	if w.Transactional.Count < 0 {
@@ -525,12 +518,8 @@ func (c *checker) fault(path string, f Fault, top bool) (FaultSpec, bool) {
 		}
 		return spec, false
 	}
-	nodes := c.s.Topology.Nodes
-	if (f.Name == FaultDiskLoss || f.Name == FaultRollingBounce || f.Name == FaultRollingBounceHard) && nodes < 2 {
-		c.addf(path+".fault", "%s needs at least 2 brokers (topology.nodes %d)", f.Name, nodes)
-	}
-	if (f.Name == FaultSplitMajority || f.Name == FaultBridge) && nodes < 3 {
-		c.addf(path+".fault", "%s needs at least 3 brokers (topology.nodes %d)", f.Name, nodes)
+	if nodes := c.s.Topology.Nodes; nodes < spec.MinNodes {
+		c.addf(path+".fault", "%s needs at least %d brokers (topology.nodes %d)", f.Name, spec.MinNodes, nodes)
 	}
 	switch spec.Target {
 	case TargetNone:

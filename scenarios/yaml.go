@@ -8,6 +8,7 @@ package scenarios
 
 import (
 	"bytes"
+	"encoding"
 	"errors"
 	"fmt"
 	"io"
@@ -21,14 +22,14 @@ import (
 )
 
 // Load reads the scenario in the YAML file at path (see Parse).
-func Load(path string) (Scenario, error) {
+func Load(path string) (Resolved, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return Scenario{}, fmt.Errorf("loading scenario: %w", err)
+		return Resolved{}, fmt.Errorf("loading scenario: %w", err)
 	}
 	s, err := Parse(b)
 	if err != nil {
-		return Scenario{}, fmt.Errorf("loading scenario %s: %w", path, err)
+		return Resolved{}, fmt.Errorf("loading scenario %s: %w", path, err)
 	}
 	return s, nil
 }
@@ -36,42 +37,42 @@ func Load(path string) (Scenario, error) {
 // Parse reads one scenario from YAML, strictly: a field the scenario does not have, a value of
 // the wrong type, a second document, or a setting that Validate refuses is an error. Problems
 // with fields come back as Errors, each naming the field's path, its line and what it accepts.
-// Omitted fields take their defaults (WithDefaults).
-func Parse(b []byte) (Scenario, error) {
+// Omitted fields take their defaults.
+func Parse(b []byte) (Resolved, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return Scenario{}, fmt.Errorf("reading YAML: %w", err)
+		return Resolved{}, fmt.Errorf("reading YAML: %w", err)
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
-		return Scenario{}, errors.New("reading YAML: the document is empty")
+		return Resolved{}, errors.New("reading YAML: the document is empty")
 	}
 	sc := &schema{lines: map[string]int{}, budget: maxNodes}
 	sc.check(doc.Content[0], reflect.TypeFor[Scenario](), "")
 	if len(sc.errs) > 0 {
-		return Scenario{}, sc.errs
+		return Resolved{}, sc.errs
 	}
 	var s Scenario
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&s); err != nil {
 		// The schema walk catches what it knows; this is a backstop for the rest.
-		return Scenario{}, fmt.Errorf("decoding the scenario: %w", err)
+		return Resolved{}, fmt.Errorf("decoding the scenario: %w", err)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return Scenario{}, errors.New("reading YAML: more than one document: a file holds one scenario")
+		return Resolved{}, errors.New("reading YAML: more than one document: a file holds one scenario")
 	}
-	s = s.WithDefaults()
-	if err := s.Validate(); err != nil {
+	r, err := s.Resolve()
+	if err != nil {
 		var es Errors
 		if errors.As(err, &es) {
 			for _, e := range es {
 				e.Line = sc.line(e.Path)
 			}
 		}
-		return Scenario{}, err
+		return Resolved{}, err
 	}
-	return s, nil
+	return r, nil
 }
 
 // YAML returns s as a YAML document that Parse reads back to the same scenario.
@@ -174,10 +175,12 @@ func (sc *schema) check(n *yaml.Node, t reflect.Type, path string) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if t == reflect.TypeFor[Duration]() {
+	if reflect.PointerTo(t).Implements(reflect.TypeFor[encoding.TextUnmarshaler]()) {
+		// A value with a parser of its own (a duration, acks, an anomaly name): the parser
+		// says what it accepts.
 		if n.Kind != yaml.ScalarNode {
-			sc.addf(path, n.Line, "want a duration such as 500ms, 30s or 2m")
-		} else if _, err := ParseDuration(n.Value); err != nil {
+			sc.addf(path, n.Line, "want a single value, not a %s", kindName(n))
+		} else if err := reflect.New(t).Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(n.Value)); err != nil {
 			sc.addf(path, n.Line, "%v", err)
 		}
 		return

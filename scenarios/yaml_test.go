@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/verity-kafka/verity/kafkaconf"
 )
 
 // minimal is the smallest valid scenario: everything else takes its default.
@@ -20,7 +22,9 @@ func TestParseMinimalTakesDefaults(t *testing.T) {
 		s.Topics[0].ReplicationFactor != 3 || s.Topics[0].MinInsyncReplicas != 2 || s.Topics[0].Partitions != 3 {
 		t.Errorf("defaults not applied: %+v", s)
 	}
-	if s.Client.Acks != "all" || s.Client.Isolation != ReadCommitted || s.Faults.Kind != ScheduleNone || s.Duration != DefaultDuration {
+	// Kafka's settings stay unset: kafkaconf resolves them, once, for every reader.
+	if s.Client.Acks != nil || s.Client.Idempotence != nil || s.Client.Isolation != kafkaconf.ReadCommitted ||
+		s.Faults.Kind != ScheduleNone || s.Duration != DefaultDuration {
 		t.Errorf("client/faults/duration defaults not applied: %+v", s)
 	}
 	if len(s.Workload.Producers) != 1 || s.Workload.Producers[0].Count != 3 || s.Workload.Consumers.ReadCommitted != 1 {
@@ -86,15 +90,12 @@ seed: 99
 		t.Fatal(err)
 	}
 	p := s.Faults.Periodic
-	if s.Client.Acks != "1" || p == nil || p.Hold != sec(10) || p.Start != sec(20) || len(p.Set) != 3 ||
+	if *s.Client.Acks != kafkaconf.AcksLeader || p == nil || p.Hold != sec(10) || p.Start != sec(20) || len(p.Set) != 3 ||
 		p.Set[1].Parts[1].Params.Delay != sec(0.2) || p.Set[2].Params.To.Node != 2 {
 		t.Errorf("parsed %+v", s)
 	}
 	if got := s.ScheduledFaults(); strings.Join(got, ",") != "kill,latency,one-way-cut,pause" {
 		t.Errorf("ScheduledFaults = %v", got)
-	}
-	if got := s.Deviations(); strings.Join(got, ",") != "replica.lag.time.max.ms=5000" {
-		t.Errorf("Deviations = %v", got)
 	}
 }
 
@@ -142,9 +143,9 @@ func TestParseErrors(t *testing.T) {
 			[]string{"topics[0].min_isr: unknown field; topics[0] has", "min_insync_replicas", "(line 4)"}},
 		{"unknown field in a step", "name: x\nfaults:\n  timeline:\n    - {at: 1s, fault: kill, duraton: 5s, target: {role: controller}}\n",
 			[]string{"faults.timeline[0].duraton: unknown field", "at, duration, fault, params, parts, target", "(did you mean duration?)"}},
-		{"acks string", "name: x\nclient: {acks: \"2\"}\n", []string{`client.acks: "2": want 0, 1 or all`, "(line 2)"}},
-		{"acks number", "name: x\nclient: {acks: 2}\n", []string{`client.acks: "2": want 0, 1 or all`}},
-		{"group acks", "name: x\nworkload: {producers: [{acks: two}]}\n", []string{`workload.producers[0].acks: "two": want 0, 1 or all`}},
+		{"acks string", "name: x\nclient: {acks: \"2\"}\n", []string{`client.acks: acks "2": want 0, 1 or all`, "(line 2)"}},
+		{"acks number", "name: x\nclient: {acks: 2}\n", []string{`client.acks: acks "2": want 0, 1 or all`}},
+		{"group acks", "name: x\nworkload: {producers: [{acks: two}]}\n", []string{`workload.producers[0].acks: acks "two": want 0, 1 or all`}},
 		{"min ISR above RF", "name: x\ntopics: [{name: t, replication_factor: 3, min_insync_replicas: 4}]\n",
 			[]string{"topics[0].min_insync_replicas: 4 is more than replication_factor 3", "(line 2)"}},
 		{"RF above nodes", "name: x\ntopics: [{name: t, replication_factor: 5}]\n",
@@ -158,11 +159,11 @@ func TestParseErrors(t *testing.T) {
 		{"topics not a list", "name: x\ntopics: verity\n", []string{"topics: want a list"}},
 		{"duration without unit", "name: x\nduration: 60\n", []string{`duration: "60": want a duration such as 500ms, 30s or 2m`}},
 		{"duration negative", "name: x\nduration: -5s\n", []string{"duration: -5s: want a positive duration"}},
-		{"isolation", "name: x\nclient: {isolation: serializable}\n", []string{`client.isolation: "serializable": want read_committed or read_uncommitted`}},
-		{"compression", "name: x\nclient: {compression: brotli}\n", []string{`client.compression: "brotli": want one of none, gzip, snappy, lz4, zstd`}},
-		{"idempotence with acks 1", "name: x\nclient: {acks: 1, idempotence: true}\n", []string{"client.idempotence: true needs acks all (has acks 1)"}},
-		{"idempotence with in-flight 6", "name: x\nclient: {max_in_flight: 6, idempotence: true}\n", []string{"client.idempotence: true needs max_in_flight at most 5 (has 6)"}},
-		{"delivery timeout too short", "name: x\nclient: {delivery_timeout: 10s, request_timeout: 30s}\n", []string{"client.delivery_timeout: 10s is less than linger + request_timeout (30s)"}},
+		{"isolation", "name: x\nclient: {isolation: serializable}\n", []string{`client.isolation: isolation "serializable": want read_committed or read_uncommitted`}},
+		{"compression", "name: x\nclient: {compression: brotli}\n", []string{`client.compression: compression "brotli": want one of none, gzip, snappy, lz4, zstd`}},
+		{"idempotence with acks 1", "name: x\nclient: {acks: 1, idempotence: true}\n", []string{"client.idempotence: enable.idempotence=true needs acks=all (has acks=1): Kafka refuses to start such a producer"}},
+		{"idempotence with in-flight 6", "name: x\nclient: {max_in_flight: 6, idempotence: true}\n", []string{"client.idempotence: enable.idempotence=true needs max.in.flight.requests.per.connection at most 5 (has 6)"}},
+		{"delivery timeout too short", "name: x\nclient: {delivery_timeout: 10s, request_timeout: 30s}\n", []string{"client.delivery_timeout: 10s is less than linger + request_timeout (30.005s): Kafka refuses it"}},
 		{"transactions without transactional workload", "name: x\nclient: {transactions: {abort_probability: 0.2}}\n",
 			[]string{"client.transactions: set, but the workload has no transactional producers or processors"}},
 		{"abort probability", "name: x\nclient: {transactions: {abort_probability: 1.5}}\nworkload: {transactional: {count: 1}}\n",
@@ -175,8 +176,7 @@ func TestParseErrors(t *testing.T) {
 		{"nodes", "name: x\ntopology: {nodes: 0}\nworkload: {producers: [{}]}\ntopics: [{name: t, replication_factor: 1, min_insync_replicas: 1}]\n", nil},
 		{"nodes too many", "name: x\ntopology: {nodes: 99}\n", []string{"topology.nodes: 99: want 1 to 50 brokers"}},
 		{"broker topology key", "name: x\nbroker: {node.id: \"7\"}\n", []string{`broker["node.id"]: the harness sets node.id`}},
-		{"expect unknown anomaly", "name: x\nexpect: {forbidden: [lost-writes]}\n", []string{`expect.forbidden[0]: "lost-writes": want one of lost-write`, "(did you mean lost-write?)"}},
-		{"expect likely not permitted", "name: x\nexpect: {likely: [duplicate], provoke: ack loss}\n", []string{`expect.likely[0]: "duplicate" is not in expect.permitted`}},
+		{"expect unknown anomaly", "name: x\nexpect: {forbidden: [lost-writes]}\n", []string{`expect.forbidden[0]: anomaly "lost-writes": want one of lost-write`}},
 		{"expect likely without provoke", "name: x\nexpect: {permitted: [duplicate], likely: [duplicate]}\n", []string{"expect.provoke: missing: say how the scenario makes duplicate likely"}},
 		{"fault name", "name: x\nfaults: {timeline: [{at: 5s, fault: kil, duration: 5s, target: {role: controller}}]}\n",
 			[]string{`faults.timeline[0].fault: "kil": want one of kill, stop, pause, rolling-bounce-clean`, "(did you mean kill?)"}},
@@ -224,8 +224,9 @@ func TestParseErrors(t *testing.T) {
 		{"kind without timeline", "name: x\nfaults: {kind: timeline}\n", []string{"faults.timeline: no step"}},
 		{"periodic", "name: x\nfaults: {periodic: {interval: 10s, hold: 20s, quiet: 1, set: []}}\n",
 			[]string{"faults.periodic.quiet: 1: want 0 to below 1", "faults.periodic.hold: 20s: want a positive duration up to the interval 10s", "faults.periodic.set: no fault"}},
-		{"several problems at once", "name: x\nclient: {acks: \"2\", isolation: x}\ntopics: [{name: t, min_insync_replicas: 4}]\n",
-			[]string{`client.acks: "2"`, `client.isolation: "x"`, "topics[0].min_insync_replicas: 4 is more than replication_factor 3"}},
+		{"several values at once", "name: x\nclient: {acks: \"2\", isolation: x}\n", []string{`client.acks: acks "2"`, `client.isolation: isolation "x"`}},
+		{"several settings at once", "name: x\nclient: {max_in_flight: 0}\ntopics: [{name: t, min_insync_replicas: 4}]\n",
+			[]string{"client.max_in_flight: 0: want at least 1", "topics[0].min_insync_replicas: 4 is more than replication_factor 3"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -251,7 +252,7 @@ func TestParseErrors(t *testing.T) {
 
 // Field errors are typed, so a caller can list them.
 func TestParseErrorsAreTyped(t *testing.T) {
-	_, err := Parse([]byte("name: x\nclient: {acks: \"2\"}\ntopics: [{name: t, min_insync_replicas: 4}]\n"))
+	_, err := Parse([]byte("name: x\nclient: {max_in_flight: 0}\ntopics: [{name: t, min_insync_replicas: 4}]\n"))
 	var es Errors
 	if !errors.As(err, &es) {
 		t.Fatalf("error %T is not Errors", err)
@@ -260,7 +261,7 @@ func TestParseErrorsAreTyped(t *testing.T) {
 	for _, e := range es {
 		paths = append(paths, e.Path)
 	}
-	if strings.Join(paths, " ") != "topics[0].min_insync_replicas client.acks" {
+	if strings.Join(paths, " ") != "topics[0].min_insync_replicas client.max_in_flight" {
 		t.Errorf("paths %v", paths)
 	}
 	if es[0].Line != 3 || es[1].Line != 2 {
@@ -276,7 +277,7 @@ func TestParseProducerGroupAcks(t *testing.T) {
 		t.Errorf("acks=1 group beside idempotent ones: %v", err)
 	}
 	_, err = Parse([]byte("name: x\nworkload: {producers: [{acks: \"1\", idempotence: true}]}\n"))
-	if err == nil || !strings.Contains(err.Error(), "workload.producers[0].idempotence: true needs acks all (has acks 1)") {
+	if err == nil || !strings.Contains(err.Error(), "workload.producers[0].idempotence: enable.idempotence=true needs acks=all (has acks=1)") {
 		t.Errorf("acks=1 group with idempotence: %v", err)
 	}
 }

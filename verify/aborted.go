@@ -5,9 +5,10 @@ import (
 )
 
 // aborted-read: a read_committed reader (consumer, rpw input or final read) saw a record of a
-// transaction that did not commit (completed fail, or an intended abort), or any reader saw the
-// record of a plain send that completed fail — which by the history's contract definitely did
-// not happen. A read_uncommitted consumer seeing an aborted transaction's record is what that
+// transaction that did not commit (completed fail, or an intended abort whatever its
+// completion: ok, info or none, since an abort intent never sends a commit), or any reader saw
+// the record of a plain send that completed fail — which by the history's contract definitely
+// did not happen. A read_uncommitted consumer seeing an aborted transaction's record is what that
 // isolation level promises: it is reported, and the guarantee table permits it.
 
 func (c *Checker) checkAbortedRead() {
@@ -37,7 +38,7 @@ func (c *Checker) checkAbortedRead() {
 				continue
 			}
 			t := &c.txns[st.txn]
-			if t.outcome != outFail && !(t.outcome == outOK && t.abort) {
+			if !t.neverCommitted() {
 				continue
 			}
 			c.find(finding{a: guarantee.AbortedRead, v: id, tp: st.tp, off: st.off, tp2: st.tp, off2: -1,

@@ -18,7 +18,6 @@ import (
 
 	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/history/histgen"
-	"github.com/verity-kafka/verity/verify/guarantee"
 )
 
 // BenchmarkCheck measures the checker on generated histories (histgen: sends, polls,
@@ -224,11 +223,7 @@ func benchChecks(b *testing.B, path string, size int64) {
 			b.Fatal(err)
 		}
 		defer rd.Close()
-		cfg, _, err := guarantee.Decode(rd.Header().Config)
-		if err != nil {
-			b.Fatal(err)
-		}
-		c := New(cfg, Options{})
+		c := New(rd.Header().Config, Options{})
 		var timed time.Duration
 		var alloc uint64
 		var ms runtime.MemStats
@@ -276,7 +271,7 @@ func benchEndToEnd(b *testing.B, path string, size int64) {
 	var peak uint64
 	measure(b, size, func() span {
 		stop := samplePeak(&peak)
-		r, err := CheckFile(context.Background(), path, guarantee.Overrides{}, Options{})
+		r, err := CheckFile(context.Background(), path, Options{})
 		stop()
 		if err != nil {
 			b.Fatal(err)

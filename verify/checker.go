@@ -8,6 +8,7 @@ import (
 	"log/slog"
 
 	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/kafkaconf"
 	"github.com/verity-kafka/verity/verify/guarantee"
 	"github.com/verity-kafka/verity/verify/results"
 )
@@ -24,12 +25,16 @@ type Options struct {
 	MaxExamples int
 	// Logger receives progress and oddities of the history (default: discard).
 	Logger *slog.Logger
+	// Adjust, when set, changes the header's config before the check judges by it (CheckFile:
+	// the command line's settings); Overrides names those settings for the results.
+	Adjust    func(history.Config) (history.Config, error)
+	Overrides []string
 }
 
 // Checker accumulates one history. Feed every op with Add, in file order, then call Results.
 // A Checker is not safe for concurrent use.
 type Checker struct {
-	cfg    guarantee.Config
+	cfg    history.Config
 	opts   Options
 	log    *slog.Logger
 	faults faultState
@@ -46,7 +51,8 @@ type Checker struct {
 	txnUsed  map[txnUse]struct{}
 	rpwIn    []uint32 // inputs of rpw ops, sliced by txn.inStart/inLen
 	eos      eosState
-	views    []txnView // computed once the history is in
+	views    []txnView      // computed once the history is in
+	unjudged map[uint32]int // by partition: committed records beyond the read_committed scans
 
 	ord   uint32 // ordinal of the next op
 	delta int64  // history index minus ordinal, as of the last jump
@@ -61,9 +67,12 @@ type Checker struct {
 	ops       int64
 	oversized bool // more ops than ordinals: the rest were ignored
 	finished  bool
+	malformed *MalformedError // the first op the checks could not take
 
-	prodCache  map[int32]guarantee.ProducerSettings
-	topicCache map[string]guarantee.TopicSettings
+	facts      []guarantee.Facts // the run's settings, for families with no finding (runFacts)
+	sawRU      bool              // a read_uncommitted consumer read
+	prodCache  map[int32]kafkaconf.Resolved
+	topicCache map[string]kafkaconf.ResolvedTopic
 }
 
 type txnOwner struct {
@@ -83,8 +92,34 @@ type jump struct {
 	delta int64
 }
 
-// New returns a Checker that judges with cfg.
-func New(cfg guarantee.Config, opts Options) *Checker {
+// MalformedError is an op that breaks the history's rules in a way no check can judge around:
+// a completion whose "of" names no invoke of its process still awaiting its completion (none,
+// another process's, or one already completed). Taken as a write of its own, it would make a
+// record the producer wrote once look resent, and a forbidden duplicate a permitted one.
+type MalformedError struct {
+	Line  int   // 1-based line of the history file (the header is line 1); 0 if not known
+	Index int64 // the op's "i"
+	Msg   string
+}
+
+func (e *MalformedError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("history line %d (op %d): %s", e.Line, e.Index, e.Msg)
+	}
+	return fmt.Sprintf("op %d: %s", e.Index, e.Msg)
+}
+
+// Err returns the first malformed op Add met (a *MalformedError), or nil. Add leaves such an
+// op out of every check; Results then cannot pass the history.
+func (c *Checker) Err() error {
+	if c.malformed == nil {
+		return nil
+	}
+	return c.malformed
+}
+
+// New returns a Checker that judges by the settings of header config cfg.
+func New(cfg history.Config, opts Options) *Checker {
 	if opts.MaxExamples <= 0 {
 		opts.MaxExamples = 10
 	}
@@ -96,7 +131,7 @@ func New(cfg guarantee.Config, opts Options) *Checker {
 		cfg:       cfg,
 		opts:      opts,
 		log:       log,
-		faults:    newFaultState(cfg),
+		faults:    newFaultState(),
 		vals:      newValues(),
 		parts:     newPartitions(),
 		procs:     map[int]*proc{},
@@ -116,7 +151,7 @@ func (c *Checker) SetTorn(line int) { c.torn = line }
 // Check feeds every op of src to a new Checker for cfg and returns the results. A src that
 // reports a torn last line (as *history.Reader does, with Torn) has it noted. Reading errors
 // are returned with what was being done; ctx cancels a long check.
-func Check(ctx context.Context, src Source, cfg guarantee.Config, opts Options) (*results.Results, error) {
+func Check(ctx context.Context, src Source, cfg history.Config, opts Options) (*results.Results, error) {
 	c := New(cfg, opts)
 	if err := c.Feed(ctx, src); err != nil {
 		return nil, err
@@ -127,9 +162,12 @@ func Check(ctx context.Context, src Source, cfg guarantee.Config, opts Options) 
 	return c.Results(), nil
 }
 
-// Feed adds every op of src, until io.EOF.
+// Feed adds every op of src, until io.EOF. It stops at the first malformed op with a
+// *MalformedError, which names the op's line when src reports lines (Line() int, as
+// *history.Reader does).
 func (c *Checker) Feed(ctx context.Context, src Source) error {
 	var op history.Op
+	lines, _ := src.(interface{ Line() int })
 	for n := 0; ; n++ {
 		if n&0xffff == 0 {
 			if err := ctx.Err(); err != nil {
@@ -144,6 +182,12 @@ func (c *Checker) Feed(ctx context.Context, src Source) error {
 			return fmt.Errorf("reading op %d of the history: %w", n+1, err)
 		}
 		c.Add(&op)
+		if c.malformed != nil {
+			if lines != nil && c.malformed.Line == 0 && c.malformed.Index == op.Index {
+				c.malformed.Line = lines.Line()
+			}
+			return fmt.Errorf("checking the history: %w", c.malformed)
+		}
 	}
 }
 
@@ -268,27 +312,56 @@ func (c *Checker) invoke(p *proc, k fkind, op *history.Op, ord uint32) {
 	}
 }
 
-// take finds the invoke that op completes.
-func (c *Checker) take(p *proc, op *history.Op) *pending {
+// take finds the invoke that op completes: the one its "of" names, else p's latest. It
+// reports false when "of" names no invoke of p awaiting its completion.
+func (c *Checker) take(p *proc, op *history.Op) (*pending, bool) {
 	if op.Of != nil {
 		if p.sync != nil && p.sync.index == *op.Of {
 			pd := p.sync
 			p.sync = nil
-			return pd
+			return pd, true
 		}
 		if pd, ok := c.async[*op.Of]; ok && pd.proc == p {
 			delete(c.async, *op.Of)
-			return pd
+			return pd, true
 		}
-		return nil
+		return nil, false
 	}
 	pd := p.sync
 	p.sync = nil
-	return pd
+	return pd, true
+}
+
+// badOf records op, whose "of" names no invoke of p awaiting its completion, as malformed.
+func (c *Checker) badOf(p *proc, op *history.Op) {
+	of := *op.Of
+	msg := fmt.Sprintf(`the %s completion of process %d has "of" %d, which `, op.F, p.id, of)
+	other := -1
+	if pd, ok := c.async[of]; ok {
+		other = pd.proc.id
+	}
+	for id, q := range c.procs {
+		if q.sync != nil && q.sync.index == of {
+			other = id
+		}
+	}
+	if other >= 0 {
+		msg += fmt.Sprintf("is an invoke of process %d", other)
+	} else {
+		msg += fmt.Sprintf("names no invoke of process %d awaiting its completion (none has that i, or it completed already)", p.id)
+	}
+	c.log.Debug("malformed completion ignored", "i", op.Index, "of", of)
+	if c.malformed == nil {
+		c.malformed = &MalformedError{Index: op.Index, Msg: msg}
+	}
 }
 
 func (c *Checker) complete(p *proc, k fkind, op *history.Op, ord uint32) {
-	pd := c.take(p, op)
+	pd, ok := c.take(p, op)
+	if !ok {
+		c.badOf(p, op)
+		return
+	}
 	if pd != nil && pd.f != k {
 		// A completion of another f than the invoke it would close: the history is not
 		// well formed here. Keep the invoke open (it will count as never completed) and

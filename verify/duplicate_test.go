@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/kafkaconf"
 	"github.com/verity-kafka/verity/verify/guarantee"
 	"github.com/verity-kafka/verity/verify/results"
 )
@@ -22,7 +23,7 @@ func TestDuplicate(t *testing.T) {
 		},
 		{
 			name: "non-idempotent producer with retries: permitted",
-			cfg:  func() guarantee.Config { return plainRetries(1) },
+			cfg:  func() history.Config { return plainRetries(1) },
 			build: func(h *hb) {
 				h.send(1, rec("t", 0, "1-1"), OK, 1)
 				h.finalBoth("t", 0, 0, 2, at(rec("t", 0, "1-1"), 0), at(rec("t", 0, "1-1"), 1))
@@ -32,8 +33,8 @@ func TestDuplicate(t *testing.T) {
 		},
 		{
 			name: "non-idempotent producer without retries: forbidden",
-			cfg: func() guarantee.Config {
-				return withProducer(strict(), guarantee.Producer{Acks: ptr(guarantee.AcksAll), Idempotence: ptr(false), Retries: ptr(0), MaxInFlight: ptr(1)})
+			cfg: func() history.Config {
+				return withProducer(strict(), kafkaconf.Delivery{Acks: ptr(kafkaconf.AcksAll), Idempotence: ptr(false), Retries: ptr(0), MaxInFlight: ptr(1)})
 			},
 			build: func(h *hb) {
 				h.send(1, rec("t", 0, "1-1"), OK, 0)

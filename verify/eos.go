@@ -11,7 +11,9 @@ import (
 // is a duplicate; a committed input record (in the input partition's read_committed final
 // log) that lies within the range the processors committed but that no committed rpw
 // processed is missing, and so is the output of a committed rpw that the output partition's
-// read_committed final log does not show.
+// read_committed final log does not show. A record of a transaction that never committed is no
+// input the processors owed, even where the read_committed log shows it: that is an
+// aborted-read.
 
 type eosState struct {
 	inParts   map[uint32]struct{}
@@ -100,17 +102,17 @@ func (c *Checker) checkEOS() {
 		if !part.final[isoRC].done() {
 			continue // reported as unknown by the verdict
 		}
-		for o := max(b.lo, 0); o <= b.hi && o < int64(len(part.slots)); o++ {
-			w := part.slots[o].val
-			if w == 0 || c.vals.at(w).flags&fFinalRC == 0 {
-				continue
+		part.log.each(b.lo, b.hi, func(o int64, s slot) bool {
+			st := c.vals.at(s.val)
+			if st.flags&fFinalRC == 0 || (st.txn != none && c.txns[st.txn].neverCommitted()) {
+				return true
 			}
-			if _, done := uses[w]; done {
-				continue
+			if _, done := uses[s.val]; done {
+				return true
 			}
-			st := c.vals.at(w)
-			c.find(finding{a: guarantee.EOSMissing, v: w, tp: tp, off: o, off2: -1,
+			c.find(finding{a: guarantee.EOSMissing, v: s.val, tp: tp, off: o, off2: -1,
 				ops: [4]uint32{st.writeOrd, st.finalOrd, none, none}, proc: -1, note: noteInputMissing})
-		}
+			return true
+		})
 	}
 }

@@ -8,49 +8,99 @@ import (
 	"github.com/verity-kafka/verity/verify/guarantee"
 )
 
-// faultState collects the faults of the run: from the config, and from nemesis events.
+// faultState collects the faults that took effect, from the nemesis's events, and scopes them
+// to the partitions whose replicas they touched.
+//
+// A nemesis event is an invoke and a completion carrying the same value (its completions name
+// no invoke: nemesis actions and ISR observations interleave). The fault counts at its
+// completion when that is ok (it happened) or info (part of it may have); an invoke alone, a
+// failed completion, or a fault named only in the config's schedule did nothing to the
+// cluster.
+//
+// A disk loss on nodes N touches a partition whose replica set meets N, and the lost disks the
+// table compares with min ISR are counted per partition: those among its replicas. An unclean
+// election that names a topic (and partition) touches that partition (every partition of the
+// topic if it names none); one that names nodes, the partitions with a replica among them; one
+// that names nothing, every partition. Replica sets come from the ISR observations ("replicas");
+// a partition never observed with them is touched by every disk loss and every election not
+// named for another partition, as a run without observations would be judged.
 type faultState struct {
 	kinds     map[string]bool
-	diskNodes map[int]bool
-	diskAny   bool // a disk loss on nodes not named
-	unclean   bool
+	diskNodes []int // sorted, distinct
+	diskAny   bool  // a disk loss on nodes not named
+	unclean   []uncleanEvent
+	replicas  map[uint32][]int // by partition: every replica observed, sorted
+	byTP      map[uint32]guarantee.Faults
 }
 
-func newFaultState(cfg guarantee.Config) faultState {
-	f := cfg.FaultsOf()
-	s := faultState{kinds: map[string]bool{}, diskNodes: map[int]bool{}, diskAny: f.DiskLossNodes != 0,
-		unclean: f.UncleanElection}
-	for _, k := range f.Kinds {
-		s.kinds[k] = true
-	}
-	return s
+// uncleanEvent is the scope of one forced unclean election.
+type uncleanEvent struct {
+	topic     *string
+	partition *int32
+	nodes     []int
+}
+
+// faultTargets is the part of a nemesis event's value that scopes it.
+type faultTargets struct {
+	Nodes     []int   `json:"nodes"`
+	Topic     *string `json:"topic"`
+	Partition *int32  `json:"partition"`
+}
+
+func newFaultState() faultState {
+	return faultState{kinds: map[string]bool{}, replicas: map[uint32][]int{}}
 }
 
 func (s *faultState) observe(op *history.Op) {
-	if op.Type == history.Fail || op.F == "isr" || op.F == "" {
+	if (op.Type != history.OK && op.Type != history.Info) || op.F == "isr" || op.F == "" {
 		return
 	}
 	k := guarantee.FaultKind(op.F)
 	if !s.kinds[k] {
 		s.kinds[string([]byte(k))] = true
 	}
+	if k != guarantee.FaultDiskLoss && k != guarantee.FaultUncleanElection {
+		return
+	}
+	s.byTP = nil
+	var t faultTargets
+	if len(op.Value.Raw) > 0 && json.Unmarshal(op.Value.Raw, &t) != nil {
+		t = faultTargets{} // unreadable: scope it to everything
+	}
 	switch k {
-	case guarantee.FaultUncleanElection:
-		s.unclean = true
 	case guarantee.FaultDiskLoss:
-		var t history.Faults
-		if len(op.Value.Raw) > 0 && json.Unmarshal(op.Value.Raw, &t) == nil && len(t.Nodes) > 0 {
-			for _, n := range t.Nodes {
-				s.diskNodes[n] = true
-			}
-		} else {
+		if len(t.Nodes) == 0 {
 			s.diskAny = true
+			return
 		}
+		for _, n := range t.Nodes {
+			if i, found := slices.BinarySearch(s.diskNodes, n); !found {
+				s.diskNodes = slices.Insert(s.diskNodes, i, n)
+			}
+		}
+	case guarantee.FaultUncleanElection:
+		s.unclean = append(s.unclean, uncleanEvent{topic: t.Topic, partition: t.Partition, nodes: t.Nodes})
 	}
 }
 
-func (s *faultState) result() guarantee.Faults {
-	f := guarantee.Faults{UncleanElection: s.unclean, DiskLossNodes: len(s.diskNodes)}
+// observeReplicas adds replica ids observed for tp.
+func (s *faultState) observeReplicas(tp uint32, ids []int) {
+	if len(ids) == 0 {
+		return
+	}
+	have := s.replicas[tp]
+	for _, n := range ids {
+		if i, found := slices.BinarySearch(have, n); !found {
+			have = slices.Insert(have, i, n)
+			s.byTP = nil
+		}
+	}
+	s.replicas[tp] = have
+}
+
+// all is what the run did to the cluster as a whole: every fault that took effect.
+func (s *faultState) all() guarantee.Faults {
+	f := guarantee.Faults{UncleanElection: len(s.unclean) > 0, DiskLossNodes: len(s.diskNodes)}
 	if f.DiskLossNodes == 0 && s.diskAny {
 		f.DiskLossNodes = -1
 	}
@@ -59,4 +109,50 @@ func (s *faultState) result() guarantee.Faults {
 	}
 	slices.Sort(f.Kinds)
 	return f
+}
+
+// of is what the run did to partition p (id tp): the faults that touched its replicas.
+func (s *faultState) of(tp uint32, p *partition) guarantee.Faults {
+	if f, ok := s.byTP[tp]; ok {
+		return f
+	}
+	f := s.all()
+	reps := s.replicas[tp] // nil: never observed, so every disk loss counts
+	if reps != nil {
+		f.DiskLossNodes = 0
+		for _, n := range s.diskNodes {
+			if _, in := slices.BinarySearch(reps, n); in {
+				f.DiskLossNodes++
+			}
+		}
+		if f.DiskLossNodes == 0 && s.diskAny {
+			f.DiskLossNodes = -1
+		}
+	}
+	f.UncleanElection = slices.ContainsFunc(s.unclean, func(u uncleanEvent) bool { return u.touches(p, reps) })
+	if s.byTP == nil {
+		s.byTP = map[uint32]guarantee.Faults{}
+	}
+	s.byTP[tp] = f
+	return f
+}
+
+// touches reports whether the election could have changed partition p, whose replicas are
+// reps (nil: not known).
+func (u *uncleanEvent) touches(p *partition, reps []int) bool {
+	switch {
+	case u.topic != nil:
+		return *u.topic == p.topic && (u.partition == nil || *u.partition == p.part)
+	case len(u.nodes) > 0:
+		if reps == nil {
+			return true
+		}
+		for _, n := range u.nodes {
+			if _, in := slices.BinarySearch(reps, n); in {
+				return true
+			}
+		}
+		return false
+	}
+	return true
 }

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/verity-kafka/verity/history"
-	"github.com/verity-kafka/verity/verify/guarantee"
 )
 
 // FuzzCheck feeds arbitrary bytes through the history reader and every checker: whatever the
@@ -27,11 +26,7 @@ func FuzzCheck(f *testing.F) {
 		if err != nil {
 			return
 		}
-		cfg, _, err := guarantee.Decode(rd.Header().Config)
-		if err != nil {
-			cfg = guarantee.Config{}
-		}
-		c := New(cfg, Options{})
+		c := New(rd.Header().Config, Options{})
 		var op history.Op
 		for {
 			err := rd.Next(&op)

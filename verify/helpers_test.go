@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/kafkaconf"
 	"github.com/verity-kafka/verity/verify/guarantee"
 	"github.com/verity-kafka/verity/verify/results"
 )
@@ -126,13 +127,38 @@ func (h *hb) nemesis(f, value string) int64 {
 	return h.add(history.Op{Process: history.NemesisP(), Type: history.OK, F: f, Value: history.Payload{Raw: json.RawMessage(value)}})
 }
 
+// nemesisEvent writes a fault's invoke and a completion of type t, both carrying value, as the
+// nemesis records them: its completions name no invoke ("of"), since nemesis actions and ISR
+// observations interleave.
+func (h *hb) nemesisEvent(f, value string, t history.Type) (inv, done int64) {
+	inv = h.add(history.Op{Process: history.NemesisP(), Type: history.Invoke, F: f, Value: history.Payload{Raw: json.RawMessage(value)}})
+	op := history.Op{Process: history.NemesisP(), Type: t, F: f, Value: history.Payload{Raw: json.RawMessage(value)}}
+	if t != history.OK {
+		op.Error = "ssh: connection refused"
+	}
+	return inv, h.add(op)
+}
+
+// nemesisInvoke is a fault's invoke alone, as a run stopped mid-action leaves it.
+func nemesisInvoke(f, value string) history.Op {
+	return history.Op{Process: history.NemesisP(), Type: history.Invoke, F: f, Value: history.Payload{Raw: json.RawMessage(value)}}
+}
+
+// replicas writes an ISR observation, as the nemesis's watcher does (an invoke without value,
+// then ok), that names the partition's replica set; its ISR is the whole set.
+func (h *hb) replicas(topic string, part int32, ids ...int) int64 {
+	b, _ := json.Marshal(map[string]any{"topic": topic, "partition": part, "isr": ids, "replicas": ids})
+	h.add(history.Op{Process: history.NemesisP(), Type: history.Invoke, F: "isr"})
+	return h.add(history.Op{Process: history.NemesisP(), Type: history.OK, F: "isr", Value: history.Payload{Raw: b}})
+}
+
 // isr writes an ISR observation.
 func (h *hb) isr(topic string, part int32, minISR int, isr ...int) int64 {
 	b, _ := json.Marshal(ISREvent{Topic: topic, Partition: part, ISR: isr, MinISR: &minISR})
 	return h.add(history.Op{Process: history.NemesisP(), Type: history.Info, F: "isr", Value: history.Payload{Raw: b}})
 }
 
-func (h *hb) check(cfg guarantee.Config) *results.Results {
+func (h *hb) check(cfg history.Config) *results.Results {
 	c := New(cfg, Options{MaxExamples: 100})
 	for i := range h.ops {
 		c.Add(&h.ops[i])
@@ -144,27 +170,27 @@ func (h *hb) check(cfg guarantee.Config) *results.Results {
 func ptr[T any](v T) *T { return &v }
 
 // strict is the scenarios' default: acks=all, idempotent, RF=3, min ISR 2, unclean off.
-func strict() guarantee.Config {
-	return guarantee.Config{
-		Producer: guarantee.Producer{Acks: ptr(guarantee.AcksAll), Idempotence: ptr(true), MaxInFlight: ptr(5), Retries: ptr(10)},
-		Topic:    guarantee.Topic{ReplicationFactor: ptr(3), MinInsyncReplicas: ptr(2), UncleanLeaderElection: ptr(false)},
+func strict() history.Config {
+	return history.Config{
+		Producer: &kafkaconf.ProducerConfig{Delivery: kafkaconf.Delivery{Acks: ptr(kafkaconf.AcksAll), Idempotence: ptr(true), MaxInFlight: ptr(5), Retries: ptr(10)}},
+		Topic:    &kafkaconf.TopicConfig{ReplicationFactor: ptr(3), MinInsyncReplicas: ptr(2), UncleanLeaderElection: ptr(false)},
 	}
 }
 
-func withProducer(c guarantee.Config, p guarantee.Producer) guarantee.Config {
-	c.Producer = p
+func withProducer(c history.Config, d kafkaconf.Delivery) history.Config {
+	c.Producer = &kafkaconf.ProducerConfig{Delivery: d}
 	return c
 }
 
-func acks1() guarantee.Config {
-	return withProducer(strict(), guarantee.Producer{Acks: ptr(guarantee.Acks(1)), Idempotence: ptr(false), MaxInFlight: ptr(1), Retries: ptr(3)})
+func acks1() history.Config {
+	return withProducer(strict(), kafkaconf.Delivery{Acks: ptr(kafkaconf.AcksLeader), Idempotence: ptr(false), MaxInFlight: ptr(1), Retries: ptr(3)})
 }
 
-func plainRetries(inFlight int) guarantee.Config {
-	return withProducer(strict(), guarantee.Producer{Acks: ptr(guarantee.AcksAll), Idempotence: ptr(false), MaxInFlight: ptr(inFlight), Retries: ptr(3)})
+func plainRetries(inFlight int) history.Config {
+	return withProducer(strict(), kafkaconf.Delivery{Acks: ptr(kafkaconf.AcksAll), Idempotence: ptr(false), MaxInFlight: ptr(inFlight), Retries: ptr(3)})
 }
 
-func unclean() guarantee.Config {
+func unclean() history.Config {
 	c := strict()
 	c.Topic.UncleanLeaderElection = ptr(true)
 	return c
@@ -180,7 +206,7 @@ type want struct {
 
 type tcase struct {
 	name  string
-	cfg   func() guarantee.Config // default strict
+	cfg   func() history.Config // default strict
 	build func(h *hb)
 	// want lists every family expected to have findings; any other family with a finding
 	// fails the case.
@@ -200,7 +226,7 @@ func runCases(t *testing.T, cases []tcase) {
 			}
 			r := h.check(cfg)
 			for name, a := range r.Anomalies {
-				w, expected := tc.want[guarantee.Anomaly(name)]
+				w, expected := tc.want[name]
 				if !expected {
 					if a.Count > 0 {
 						t.Errorf("%s: %d unexpected finding(s): %s", name, a.Count, exampleNotes(a))
@@ -210,8 +236,8 @@ func runCases(t *testing.T, cases []tcase) {
 				if a.Count != w.count {
 					t.Errorf("%s: count %d, want %d: %s", name, a.Count, w.count, exampleNotes(a))
 				}
-				if a.Count > 0 && a.Permitted != w.permitted {
-					t.Errorf("%s: permitted %t, want %t (why: %s)", name, a.Permitted, w.permitted, a.Why)
+				if permitted := a.Judgement != guarantee.Forbidden; a.Count > 0 && permitted != w.permitted {
+					t.Errorf("%s: judged %s, want permitted %t (why: %s)", name, a.Judgement, w.permitted, a.Why)
 				}
 				if len(w.ops) > 0 && len(a.Examples) > 0 {
 					for _, o := range w.ops {
@@ -222,7 +248,7 @@ func runCases(t *testing.T, cases []tcase) {
 				}
 			}
 			for name, w := range tc.want {
-				if _, ok := r.Anomalies[string(name)]; !ok && w.count > 0 {
+				if _, ok := r.Anomalies[name]; !ok && w.count > 0 {
 					t.Errorf("%s: not reported", name)
 				}
 			}
@@ -239,7 +265,7 @@ func exampleNotes(a results.Anomaly) string {
 		if i > 0 {
 			s += "; "
 		}
-		s += e.Note + " " + strconv.Quote(e.Judgement)
+		s += e.Note + " " + strconv.Quote(e.Judgement.String())
 	}
 	return s
 }

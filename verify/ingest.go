@@ -19,6 +19,7 @@ const (
 
 // write notes that the op at ord, by p, writes value v (record seq of the op).
 func (c *Checker) write(v, ord uint32, p *proc, kind uint16, t, seq uint32) {
+	p.wrote = true
 	st := c.vals.at(v)
 	if st.writeOrd == none {
 		st.writeOrd, st.proc, st.txn, st.seq = ord, int32(p.id), t, seq
@@ -146,7 +147,7 @@ func (c *Checker) writeTxnRecords(pd *pending, p *proc, recs []history.Record, o
 func (c *Checker) rpwInputs(pd *pending, p *proc, recs []history.Record, ord uint32) {
 	t := &c.txns[pd.txn]
 	t.inStart = uint32(len(c.rpwIn))
-	iso := isoOf(c.cfg.ReadIsolation(), isoRC)
+	iso := isoOf(string(c.cfg.ReadIsolation()), isoRC)
 	for i := range recs {
 		v, tp, _ := c.read(&recs[i], iso, ord)
 		c.rpwIn = append(c.rpwIn, v)
@@ -167,6 +168,7 @@ func (c *Checker) read(r *history.Record, iso int, ord uint32) (v, tp uint32, of
 		}
 	} else {
 		st.flags |= fSeenRU
+		c.sawRU = true
 	}
 	if st.readOrd == none {
 		st.readOrd = ord
@@ -271,7 +273,10 @@ func (c *Checker) completeTxn(p *proc, pd *pending, k fkind, op *history.Op, ord
 			}
 		}
 	}
-	// Partitions written: needed for final-read coverage and availability.
+	// Partitions written: needed for final-read coverage and availability. An intended abort
+	// is no write for availability, unless its answer never came (info): that timeout says as
+	// much about the partitions as a send's would. It cannot have committed all the same
+	// (txn.neverCommitted).
 	aborting := t.abort && op.Type != history.Info
 	var last uint32
 	for _, v := range pd.vals {
@@ -293,7 +298,7 @@ func (c *Checker) completeTxn(p *proc, pd *pending, k fkind, op *history.Op, ord
 	switch out {
 	case outOK:
 		c.eos.commit(pd.txn)
-		iso := isoOf(c.cfg.ReadIsolation(), isoRC)
+		iso := isoOf(string(c.cfg.ReadIsolation()), isoRC)
 		for _, v := range c.rpwIn[t.inStart : t.inStart+t.inLen] {
 			if st := c.vals.at(v); st.off >= 0 {
 				c.advance(p, st.tp, st.off, ord, iso)
@@ -313,7 +318,7 @@ func (c *Checker) completePoll(p *proc, op *history.Op, ord uint32) {
 	if pl == nil {
 		return
 	}
-	iso := isoOf(pl.Isolation, isoOf(c.cfg.ReadIsolation(), isoRC))
+	iso := isoOf(pl.Isolation, isoOf(string(c.cfg.ReadIsolation()), isoRC))
 	ok := op.Type == history.OK
 	for i := range pl.Records {
 		_, tp, off := c.read(&pl.Records[i], iso, ord)
@@ -380,10 +385,10 @@ type conflictKey struct {
 // a value reported at a second position is a duplicate.
 func (c *Checker) place(tp uint32, off int64, v, ord uint32, src source) {
 	part := c.parts.ps[tp]
-	s := part.get(off)
+	s := part.log.get(off)
 	switch {
 	case s.val == 0:
-		part.set(off, slot{val: v, ord: ord})
+		part.log.set(off, slot{val: v, ord: ord})
 	case s.val != v:
 		c.conflict(tp, off, s, v, ord, src)
 	}
@@ -395,7 +400,7 @@ func (c *Checker) place(tp uint32, off int64, v, ord uint32, src source) {
 	if (st.off != off || st.tp != tp) && st.flags&fDup == 0 {
 		st.flags |= fDup
 		firstOrd := st.writeOrd
-		if first := c.parts.ps[st.tp].get(st.off); first.val == v {
+		if first := c.parts.ps[st.tp].log.get(st.off); first.val == v {
 			firstOrd = first.ord
 		}
 		c.find(finding{a: guarantee.Duplicate, v: v, tp: st.tp, off: st.off, tp2: tp, off2: off,

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/kafkaconf"
 	"github.com/verity-kafka/verity/verify/guarantee"
 )
 
@@ -13,12 +14,14 @@ import (
 // The ISR is known from observation events the harness writes into the history (any process,
 // usually the nemesis; any type):
 //
-//	{"p":"nemesis","type":"info","f":"isr","value":{"topic":"t","partition":0,"isr":[1],"min_isr":2}}
+//	{"p":"nemesis","type":"info","f":"isr","value":{"topic":"t","partition":0,"isr":[1],"min_isr":2,"replicas":[1,2,3]}}
 //
-// "min_isr" is optional (default: the topic's configured min.insync.replicas). Observations are
-// samples, and the ISR may grow between two of them, so "known below" is strict: an
-// observation showing ISR < min ISR before the send was invoked, no observation showing
-// otherwise until its acknowledgement, and another observation showing ISR < min ISR after it.
+// "min_isr" is optional (default: the topic's configured min.insync.replicas). "replicas" (the
+// partition's replica set) is optional too; it scopes faults to the partitions whose replicas
+// they touched (faults.go). Observations are samples, and the ISR may grow between two of
+// them, so "known below" is strict: an observation showing ISR < min ISR before the send was
+// invoked, no observation showing otherwise until its acknowledgement, and another
+// observation showing ISR < min ISR after it.
 
 // ISREvent is the payload of an "isr" observation event.
 type ISREvent struct {
@@ -26,6 +29,7 @@ type ISREvent struct {
 	Partition int32  `json:"partition"`
 	ISR       []int  `json:"isr"`
 	MinISR    *int   `json:"min_isr,omitempty"`
+	Replicas  []int  `json:"replicas,omitempty"`
 }
 
 type isrPart struct {
@@ -66,6 +70,7 @@ func (s *isrState) observe(c *Checker, op *history.Op, ord uint32) {
 	}
 	s.observed = true
 	tp := c.parts.id(ev.Topic, ev.Partition)
+	c.faults.observeReplicas(tp, ev.Replicas)
 	if int(tp) >= len(s.parts) {
 		grown := make([]isrPart, len(c.parts.ps)+8)
 		copy(grown, s.parts)
@@ -103,12 +108,13 @@ func (s *isrState) acked(c *Checker, pd *pending, tp uint32, v, ord uint32) {
 	}
 }
 
-// finish reports the confirmed acks of acks=all writers; unconfirmed ones (no observation
-// after the ack) are dropped.
+// checkUnexpectedAck reports the confirmed acks of acks=all writers — the anomaly is defined
+// for them alone, since min.insync.replicas applies to acks=all writes only; unconfirmed ones
+// (no observation after the ack) are dropped.
 func (c *Checker) checkUnexpectedAck() {
 	for _, f := range c.isr.confirmed {
 		st := c.vals.at(f.v)
-		if st.kind() == kindNone || c.producerSettings(st.proc).Acks != guarantee.AcksAll {
+		if st.kind() == kindNone || c.producerSettings(st.proc).Acks != kafkaconf.AcksAll {
 			continue
 		}
 		c.find(f)

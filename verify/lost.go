@@ -10,8 +10,11 @@ import (
 // "Absent" needs the final reads to have covered the record's offset: a read_uncommitted scan
 // covers every offset from its start on (it ran to the high watermark, so an acknowledged
 // offset past its end was truncated); a read_committed scan covers only its own range (it
-// stops at the LSO, past which committed records may wait behind an open transaction). A send
-// whose outcome was unknown is never lost: it counts as written only once a read shows it.
+// stops at the LSO, past which committed records may wait behind an open transaction). So a
+// record beyond a read_committed scan's end is judged by the read_uncommitted scan, or not at
+// all; and a record no op placed is proved absent by a read_committed scan only where no
+// transaction wrote (there the LSO is the high watermark). A send whose outcome was unknown is
+// never lost: it counts as written only once a read shows it.
 
 // covers returns the final read covering offset o, if any. past says whether offsets beyond
 // the end of the scans count as covered.
@@ -31,6 +34,7 @@ func (fc *finalCov) covers(o int64, past bool) (uint32, bool) {
 }
 
 // anyCovers is covers for a record whose offset is unknown: a complete scan of the partition.
+// A read_committed scan is complete only up to the LSO; see absentFromFinal.
 func (fc *finalCov) anyCovers() (uint32, bool) {
 	if fc.complete() {
 		return fc.last().ord, true
@@ -51,7 +55,7 @@ func (c *Checker) committedWrite(st *value) bool {
 
 // absentFromFinal decides whether st is provably missing from its partition's final log, and
 // names the final read that proves it. For transactional records the read_committed view
-// decides, when there is one.
+// decides where its scan reached, the read_uncommitted log beyond.
 func (c *Checker) absentFromFinal(st *value) (uint32, bool) {
 	if st.tp == 0 {
 		return none, false
@@ -63,13 +67,11 @@ func (c *Checker) absentFromFinal(st *value) (uint32, bool) {
 			return none, false
 		}
 		if st.off >= 0 {
-			return rc.covers(st.off, false)
+			if ord, ok := rc.covers(st.off, false); ok {
+				return ord, true
+			}
 		}
-		// No read ever placed it; a complete scan of either kind shows it is nowhere.
-		if ord, ok := ru.anyCovers(); ok && st.flags&fFinalRU == 0 {
-			return ord, true
-		}
-		return rc.anyCovers()
+		return c.absentFromRU(st)
 	}
 	if st.flags&fFinalAny != 0 {
 		return none, false
@@ -83,7 +85,23 @@ func (c *Checker) absentFromFinal(st *value) (uint32, bool) {
 	if ord, ok := ru.anyCovers(); ok {
 		return ord, true
 	}
+	if part.committedTxn {
+		return none, false // the read_committed scan may have stopped short of it
+	}
 	return rc.anyCovers()
+}
+
+// absentFromRU reports whether the read_uncommitted final log provably lacks st, and so every
+// view of the log does.
+func (c *Checker) absentFromRU(st *value) (uint32, bool) {
+	ru := &c.parts.ps[st.tp].final[isoRU]
+	if st.flags&fFinalRU != 0 {
+		return none, false
+	}
+	if st.off >= 0 {
+		return ru.covers(st.off, true)
+	}
+	return ru.anyCovers()
 }
 
 func (c *Checker) checkLostWrite() {

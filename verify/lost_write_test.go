@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/kafkaconf"
 	"github.com/verity-kafka/verity/verify/guarantee"
 	"github.com/verity-kafka/verity/verify/results"
 )
@@ -61,8 +62,8 @@ func TestLostWrite(t *testing.T) {
 		},
 		{
 			name: "acks=0 loss is permitted",
-			cfg: func() guarantee.Config {
-				return withProducer(strict(), guarantee.Producer{Acks: ptr(guarantee.Acks(0))})
+			cfg: func() history.Config {
+				return withProducer(strict(), kafkaconf.Delivery{Acks: ptr(kafkaconf.AcksNone)})
 			},
 			build: func(h *hb) {
 				h.send(1, rec("t", 0, "1-1"), OK, -1)
@@ -83,7 +84,7 @@ func TestLostWrite(t *testing.T) {
 		},
 		{
 			name: "min ISR 1 with a disk loss: permitted",
-			cfg: func() guarantee.Config {
+			cfg: func() history.Config {
 				c := strict()
 				c.Topic.MinInsyncReplicas = ptr(1)
 				return c
@@ -108,9 +109,9 @@ func TestLostWrite(t *testing.T) {
 		},
 		{
 			name: "each producer judged by its own acks",
-			cfg: func() guarantee.Config {
+			cfg: func() history.Config {
 				c := strict()
-				c.Processes = map[string]guarantee.Producer{"2": {Acks: ptr(guarantee.Acks(1)), Idempotence: ptr(false)}}
+				c.Processes = map[int]kafkaconf.ProducerConfig{2: {Delivery: kafkaconf.Delivery{Acks: ptr(kafkaconf.AcksLeader), Idempotence: ptr(false)}}}
 				return c
 			},
 			build: func(h *hb) {
@@ -124,9 +125,9 @@ func TestLostWrite(t *testing.T) {
 		},
 		{
 			name: "acks=1 producer alone loses: the acks=all producer's write survived",
-			cfg: func() guarantee.Config {
+			cfg: func() history.Config {
 				c := strict()
-				c.Processes = map[string]guarantee.Producer{"2": {Acks: ptr(guarantee.Acks(1)), Idempotence: ptr(false)}}
+				c.Processes = map[int]kafkaconf.ProducerConfig{2: {Delivery: kafkaconf.Delivery{Acks: ptr(kafkaconf.AcksLeader), Idempotence: ptr(false)}}}
 				return c
 			},
 			build: func(h *hb) {

@@ -148,7 +148,7 @@ func (vs *values) intern(name string) uint32 {
 				if id := seqs[n]; id != 0 {
 					return id
 				}
-				id := vs.add(k)
+				id := vs.addDense(k)
 				seqs[n] = id
 				return id
 			}
@@ -163,7 +163,7 @@ func (vs *values) intern(name string) uint32 {
 					seqs = grown
 				}
 				vs.byProc[p] = seqs
-				id := vs.add(k)
+				id := vs.addDense(k)
 				seqs[n] = id
 				return id
 			}
@@ -184,6 +184,18 @@ func (vs *values) intern(name string) uint32 {
 	id := vs.add(nameStr | uint64(len(vs.names)-1))
 	vs.strs[owned] = id
 	return id
+}
+
+// addDense gives "P-N" (packed as k) its id as it enters the per-process array. A value the
+// array was too short for when first seen went to the map; it keeps the id it has there.
+func (vs *values) addDense(k uint64) uint32 {
+	if len(vs.nums) > 0 {
+		if id, ok := vs.nums[k]; ok {
+			delete(vs.nums, k)
+			return id
+		}
+	}
+	return vs.add(k)
 }
 
 func (vs *values) add(name uint64) uint32 {
@@ -301,52 +313,14 @@ const (
 type partition struct {
 	topic string
 	part  int32
-	// slots[o] is offset o while offsets stay near the dense range; offsets far beyond it
-	// (a hostile or corrupt history) go to far, so that one wild offset cannot allocate
-	// gigabytes.
-	slots  []slot
-	far    map[int64]slot
-	filled int
-	final  [2]finalCov // by isoRU, isoRC
+	log   offsetLog   // the slots that ops reported, by offset
+	final [2]finalCov // by isoRU, isoRC
 	// needsFinal: the history wrote to or read from this partition, so a final read must
 	// have covered it for the verdict to be pass or fail.
 	needsFinal bool
 	// committedTxn: a transaction or rpw wrote here, so a read_committed final read is needed
 	// to judge visibility.
 	committedTxn bool
-}
-
-func (p *partition) get(o int64) slot {
-	if o >= 0 && o < int64(len(p.slots)) {
-		return p.slots[o]
-	}
-	return p.far[o]
-}
-
-func (p *partition) set(o int64, s slot) {
-	if o >= 0 && o < int64(len(p.slots)) {
-		p.slots[o] = s
-		p.filled++
-		return
-	}
-	if o >= 0 && o < 2*int64(len(p.slots))+1<<16 {
-		n := o + 1
-		if c := int64(cap(p.slots)); n > c {
-			grown := make([]slot, n, max(n, 2*c))
-			copy(grown, p.slots)
-			p.slots = grown
-		} else {
-			p.slots = p.slots[:n]
-		}
-		p.slots[o] = s
-		p.filled++
-		return
-	}
-	if p.far == nil {
-		p.far = map[int64]slot{}
-	}
-	p.far[o] = s
-	p.filled++
 }
 
 func (p *partition) String() string { return p.topic + "-" + strconv.Itoa(int(p.part)) }
@@ -402,6 +376,11 @@ type txn struct {
 
 func (t *txn) committed() bool { return t.outcome == outOK && !t.abort }
 
+// neverCommitted reports whether the transaction certainly did not commit: it completed fail,
+// or it meant to abort — an abort intent never sends a commit, so whatever its completion says
+// (ok, info, or none at all), it cannot have committed.
+func (t *txn) neverCommitted() bool { return t.outcome == outFail || t.abort }
+
 // pollPos is a consumer's last position in one partition.
 type pollPos struct {
 	off int64
@@ -411,11 +390,12 @@ type pollPos struct {
 
 // proc is a client process.
 type proc struct {
-	id   int
-	sync *pending // its latest invoke, while not completed
-	gen  uint32   // bumped on every rebalance, seek, assign, subscribe or crash
-	pos  []pollPos
-	txn  bool // wrote a txn or rpw: it has a transactional.id
+	id    int
+	sync  *pending // its latest invoke, while not completed
+	gen   uint32   // bumped on every rebalance, seek, assign, subscribe or crash
+	pos   []pollPos
+	txn   bool // wrote a txn or rpw: it has a transactional.id
+	wrote bool // wrote a record (send, txn or rpw)
 }
 
 // pending is an invoked op waiting for its completion.

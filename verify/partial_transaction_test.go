@@ -72,6 +72,7 @@ func TestPartialTransaction(t *testing.T) {
 			verdict: results.Pass,
 		},
 		{
+			// Its visibility is unknown, so the verdict cannot pass (see TestLSOCoverage).
 			name: "a record past the LSO of a stalled read_committed scan is not judged hidden",
 			build: func(h *hb) {
 				h.txn(5, "tx", history.IntentCommit, OK, at(a, 0), at(b, 5))
@@ -79,7 +80,7 @@ func TestPartialTransaction(t *testing.T) {
 				h.final("u", 1, RU, 0, 7, at(b, 5))
 				h.final("u", 1, RC, 0, 3) // an open transaction holds the LSO at 3
 			},
-			verdict: results.Pass,
+			verdict: results.Unknown,
 		},
 		{
 			name: "transactions but no read_committed final read: unknown",

@@ -1,6 +1,9 @@
 package verify
 
 import (
+	"math"
+	"slices"
+
 	"github.com/verity-kafka/verity/verify/guarantee"
 )
 
@@ -46,34 +49,52 @@ func (c *Checker) advance(p *proc, tp uint32, off int64, ord uint32, iso int) {
 
 // visible reports whether a reader at isolation iso must have seen value w had it read past
 // its offset. Only records that some reader saw count: a record known from an acknowledgement
-// alone may have been truncated away (that is lost-write's business, not a skip).
+// alone may have been truncated away (that is lost-write's business, not a skip). A
+// read_committed reader must never see a transaction that did not commit, even where another
+// read_committed reader did (that is aborted-read's business).
 func (c *Checker) visible(w uint32, iso int8) bool {
 	st := c.vals.at(w)
 	if iso == isoRC {
 		switch st.kind() {
 		case kindTxn, kindRPW:
-			return st.flags&(fSeenRC|fFinalRC) != 0
+			return st.flags&(fSeenRC|fFinalRC) != 0 && (st.txn == none || !c.txns[st.txn].neverCommitted())
 		}
 	}
 	return st.flags&(fSeenAny|fFinalAny) != 0
 }
 
-// visibleIndex counts, per partition, the records visible to each isolation level below each
-// offset, so that each skip candidate is answered in constant time.
+// visibleIndex lists, per partition and isolation level, the offsets of the records visible
+// to that level in ascending order, so that a candidate with a wide gap is a binary search. It
+// is built only for the partitions and levels that have such candidates: most gaps are a
+// transaction marker or two, looked at offset by offset.
 type visibleIndex struct {
-	pre [2][]uint32 // pre[iso][o] = visible records at offsets < o
+	offs  [2][]int64
+	built [2]bool
 }
+
+// narrowGap bounds the gaps looked at offset by offset.
+const narrowGap = 64
 
 func (c *Checker) checkSkips() {
 	idx := make(map[uint32]*visibleIndex)
 	c.skips.each(func(sc *skipCand) {
 		part := c.parts.ps[sc.tp]
-		vi := idx[sc.tp]
-		if vi == nil {
-			vi = c.buildVisible(part)
-			idx[sc.tp] = vi
+		var w uint32
+		var o int64
+		var ok bool
+		if sc.to-sc.from <= narrowGap {
+			w, o, ok = c.firstVisibleIn(part, sc)
+		} else {
+			vi := idx[sc.tp]
+			if vi == nil {
+				vi = &visibleIndex{}
+				idx[sc.tp] = vi
+			}
+			if !vi.built[sc.iso] {
+				vi.offs[sc.iso], vi.built[sc.iso] = c.visibleOffsets(part, sc.iso), true
+			}
+			w, o, ok = firstVisible(part, vi.offs[sc.iso], sc)
 		}
-		w, o, ok := c.firstVisible(part, vi, sc)
 		if !ok {
 			return
 		}
@@ -83,46 +104,41 @@ func (c *Checker) checkSkips() {
 	c.skips = list[skipCand]{}
 }
 
-func (c *Checker) buildVisible(part *partition) *visibleIndex {
-	vi := &visibleIndex{}
-	for iso := range 2 {
-		pre := make([]uint32, len(part.slots)+1)
-		for o, s := range part.slots {
-			pre[o+1] = pre[o]
-			if s.val != 0 && c.visible(s.val, int8(iso)) {
-				pre[o+1]++
-			}
+// firstVisibleIn returns the first record in (from, to) that the candidate's reader should
+// have read, looking at each offset.
+func (c *Checker) firstVisibleIn(part *partition, sc *skipCand) (uint32, int64, bool) {
+	for o := sc.from + 1; o < sc.to; o++ {
+		if s := part.log.get(o); s.val != 0 && c.visible(s.val, sc.iso) {
+			return s.val, o, true
 		}
-		vi.pre[iso] = pre
 	}
-	return vi
+	return 0, 0, false
+}
+
+func (c *Checker) visibleOffsets(part *partition, iso int8) []int64 {
+	n := 0
+	part.log.each(0, math.MaxInt64, func(o int64, s slot) bool {
+		if c.visible(s.val, iso) {
+			n++
+		}
+		return true
+	})
+	offs := make([]int64, 0, n)
+	part.log.each(0, math.MaxInt64, func(o int64, s slot) bool {
+		if c.visible(s.val, iso) {
+			offs = append(offs, o)
+		}
+		return true
+	})
+	return offs
 }
 
 // firstVisible returns the first record in (from, to) that the candidate's reader should have
-// read.
-func (c *Checker) firstVisible(part *partition, vi *visibleIndex, sc *skipCand) (uint32, int64, bool) {
-	pre := vi.pre[sc.iso]
-	dense := int64(len(part.slots))
-	lo, hi := sc.from+1, min(sc.to, dense)
-	if lo < hi && pre[hi] > pre[lo] {
-		// Binary search for the first offset whose prefix count rises.
-		a, b := lo, hi
-		for a < b {
-			m := a + (b-a)/2
-			if pre[m+1] > pre[lo] {
-				b = m
-			} else {
-				a = m + 1
-			}
-		}
-		return part.slots[a].val, a, true
+// read, given the offsets visible at its isolation level.
+func firstVisible(part *partition, offs []int64, sc *skipCand) (uint32, int64, bool) {
+	i, _ := slices.BinarySearch(offs, sc.from+1)
+	if i == len(offs) || offs[i] >= sc.to {
+		return 0, 0, false
 	}
-	// Offsets beyond the dense range are rare (a corrupt or hostile history): look at each.
-	best, bestOff, found := uint32(0), int64(0), false
-	for o, s := range part.far {
-		if o > sc.from && o < sc.to && c.visible(s.val, sc.iso) && (!found || o < bestOff) {
-			best, bestOff, found = s.val, o, true
-		}
-	}
-	return best, bestOff, found
+	return part.log.get(offs[i]).val, offs[i], true
 }

@@ -31,7 +31,7 @@ func TestReorder(t *testing.T) {
 		},
 		{
 			name: "not idempotent, retries, five in flight: permitted",
-			cfg:  func() guarantee.Config { return plainRetries(5) },
+			cfg:  func() history.Config { return plainRetries(5) },
 			build: func(h *hb) {
 				asyncPair(h, a, b, 1, 0)
 				final(h)
@@ -41,7 +41,7 @@ func TestReorder(t *testing.T) {
 		},
 		{
 			name: "not idempotent, one in flight: forbidden",
-			cfg:  func() guarantee.Config { return plainRetries(1) },
+			cfg:  func() history.Config { return plainRetries(1) },
 			build: func(h *hb) {
 				asyncPair(h, a, b, 1, 0)
 				final(h)

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/verity-kafka/verity/kafkaconf"
 	"github.com/verity-kafka/verity/verify/guarantee"
 	"github.com/verity-kafka/verity/verify/results"
 )
@@ -78,31 +79,36 @@ func (c *Checker) finish() {
 	c.checkEOS()
 }
 
-// producerSettings are the effective settings of process p (cached).
-func (c *Checker) producerSettings(p int32) guarantee.ProducerSettings {
+// producerSettings are the effective settings of process p (cached): what the header states of
+// it, Kafka's defaults for the rest, and transactional when the history shows it writing
+// transactions.
+func (c *Checker) producerSettings(p int32) kafkaconf.Resolved {
 	if s, ok := c.prodCache[p]; ok {
 		return s
 	}
-	txn := false
-	if pr := c.procs[int(p)]; pr != nil {
-		txn = pr.txn
+	pc := c.cfg.ProducerOf(int(p))
+	if pr := c.procs[int(p)]; pr != nil && pr.txn && pc.Transactional == nil {
+		pc.Transactional = new(true)
 	}
-	s := c.cfg.ProducerFor(int(p), txn)
+	s := kafkaconf.ResolveProducer(pc, kafkaconf.JavaClient())
 	if c.prodCache == nil {
-		c.prodCache = map[int32]guarantee.ProducerSettings{}
+		c.prodCache = map[int32]kafkaconf.Resolved{}
 	}
 	c.prodCache[p] = s
 	return s
 }
 
-func (c *Checker) topicSettings(tp uint32) guarantee.TopicSettings {
-	topic := c.parts.ps[tp].topic
+func (c *Checker) topicSettings(tp uint32) kafkaconf.ResolvedTopic {
+	return c.topicNamed(c.parts.ps[tp].topic)
+}
+
+func (c *Checker) topicNamed(topic string) kafkaconf.ResolvedTopic {
 	if s, ok := c.topicCache[topic]; ok {
 		return s
 	}
-	s := c.cfg.TopicFor(topic)
+	s := kafkaconf.ResolveTopic(c.cfg.TopicOf(topic))
 	if c.topicCache == nil {
-		c.topicCache = map[string]guarantee.TopicSettings{}
+		c.topicCache = map[string]kafkaconf.ResolvedTopic{}
 	}
 	c.topicCache[topic] = s
 	return s
@@ -127,18 +133,22 @@ type judgeKey struct {
 	resent bool
 	weak   int32 // a second writer with weaker acks (inconsistent-offset), or -1
 	tp     uint32
+	tp2    uint32 // a second partition (a duplicate across partitions), or 0
 	iso    int8
 }
 
-func (c *Checker) judge(f *finding, table guarantee.Table, faults guarantee.Faults, cache map[judgeKey]guarantee.Decision) guarantee.Decision {
+func (c *Checker) judge(f *finding, table guarantee.Table, cache map[judgeKey]guarantee.Decision) guarantee.Decision {
 	k := judgeKey{a: f.a, writer: -1, weak: -1, tp: f.tp, iso: f.iso}
+	if f.tp2 != f.tp {
+		k.tp2 = f.tp2
+	}
 	if writerAnomaly(f.a) && f.v != 0 {
 		st := c.vals.at(f.v)
 		if st.kind() != kindNone {
 			k.writer, k.kind, k.resent = st.proc, uint16(st.kind()), st.flags&fResent != 0
 		}
 		if f.a == guarantee.InconsistentOffset && f.v2 != 0 {
-			if w := c.vals.at(f.v2); w.kind() != kindNone && c.producerSettings(w.proc).Acks != guarantee.AcksAll {
+			if w := c.vals.at(f.v2); w.kind() != kindNone && c.producerSettings(w.proc).Acks != kafkaconf.AcksAll {
 				k.weak = w.proc
 			}
 		}
@@ -146,7 +156,7 @@ func (c *Checker) judge(f *finding, table guarantee.Table, faults guarantee.Faul
 	if d, ok := cache[k]; ok {
 		return d
 	}
-	facts := guarantee.Facts{Faults: faults, Isolation: isoName(f.iso)}
+	facts := guarantee.Facts{Faults: c.faultsOf(k.tp, k.tp2), Isolation: isoName(f.iso)}
 	if f.tp != 0 {
 		facts.Topic = c.topicSettings(f.tp)
 	}
@@ -156,12 +166,32 @@ func (c *Checker) judge(f *finding, table guarantee.Table, faults guarantee.Faul
 		facts.WriterKind = writerKindName(k.kind)
 		facts.Resent = k.resent
 	}
-	if k.weak >= 0 && facts.HasWriter && facts.Producer.Acks == guarantee.AcksAll {
+	if k.weak >= 0 && facts.HasWriter && facts.Producer.Acks == kafkaconf.AcksAll {
 		facts.Producer = c.producerSettings(k.weak)
 	}
 	d := table.Judge(f.a, facts)
 	cache[k] = d
 	return d
+}
+
+// faultsOf is what the run did to the partitions of a finding: tp, and tp2 unless 0. A
+// finding with no partition is judged by every fault that took effect.
+func (c *Checker) faultsOf(tp, tp2 uint32) guarantee.Faults {
+	if tp == 0 {
+		return c.faults.all()
+	}
+	f := c.faults.of(tp, c.parts.ps[tp])
+	if tp2 != 0 && tp2 != tp {
+		g := c.faults.of(tp2, c.parts.ps[tp2])
+		f.UncleanElection = f.UncleanElection || g.UncleanElection
+		switch {
+		case f.DiskLossNodes == 0:
+			f.DiskLossNodes = g.DiskLossNodes
+		case g.DiskLossNodes != 0:
+			f.DiskLossNodes = max(f.DiskLossNodes, g.DiskLossNodes) // -1 (a count not known) stands for 1
+		}
+	}
+	return f
 }
 
 func writerKindName(k uint16) string {
@@ -176,12 +206,12 @@ func writerKindName(k uint16) string {
 	return ""
 }
 
-func isoName(iso int8) string {
+func isoName(iso int8) kafkaconf.Isolation {
 	switch iso {
 	case isoRC:
-		return guarantee.ReadCommitted
+		return kafkaconf.ReadCommitted
 	case isoRU:
-		return guarantee.ReadUncommitted
+		return kafkaconf.ReadUncommitted
 	}
 	return ""
 }
@@ -190,12 +220,12 @@ func isoName(iso int8) string {
 // it knows — Seed, Config, History.Path, the run's Timings; Results may be called more than once.
 func (c *Checker) Results() *results.Results {
 	c.finish()
-	faults := c.faults.result()
+	faults := c.faults.all()
 	r := &results.Results{
 		Version:    results.Version,
 		Scenario:   c.cfg.Scenario,
 		Deviations: append([]string{}, c.cfg.Deviations...),
-		Anomalies:  map[string]results.Anomaly{},
+		Anomalies:  map[guarantee.Anomaly]results.Anomaly{},
 		Faults:     faults.Kinds,
 	}
 	table := guarantee.Rules()
@@ -207,13 +237,16 @@ func (c *Checker) Results() *results.Results {
 	}
 	unknownJudged := 0
 	for _, a := range guarantee.Anomalies() {
-		entry, unknown := c.anomaly(a, per[a], table, faults, cache)
-		r.Anomalies[string(a)] = entry
+		entry, unknown := c.anomaly(a, per[a], table, cache)
+		r.Anomalies[a] = entry
 		unknownJudged += unknown
 	}
 	r.Stats = c.buildStats()
 	r.Assumed = c.assumed()
 	r.UnknownReasons = c.unknownReasons()
+	if c.malformed != nil {
+		r.UnknownReasons = append(r.UnknownReasons, "the history is malformed, and the checks left out "+c.malformed.Error())
+	}
 	if unknownJudged > 0 {
 		r.UnknownReasons = append(r.UnknownReasons, fmt.Sprintf(
 			"%d finding(s) under settings no documented guarantee covers (see each anomaly's why)", unknownJudged))
@@ -223,25 +256,12 @@ func (c *Checker) Results() *results.Results {
 	return r
 }
 
-// severity orders judgements for reporting: forbidden first, then unknown, then permitted.
-func severity(j guarantee.Judgement) int {
-	switch j {
-	case guarantee.Forbidden:
-		return 0
-	case guarantee.Unknown:
-		return 1
-	}
-	return 2
-}
-
 // anomaly judges the findings idx of family a and builds its results entry. It returns how
 // many findings no documented guarantee covers.
-func (c *Checker) anomaly(a guarantee.Anomaly, idx []int, table guarantee.Table, faults guarantee.Faults,
-	cache map[judgeKey]guarantee.Decision) (results.Anomaly, int) {
+func (c *Checker) anomaly(a guarantee.Anomaly, idx []int, table guarantee.Table, cache map[judgeKey]guarantee.Decision) (results.Anomaly, int) {
 	if len(idx) == 0 {
-		d := c.defaultDecision(a, table, faults)
-		return results.Anomaly{Permitted: d.Judgement != guarantee.Forbidden, Why: d.Why,
-			Judgement: d.Judgement.String(), Unchecked: c.unchecked(a)}, 0
+		d := c.defaultDecision(a, table)
+		return results.Anomaly{Judgement: d.Judgement, Why: d.Why, Unchecked: c.unchecked(a)}, 0
 	}
 	// Group the findings by the row that judged them.
 	type group struct {
@@ -250,7 +270,7 @@ func (c *Checker) anomaly(a guarantee.Anomaly, idx []int, table guarantee.Table,
 	}
 	var groups []group
 	for _, i := range idx {
-		d := c.judge(c.findings.at(i), table, faults, cache)
+		d := c.judge(c.findings.at(i), table, cache)
 		j := slices.IndexFunc(groups, func(g group) bool { return g.d.Rule == d.Rule && g.d.Why == d.Why })
 		if j < 0 {
 			groups = append(groups, group{d: d})
@@ -259,11 +279,10 @@ func (c *Checker) anomaly(a guarantee.Anomaly, idx []int, table guarantee.Table,
 		groups[j].count++
 		c.findings.at(i).judgement = d.Judgement
 	}
-	slices.SortStableFunc(groups, func(x, y group) int { return cmp.Compare(severity(x.d.Judgement), severity(y.d.Judgement)) })
+	slices.SortStableFunc(groups, func(x, y group) int { return cmp.Compare(x.d.Judgement.Severity(), y.d.Judgement.Severity()) })
 	// The entry speaks for its worst finding.
 	worst := groups[0].d
-	e := results.Anomaly{Count: len(idx), Permitted: worst.Judgement != guarantee.Forbidden, Why: worst.Why,
-		Judgement: worst.Judgement.String()}
+	e := results.Anomaly{Count: len(idx), Judgement: worst.Judgement, Why: worst.Why}
 	unknown := 0
 	for _, g := range groups {
 		switch g.d.Judgement {
@@ -273,13 +292,13 @@ func (c *Checker) anomaly(a guarantee.Anomaly, idx []int, table guarantee.Table,
 			unknown += g.count
 		}
 		if len(groups) > 1 {
-			e.ByRule = append(e.ByRule, results.RuleCount{Count: g.count, Judgement: g.d.Judgement.String(), Why: g.d.Why})
+			e.ByRule = append(e.ByRule, results.RuleCount{Count: g.count, Judgement: g.d.Judgement, Why: g.d.Why})
 		}
 	}
 	// Examples: the worst first, in history order within each judgement.
 	ex := slices.Clone(idx)
 	slices.SortStableFunc(ex, func(x, y int) int {
-		return cmp.Compare(severity(c.findings.at(x).judgement), severity(c.findings.at(y).judgement))
+		return cmp.Compare(c.findings.at(x).judgement.Severity(), c.findings.at(y).judgement.Severity())
 	})
 	for _, i := range ex[:min(len(ex), c.opts.MaxExamples)] {
 		f := c.findings.at(i)
@@ -288,19 +307,93 @@ func (c *Checker) anomaly(a guarantee.Anomaly, idx []int, table guarantee.Table,
 	return e, unknown
 }
 
-// defaultDecision is what the table says of an anomaly for the run's default producer and
-// topic, shown for families with no finding so that a reader sees the guarantee under test.
-func (c *Checker) defaultDecision(a guarantee.Anomaly, table guarantee.Table, faults guarantee.Faults) guarantee.Decision {
-	txn := false
-	for _, p := range c.procs {
-		txn = txn || p.txn
+// defaultDecision is what the table says of an anomaly no finding showed, under the settings
+// the run used: for every producer that wrote (or the header lists) and every partition the run
+// touched (or topic the header lists), with the faults that took effect there, at each isolation
+// its readers used. The worst decision speaks for the family, so that its reason cites only
+// settings of the run.
+func (c *Checker) defaultDecision(a guarantee.Anomaly, table guarantee.Table) guarantee.Decision {
+	var best guarantee.Decision
+	found := false
+	for _, f := range c.runFacts() {
+		d := table.Judge(a, f)
+		if !found || d.Judgement.Severity() < best.Judgement.Severity() {
+			best, found = d, true
+		}
 	}
-	facts := guarantee.Facts{HasWriter: true, Producer: c.cfg.DefaultProducer(txn), Topic: c.cfg.TopicFor(""),
-		Faults: faults, Isolation: c.cfg.ReadIsolation(), WriterKind: guarantee.WriterSend}
-	if txn {
-		facts.WriterKind = guarantee.WriterTxn
+	return best
+}
+
+// runFacts are the circumstances the run's settings give a finding: every writer × every
+// partition (or listed topic) × every isolation its readers used. Computed once.
+func (c *Checker) runFacts() []guarantee.Facts {
+	if c.facts != nil {
+		return c.facts
 	}
-	return table.Judge(a, facts)
+	type where struct {
+		topic  kafkaconf.ResolvedTopic
+		faults guarantee.Faults
+	}
+	var places []where
+	for tp := uint32(1); tp < uint32(len(c.parts.ps)); tp++ {
+		if p := c.parts.ps[tp]; p.needsFinal {
+			places = append(places, where{c.topicSettings(tp), c.faultsOf(tp, 0)})
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.cfg.Topics)) {
+		if !c.touchedTopic(name) {
+			places = append(places, where{c.topicNamed(name), c.faults.all()})
+		}
+	}
+	if len(places) == 0 {
+		places = append(places, where{c.topicNamed(""), c.faults.all()})
+	}
+	isos := []kafkaconf.Isolation{c.cfg.ReadIsolation()}
+	if c.sawRU && !slices.Contains(isos, kafkaconf.ReadUncommitted) {
+		isos = append(isos, kafkaconf.ReadUncommitted)
+	}
+	var facts []guarantee.Facts
+	for _, p := range c.writers() {
+		kind := guarantee.WriterSend
+		if pr := c.procs[int(p)]; (pr != nil && pr.txn) || c.producerSettings(p).Transactional {
+			kind = guarantee.WriterTxn
+		}
+		for _, w := range places {
+			for _, iso := range isos {
+				facts = append(facts, guarantee.Facts{HasWriter: true, Producer: c.producerSettings(p), WriterKind: kind,
+					Topic: w.topic, Faults: w.faults, Isolation: iso})
+			}
+		}
+	}
+	c.facts = facts
+	return facts
+}
+
+// writers are the processes that wrote records, and those the header lists; with neither, the
+// header's default producer (process -1 is never listed).
+func (c *Checker) writers() []int32 {
+	set := map[int32]bool{}
+	for id, p := range c.procs {
+		if p.wrote {
+			set[int32(id)] = true
+		}
+	}
+	for n := range c.cfg.Processes {
+		set[int32(n)] = true
+	}
+	if len(set) == 0 {
+		set[-1] = true
+	}
+	return slices.Sorted(maps.Keys(set))
+}
+
+func (c *Checker) touchedTopic(name string) bool {
+	for _, p := range c.parts.ps[1:] {
+		if p.needsFinal && p.topic == name {
+			return true
+		}
+	}
+	return false
 }
 
 // unchecked says why a family with no finding could not have had one.
@@ -330,18 +423,28 @@ func (c *Checker) unchecked(a guarantee.Anomaly) string {
 	return ""
 }
 
-// assumed lists the settings the config left to Kafka's defaults.
+// assumed lists the settings the judging took at Kafka's defaults because the header did not
+// give them, for the producers and topics the run used.
 func (c *Checker) assumed() []string {
-	txn := false
-	for _, p := range c.procs {
-		txn = txn || p.txn
-	}
+	seen := map[string]bool{}
 	var out []string
-	for _, s := range c.cfg.DefaultProducer(txn).Assumed {
-		out = append(out, "producer "+s)
+	add := func(s string) {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
 	}
-	for _, s := range c.cfg.TopicFor("").Assumed {
-		out = append(out, "topic "+s)
+	for _, p := range c.writers() {
+		for _, s := range c.producerSettings(p).Assumed {
+			add("producer " + s)
+		}
+	}
+	for tp := uint32(1); tp < uint32(len(c.parts.ps)); tp++ {
+		if c.parts.ps[tp].needsFinal {
+			for _, s := range c.topicSettings(tp).Assumed {
+				add("topic " + s)
+			}
+		}
 	}
 	return out
 }
@@ -350,7 +453,7 @@ func (c *Checker) name(v uint32) string { return c.vals.name(v) }
 
 // example turns a finding into its results.json form, with the history's op indices.
 func (c *Checker) example(f *finding, j guarantee.Judgement) results.Example {
-	e := results.Example{Value: c.name(f.v), Judgement: j.String()}
+	e := results.Example{Value: c.name(f.v), Judgement: j}
 	for _, o := range f.ops {
 		if o != none {
 			e.Ops = append(e.Ops, c.opIndex(o))

@@ -21,12 +21,16 @@ type txnView struct {
 	seenRC              uint32 // a record a read_committed reader saw
 }
 
-// txnViews computes each transaction's view once; the EOS checker uses it too.
+// txnViews computes each transaction's view once; the EOS checker uses it too. A record that
+// the read_committed scan did not reach (beyond its end, the LSO) is hidden only if the
+// read_uncommitted log lacks it too; otherwise its visibility is unknown, and records of
+// committed transactions in that state are counted by partition for the verdict (unjudgedRC).
 func (c *Checker) txnViews() []txnView {
 	if c.views != nil || len(c.txns) == 0 {
 		return c.views
 	}
 	views := make([]txnView, len(c.txns))
+	var maybe []uint32 // unreached records of transactions whose outcome is unknown
 	for id := uint32(1); id < c.vals.len(); id++ {
 		st := c.vals.at(id)
 		if k := st.kind(); (k != kindTxn && k != kindRPW) || st.txn == none || st.tp == 0 {
@@ -44,21 +48,47 @@ func (c *Checker) txnViews() []txnView {
 			continue
 		}
 		rc := &c.parts.ps[st.tp].final[isoRC]
+		if !rc.done() {
+			continue // the verdict names partitions with no read_committed final read
+		}
 		covered := false
 		if st.off >= 0 {
 			_, covered = rc.covers(st.off, false)
-		} else {
-			_, covered = rc.anyCovers()
+		}
+		if !covered {
+			_, covered = c.absentFromRU(st)
 		}
 		if covered {
 			w.hidden++
 			if w.firstHide == 0 {
 				w.firstHide = id
 			}
+			continue
+		}
+		switch t := &c.txns[st.txn]; {
+		case t.committed():
+			c.unjudgedRC(st.tp)
+		case !t.neverCommitted():
+			maybe = append(maybe, id)
+		}
+	}
+	// A transaction of unknown outcome that shows anywhere committed.
+	for _, id := range maybe {
+		if st := c.vals.at(id); views[st.txn].visible > 0 {
+			c.unjudgedRC(st.tp)
 		}
 	}
 	c.views = views
 	return views
+}
+
+// unjudgedRC counts a committed record of tp whose read_committed visibility no final read
+// could show.
+func (c *Checker) unjudgedRC(tp uint32) {
+	if c.unjudged == nil {
+		c.unjudged = map[uint32]int{}
+	}
+	c.unjudged[tp]++
 }
 
 func (c *Checker) checkTransactions() {

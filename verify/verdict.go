@@ -2,8 +2,11 @@ package verify
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
+	"github.com/verity-kafka/verity/verify/guarantee"
 	"github.com/verity-kafka/verity/verify/results"
 )
 
@@ -13,7 +16,7 @@ import (
 
 func verdictOf(r *results.Results) results.Verdict {
 	for _, a := range r.Anomalies {
-		if a.Forbidden > 0 || (!a.Permitted && a.Count > 0) {
+		if a.Forbidden > 0 || (a.Judgement == guarantee.Forbidden && a.Count > 0) {
 			return results.Fail
 		}
 	}
@@ -76,6 +79,20 @@ func (c *Checker) unknownReasons() []string {
 	}
 	if len(noRC) > 0 {
 		out = append(out, "transactions wrote to partitions with no read_committed final read: "+nameList(noRC))
+	}
+	if len(c.unjudged) > 0 {
+		var beyond []string
+		for _, tp := range slices.Sorted(maps.Keys(c.unjudged)) {
+			p := c.parts.ps[tp]
+			end := ""
+			if rc := &p.final[isoRC]; len(rc.ranges) > 0 {
+				end = fmt.Sprintf("; the scan ends at offset %d", rc.last().end)
+			}
+			beyond = append(beyond, fmt.Sprintf("%s (%d records%s)", p.String(), c.unjudged[tp], end))
+		}
+		out = append(out, "committed transactional records lie past the end of the read_committed final read "+
+			"(which stops at the last stable offset) or were never placed, so their read_committed visibility "+
+			"is unknown: "+nameList(beyond))
 	}
 	return out
 }

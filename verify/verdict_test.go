@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/kafkaconf"
 	"github.com/verity-kafka/verity/verify/guarantee"
 	"github.com/verity-kafka/verity/verify/results"
 )
@@ -17,7 +18,7 @@ func TestVerdict(t *testing.T) {
 	a := at(rec("t", 0, "1-1"), 0)
 	cases := []struct {
 		name   string
-		cfg    guarantee.Config
+		cfg    history.Config
 		build  func(h *hb)
 		want   results.Verdict
 		reason string // a substring of some unknown reason
@@ -65,7 +66,7 @@ func TestVerdict(t *testing.T) {
 			h.send(1, a, OK, 0)
 			h.final("t", 0, RU, 0, 1)
 		}, results.Pass, ""},
-		{"an anomaly under settings no guarantee covers is unknown", func() guarantee.Config {
+		{"an anomaly under settings no guarantee covers is unknown", func() history.Config {
 			c := strict()
 			c.Topic.MinInsyncReplicas = ptr(4)
 			return c
@@ -119,28 +120,32 @@ func TestCheckFile(t *testing.T) {
 	cfg := `{"scenario":"s","producer":{"acks":"all","idempotence":true},"topic":{"replication_factor":3,"min_insync_replicas":2}}`
 
 	t.Run("judged with the header's config", func(t *testing.T) {
-		r, err := CheckFile(context.Background(), writeHistory(t, h, cfg, ""), guarantee.Overrides{}, Options{})
+		r, err := CheckFile(context.Background(), writeHistory(t, h, cfg, ""), Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.Verdict != results.Fail || r.Seed != 7 || r.Scenario != "s" || string(r.Config) != cfg || r.History.Ops != 4 {
+		if r.Verdict != results.Fail || r.Seed != 7 || r.Scenario != "s" || r.Config.Scenario != "s" || r.History.Ops != 4 {
 			t.Errorf("results %+v", r)
 		}
 	})
 	t.Run("flags override the header", func(t *testing.T) {
-		one := guarantee.Acks(1)
-		r, err := CheckFile(context.Background(), writeHistory(t, h, cfg, ""), guarantee.Overrides{Acks: &one}, Options{})
+		one := kafkaconf.AcksLeader
+		adjust := func(c history.Config) (history.Config, error) {
+			c.Producer.Acks, c.Producer.Idempotence = &one, nil
+			return c, nil
+		}
+		r, err := CheckFile(context.Background(), writeHistory(t, h, cfg, ""), Options{Adjust: adjust, Overrides: []string{"--acks=1"}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.Verdict != results.Pass || !r.Anomalies["lost-write"].Permitted || len(r.Overrides) != 1 {
-			t.Errorf("verdict %s, lost-write %+v, overrides %v", r.Verdict, r.Anomalies["lost-write"], r.Overrides)
+		if r.Verdict != results.Pass || r.Anomalies[guarantee.LostWrite].Judgement != guarantee.Permitted || len(r.Overrides) != 1 {
+			t.Errorf("verdict %s, lost-write %+v, overrides %v", r.Verdict, r.Anomalies[guarantee.LostWrite], r.Overrides)
 		}
 	})
 	t.Run("a torn last line before the final reads", func(t *testing.T) {
 		short := newHB()
 		short.send(1, rec("t", 0, "1-1"), OK, 0)
-		r, err := CheckFile(context.Background(), writeHistory(t, short, cfg, `{"i":2,"t":5,"p":99,"type":"inv`), guarantee.Overrides{}, Options{})
+		r, err := CheckFile(context.Background(), writeHistory(t, short, cfg, `{"i":2,"t":5,"p":99,"type":"inv`), Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -150,30 +155,30 @@ func TestCheckFile(t *testing.T) {
 	})
 	t.Run("a malformed line in the middle is an error with its line number", func(t *testing.T) {
 		path := writeHistory(t, h, cfg, "{\"i\":9,\"t\":5,\"p\":1,\"type\":\"ok\",\"f\":\"send\",\"value\":{}}\nnot json\n")
-		_, err := CheckFile(context.Background(), path, guarantee.Overrides{}, Options{})
+		_, err := CheckFile(context.Background(), path, Options{})
 		var le *history.LineError
 		if !errors.As(err, &le) || le.Line != 7 {
 			t.Errorf("error %v, want a LineError at line 7", err)
 		}
 	})
-	t.Run("a config the checker cannot read is a note, not a failure", func(t *testing.T) {
-		r, err := CheckFile(context.Background(), writeHistory(t, h, `{"topic":"t"}`, ""), guarantee.Overrides{}, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(r.Notes) != 1 || !strings.Contains(r.Notes[0], `"topic"`) {
-			t.Errorf("notes %q", r.Notes)
+	t.Run("a config the checker cannot read fully is an error naming the key", func(t *testing.T) {
+		for raw, key := range map[string]string{`{"topic":"t"}`: "topic", `{"topic":{"min_isr":1}}`: `"min_isr"`, `{"acks":"all"}`: "acks"} {
+			_, err := CheckFile(context.Background(), writeHistory(t, h, raw, ""), Options{})
+			var le *history.LineError
+			if !errors.As(err, &le) || le.Line != 1 || !strings.Contains(err.Error(), key) {
+				t.Errorf("%s: error %v, want one at line 1 naming %s", raw, err, key)
+			}
 		}
 	})
 	t.Run("a missing file", func(t *testing.T) {
-		if _, err := CheckFile(context.Background(), filepath.Join(t.TempDir(), "nope"), guarantee.Overrides{}, Options{}); err == nil {
+		if _, err := CheckFile(context.Background(), filepath.Join(t.TempDir(), "nope"), Options{}); err == nil {
 			t.Error("want an error")
 		}
 	})
 	t.Run("a cancelled context", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		if _, err := CheckFile(ctx, writeHistory(t, h, cfg, ""), guarantee.Overrides{}, Options{}); !errors.Is(err, context.Canceled) {
+		if _, err := CheckFile(ctx, writeHistory(t, h, cfg, ""), Options{}); !errors.Is(err, context.Canceled) {
 			t.Errorf("error %v, want context.Canceled", err)
 		}
 	})

@@ -19,6 +19,7 @@ import (
 	"github.com/verity-kafka/verity/harness"
 	"github.com/verity-kafka/verity/harness/harnesstest"
 	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/kafkaconf"
 )
 
 // TestOnCluster runs the workloads against one real 3-node cluster, shared by its subtests
@@ -145,10 +146,10 @@ func testMixed(t *testing.T, c *harness.Cluster, log *slog.Logger) {
 			Gap: 20 * time.Millisecond}},
 		Processors: []ProcessorConfig{{Input: "mix-in", Output: "mix-out", BatchRecords: 100, AbortProbability: 0.1, CrashEvery: 20 * time.Second}},
 		Consumers: []ConsumerConfig{
-			{Topics: []string{"mix-data", "mix-txn-a", "mix-txn-b"}, Mode: Subscribe, Isolation: history.ReadCommitted},
-			{Topics: []string{"mix-data", "mix-txn-a", "mix-txn-b", "mix-out"}, Mode: Assign, Isolation: history.ReadUncommitted},
-			{Topics: []string{"mix-txn-a", "mix-txn-b", "mix-out"}, Mode: Assign, Isolation: history.ReadCommitted, RestartEvery: 25 * time.Second},
-			{Topics: []string{"mix-in"}, Mode: Subscribe, Isolation: history.ReadUncommitted, RestartEvery: 25 * time.Second},
+			{Topics: []string{"mix-data", "mix-txn-a", "mix-txn-b"}, Mode: Subscribe, Isolation: kafkaconf.ReadCommitted},
+			{Topics: []string{"mix-data", "mix-txn-a", "mix-txn-b", "mix-out"}, Mode: Assign, Isolation: kafkaconf.ReadUncommitted},
+			{Topics: []string{"mix-txn-a", "mix-txn-b", "mix-out"}, Mode: Assign, Isolation: kafkaconf.ReadCommitted, RestartEvery: 25 * time.Second},
+			{Topics: []string{"mix-in"}, Mode: Subscribe, Isolation: kafkaconf.ReadUncommitted, RestartEvery: 25 * time.Second},
 		},
 		Log: log,
 	}

@@ -10,43 +10,46 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/verity-kafka/verity/harness"
 	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/kafkaconf"
 )
-
-func ptr[T any](v T) *T { return &v }
 
 func TestProducerDefaultsAreKafkas(t *testing.T) {
 	c, warns, err := ProducerConfig{Topics: []string{"t"}}.Resolved()
 	require.NoError(t, err)
-	require.Empty(t, warns)
-	require.Equal(t, "all", c.Acks)
+	require.Equal(t, kafkaconf.AcksAll, *c.Acks)
 	require.True(t, *c.Idempotence, "idempotence is on by default, as in Kafka")
-	require.Equal(t, 1, c.MaxInFlight, "sarama's idempotent producer: one request in flight")
+	require.Equal(t, 1, *c.MaxInFlight, "sarama's idempotent producer: one request in flight")
+	require.Equal(t, 3, *c.Retries, "sarama's retries")
 	require.Equal(t, 1, c.Window, "one send at a time unless async")
+	require.Len(t, warns, 2, "both departures from Kafka are said: %v", warns)
+	require.Contains(t, warns[0], "max.in.flight.requests.per.connection=1, not 5")
+	require.Contains(t, warns[1], "retries unset: sarama's default 3")
 	var retries atomic.Int64
 	_, err = c.saramaConfig(harness.SaramaConfig("t"), &retries)
 	require.NoError(t, err, "sarama accepts the resolved configuration")
 }
 
-func TestIdempotenceWithMoreInFlightIsRefusedAloud(t *testing.T) {
-	_, _, err := ProducerConfig{Topics: []string{"t"}, Idempotence: ptr(true), MaxInFlight: 5}.Resolved()
-	require.ErrorContains(t, err, "Net.MaxOpenRequests=1")
-	require.ErrorContains(t, err, "max_in_flight=5")
-
-	// Unset idempotence with 5 in flight: Kafka would stay idempotent, sarama cannot; the
-	// producer runs without it, and says so.
-	c, warns, err := ProducerConfig{Topics: []string{"t"}, MaxInFlight: 5}.Resolved()
-	require.NoError(t, err)
-	require.False(t, *c.Idempotence)
-	require.Len(t, warns, 1)
-	require.Contains(t, warns[0], "Net.MaxOpenRequests=1")
-	require.Equal(t, 5, c.MaxInFlight)
+// Idempotence with 5 requests in flight, asked or by default: Kafka would keep 5 in flight,
+// sarama keeps one, and the producer says so rather than turn idempotence off.
+func TestIdempotenceKeepsOneInFlight(t *testing.T) {
+	for name, d := range map[string]kafkaconf.Delivery{
+		"asked":      {Idempotence: new(true), MaxInFlight: new(5)},
+		"by default": {MaxInFlight: new(5)},
+	} {
+		c, warns, err := ProducerConfig{Topics: []string{"t"}, Delivery: d}.Resolved()
+		require.NoError(t, err, name)
+		require.True(t, *c.Idempotence, name)
+		require.Equal(t, 1, *c.MaxInFlight, name)
+		require.Contains(t, warns[0], "sarama's idempotent producer allows no more", name)
+	}
 }
 
 func TestProducerConflictsAreErrors(t *testing.T) {
 	for name, c := range map[string]ProducerConfig{
-		"idempotence with acks=1":   {Topics: []string{"t"}, Acks: "1", Idempotence: ptr(true)},
-		"idempotence without retry": {Topics: []string{"t"}, Idempotence: ptr(true), Retries: ptr(0)},
-		"bad acks":                  {Topics: []string{"t"}, Acks: "2"},
+		"idempotence with acks=1":   {Topics: []string{"t"}, Delivery: kafkaconf.Delivery{Acks: new(kafkaconf.AcksLeader), Idempotence: new(true)}},
+		"idempotence without retry": {Topics: []string{"t"}, Delivery: kafkaconf.Delivery{Idempotence: new(true), Retries: new(0)}},
+		"idempotence with 6":        {Topics: []string{"t"}, Delivery: kafkaconf.Delivery{Idempotence: new(true), MaxInFlight: new(6)}},
+		"bad acks":                  {Topics: []string{"t"}, Delivery: kafkaconf.Delivery{Acks: new(kafkaconf.Acks(2))}},
 		"bad compression":           {Topics: []string{"t"}, Compression: "brotli"},
 		"bad partitioning":          {Topics: []string{"t"}, Partitioning: "sticky"},
 		"no topics":                 {},
@@ -55,16 +58,18 @@ func TestProducerConflictsAreErrors(t *testing.T) {
 		require.Error(t, err, name)
 	}
 	// acks=1 leaves idempotence off by default, as Kafka does, and allows 0 retries.
-	c, _, err := ProducerConfig{Topics: []string{"t"}, Acks: "1", Retries: ptr(0), Compression: "zstd", Async: true}.Resolved()
+	c, _, err := ProducerConfig{Topics: []string{"t"}, Delivery: kafkaconf.Delivery{Acks: new(kafkaconf.AcksLeader), Retries: new(0)},
+		Compression: "zstd", Async: true}.Resolved()
 	require.NoError(t, err)
 	require.False(t, *c.Idempotence)
-	require.Equal(t, 5, c.MaxInFlight)
+	require.Equal(t, 5, *c.MaxInFlight)
 	require.Equal(t, 100, c.Window)
 	var retries atomic.Int64
 	sc, err := c.saramaConfig(harness.SaramaConfig("t"), &retries)
 	require.NoError(t, err)
 	require.Equal(t, sarama.WaitForLocal, sc.Producer.RequiredAcks)
 	require.Equal(t, sarama.CompressionZSTD, sc.Producer.Compression)
+	require.Equal(t, 5, sc.Net.MaxOpenRequests)
 }
 
 func TestRetryBackoffsAreCounted(t *testing.T) {
@@ -91,11 +96,12 @@ func TestPlanNumbersProcessesAndStatesSettings(t *testing.T) {
 		Topics: []harness.TopicSpec{{Name: "d", Partitions: 3, MinISR: 2}, {Name: "a"}, {Name: "b"}},
 		Producers: []ProducerSpec{
 			{Instances: 2, ProducerConfig: ProducerConfig{Topics: []string{"d"}}},
-			{ProducerConfig: ProducerConfig{Topics: []string{"d"}, Acks: "1", AppResend: 2}},
+			{ProducerConfig: ProducerConfig{Topics: []string{"d"}, Delivery: kafkaconf.Delivery{Acks: new(kafkaconf.AcksLeader)}, AppResend: 2}},
 		},
-		Transactional: []TxnConfig{{Topics: []string{"a", "b"}}},
-		Processors:    []ProcessorConfig{{Input: "d", Output: "a"}},
-		Consumers:     []ConsumerConfig{{Topics: []string{"d"}}, {Topics: []string{"d"}, Mode: Assign, Isolation: history.ReadCommitted}},
+		Transactional:   []TxnConfig{{Topics: []string{"a", "b"}}},
+		Processors:      []ProcessorConfig{{Input: "d", Output: "a"}},
+		Consumers:       []ConsumerConfig{{Topics: []string{"d"}}, {Topics: []string{"d"}, Mode: Assign, Isolation: kafkaconf.ReadCommitted}},
+		ScheduledFaults: []string{"kill"},
 	}
 	pl, err := planRun(spec)
 	require.NoError(t, err)
@@ -108,24 +114,36 @@ func TestPlanNumbersProcessesAndStatesSettings(t *testing.T) {
 	require.Equal(t, []string{"d", "a", "b"}, pl.final.Topics)
 	require.Len(t, pl.final.Isolations, 2, "transactions were used: both isolation levels")
 
-	raw, err := headerConfig(spec, pl, fakeCluster{})
+	h, err := HeaderConfig(spec, 3, []string{"replica.lag.time.max.ms=10000"})
 	require.NoError(t, err)
-	var h struct {
-		Processes map[string]map[string]any `json:"processes"`
-		Topics    map[string]map[string]any `json:"topics"`
-		Isolation string                    `json:"isolation"`
+	raw, err := json.Marshal(h)
+	require.NoError(t, err)
+	// The header as a reader sees it: every setting of every producer stated as sarama runs it.
+	var got struct {
+		Processes  map[string]map[string]any `json:"processes"`
+		Topics     map[string]map[string]any `json:"topics"`
+		Isolation  string                    `json:"isolation"`
+		Faults     []string                  `json:"faults"`
+		Deviations []string                  `json:"deviations"`
 	}
-	require.NoError(t, json.Unmarshal(raw, &h))
-	require.Equal(t, map[string]any{"acks": "all", "idempotence": true, "max_in_flight": 1.0, "retries": 3.0}, h.Processes["0"])
-	require.Equal(t, true, h.Processes["2"]["app_resend"])
-	require.Equal(t, false, h.Processes["2"]["idempotence"])
-	require.Equal(t, true, h.Processes["3"]["transactional"])
-	require.Equal(t, true, h.Processes["4"]["transactional"])
-	require.Equal(t, map[string]any{"replication_factor": 3.0, "min_insync_replicas": 2.0}, h.Topics["d"])
-	require.Equal(t, history.ReadCommitted, h.Isolation)
+	require.NoError(t, json.Unmarshal(raw, &got))
+	require.Equal(t, map[string]any{"acks": "all", "idempotence": true, "max_in_flight": 1.0, "retries": 3.0, "app_resend": false}, got.Processes["0"])
+	require.Equal(t, map[string]any{"acks": "1", "idempotence": false, "max_in_flight": 5.0, "retries": 3.0, "app_resend": true}, got.Processes["2"])
+	txn := map[string]any{"acks": "all", "idempotence": true, "max_in_flight": 1.0, "retries": 3.0, "app_resend": false, "transactional": true}
+	require.Equal(t, txn, got.Processes["3"])
+	require.Equal(t, txn, got.Processes["4"])
+	require.Len(t, got.Processes, 5, "consumers write nothing")
+	require.Equal(t, map[string]any{"replication_factor": 3.0, "min_insync_replicas": 2.0}, got.Topics["d"])
+	require.Equal(t, map[string]any{"replication_factor": 3.0}, got.Topics["a"], "RF 0 is the broker count; min ISR 0 is left unsaid")
+	require.Equal(t, "read_committed", got.Isolation, "read-process-write inputs are read committed")
+	require.Equal(t, []string{"kill"}, got.Faults)
+	require.Equal(t, []string{"replica.lag.time.max.ms=10000"}, got.Deviations)
+	back, err := history.ParseConfig(raw)
+	require.NoError(t, err, "the checker reads what the run writes")
+	require.Equal(t, h.Processes, back.Processes)
 
 	noTxn := Spec{Topics: []harness.TopicSpec{{Name: "d"}}, Producers: []ProducerSpec{{ProducerConfig: ProducerConfig{Topics: []string{"d"}}}}}
 	pl, err = planRun(noTxn)
 	require.NoError(t, err)
-	require.Equal(t, []string{history.ReadUncommitted}, pl.final.Isolations)
+	require.Equal(t, []kafkaconf.Isolation{kafkaconf.ReadUncommitted}, pl.final.Isolations)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/kafkaconf"
 )
 
 // ConsumerMode is how a consumer gets its partitions.
@@ -32,7 +33,7 @@ type ConsumerConfig struct {
 	// Mode is subscribe (default) or assign.
 	Mode ConsumerMode `json:"mode,omitempty"`
 	// Isolation is read_uncommitted (default, Kafka's default) or read_committed.
-	Isolation string `json:"isolation,omitempty"`
+	Isolation kafkaconf.Isolation `json:"isolation,omitempty"`
 	// Group for subscribe mode; default "verity-group-<process>". Consumers that share a
 	// group split the partitions.
 	Group string `json:"group,omitempty"`
@@ -63,12 +64,11 @@ func (c ConsumerConfig) resolved(p int) (ConsumerConfig, error) {
 	default:
 		return c, fmt.Errorf("consumer: mode %q: want subscribe or assign", c.Mode)
 	}
-	switch c.Isolation {
-	case "":
-		c.Isolation = history.ReadUncommitted
-	case history.ReadUncommitted, history.ReadCommitted:
-	default:
-		return c, fmt.Errorf("consumer: isolation %q: want read_committed or read_uncommitted", c.Isolation)
+	if c.Isolation == "" {
+		c.Isolation = kafkaconf.DefaultConsumerIsolation
+	}
+	if _, err := kafkaconf.ParseIsolation(string(c.Isolation)); err != nil {
+		return c, fmt.Errorf("consumer: %w", err)
 	}
 	if c.Mode == Subscribe && c.Group == "" {
 		c.Group = fmt.Sprintf("verity-group-%d", p)
@@ -350,7 +350,7 @@ func (w *consumerRun) startAssign(ctx context.Context, cfg *sarama.Config, event
 // poll records one poll: the records that arrive within PollWait (at most PollRecords), in
 // arrival order. A rebalance ends the poll early; its assignment is noted after it.
 func (w *consumerRun) poll(ctx context.Context, events chan groupEvent) error {
-	pl := &history.Poll{Isolation: w.cfg.Isolation, Group: w.cfg.Group, Records: []history.Record{}}
+	pl := &history.Poll{Isolation: string(w.cfg.Isolation), Group: w.cfg.Group, Records: []history.Record{}}
 	inv, err := w.env.Recorder.Invoke(w.proc, history.FPoll, history.Payload{Poll: pl})
 	if err != nil {
 		return fmt.Errorf("consumer %d: recording a poll: %w", w.p, err)
@@ -399,7 +399,7 @@ collect:
 	}
 	if control != nil && control.kind == evSetup {
 		w.stats.Rebalances++
-		return w.note(history.FAssign, claimsPayload(control.sess, w.cfg.Group, w.cfg.Isolation))
+		return w.note(history.FAssign, claimsPayload(control.sess, w.cfg.Group, string(w.cfg.Isolation)))
 	}
 	return nil
 }

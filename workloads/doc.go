@@ -1,5 +1,5 @@
 // Package workloads runs sarama clients against a Kafka cluster and records every operation
-// they perform into a history (package history, format in shared/design/history.md). It decides
+// they perform into a history (package history, format in docs/history.md). It decides
 // nothing about correctness: what an op's outcome was (ok, fail, info) is all it states, and the
 // checker (package verify, which this package never imports) judges the history.
 //

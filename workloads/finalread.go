@@ -13,6 +13,7 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/kafkaconf"
 )
 
 // FinalReadConfig is the complete scan of a run's partitions, once the faults have healed.
@@ -20,7 +21,7 @@ type FinalReadConfig struct {
 	// Topics to scan: every partition of each.
 	Topics []string `json:"topics"`
 	// Isolations to scan in; default both (read_uncommitted then read_committed).
-	Isolations []string `json:"isolations,omitempty"`
+	Isolations []kafkaconf.Isolation `json:"isolations,omitempty"`
 	// Deadline bounds the whole final read; default 3 minutes. Scans that have not reached
 	// their end by then are recorded as incomplete.
 	Deadline time.Duration `json:"deadline,omitempty"`
@@ -38,11 +39,11 @@ type FinalReadConfig struct {
 
 func (c FinalReadConfig) withDefaults() (FinalReadConfig, error) {
 	if len(c.Isolations) == 0 {
-		c.Isolations = []string{history.ReadUncommitted, history.ReadCommitted}
+		c.Isolations = []kafkaconf.Isolation{kafkaconf.ReadUncommitted, kafkaconf.ReadCommitted}
 	}
 	for _, iso := range c.Isolations {
-		if iso != history.ReadCommitted && iso != history.ReadUncommitted {
-			return c, fmt.Errorf("final read: isolation %q", iso)
+		if _, err := kafkaconf.ParseIsolation(string(iso)); err != nil {
+			return c, fmt.Errorf("final read: %w", err)
 		}
 	}
 	if c.Deadline <= 0 {
@@ -75,7 +76,7 @@ func (s FinalReadStats) AllComplete() bool { return s.Incomplete == 0 && s.Scans
 type scanJob struct {
 	topic     string
 	partition int32
-	iso       string
+	iso       kafkaconf.Isolation
 }
 
 // FinalRead scans every partition of cfg.Topics from its earliest offset to its end — the high
@@ -147,7 +148,7 @@ func FinalRead(ctx context.Context, env Env, first int, cfg FinalReadConfig) (Fi
 				res, err := sc.scan(ctx, j)
 				mu.Lock()
 				stats.Ops += res.ops
-				stats.Records[j.iso] += res.records
+				stats.Records[string(j.iso)] += res.records
 				if res.complete {
 					stats.Complete++
 				} else {
@@ -257,7 +258,7 @@ func (s *scanner) scan(ctx context.Context, j scanJob) (res scanResult, err erro
 
 // chunk records one final-read op: from next, until ChunkRecords records or end.
 func (s *scanner) chunk(ctx context.Context, j scanJob, iso sarama.IsolationLevel, from, end int64) (*history.FinalRead, int64, error) {
-	fr := &history.FinalRead{Topic: j.topic, Partition: j.partition, Isolation: j.iso, From: from, End: end, Records: []history.Record{}}
+	fr := &history.FinalRead{Topic: j.topic, Partition: j.partition, Isolation: string(j.iso), From: from, End: end, Records: []history.Record{}}
 	inv, err := s.env.Recorder.Invoke(s.proc, history.FFinalRead, history.Payload{FinalRead: fr})
 	if err != nil {
 		return fr, from, fmt.Errorf("final read: recording: %w", err)
@@ -297,7 +298,7 @@ func (s *scanner) chunk(ctx context.Context, j scanJob, iso sarama.IsolationLeve
 
 // unreached records a scan that could not begin.
 func (s *scanner) unreached(j scanJob, res *scanResult, why string) error {
-	fr := &history.FinalRead{Topic: j.topic, Partition: j.partition, Isolation: j.iso, Records: []history.Record{}}
+	fr := &history.FinalRead{Topic: j.topic, Partition: j.partition, Isolation: string(j.iso), Records: []history.Record{}}
 	inv, err := s.env.Recorder.Invoke(s.proc, history.FFinalRead, history.Payload{FinalRead: fr})
 	if err != nil {
 		return fmt.Errorf("final read: recording: %w", err)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/verity-kafka/verity/harness"
 	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/kafkaconf"
 )
 
 // logWithTransactions is partition t-0 as a broker returns it: a plain record, an aborted
@@ -115,7 +116,7 @@ func TestFinalReadRecordsAnIncompleteScan(t *testing.T) {
 	w, err := history.NewWriter(&buf, history.Header{Seed: 1})
 	require.NoError(t, err)
 	env := Env{Brokers: []string{b.Addr()}, Recorder: w, Sarama: harness.SaramaConfig}
-	st, err := FinalRead(context.Background(), env, 9, FinalReadConfig{Topics: []string{"t"}, Isolations: []string{history.ReadUncommitted},
+	st, err := FinalRead(context.Background(), env, 9, FinalReadConfig{Topics: []string{"t"}, Isolations: []kafkaconf.Isolation{kafkaconf.ReadUncommitted},
 		Deadline: 2 * time.Second})
 	require.NoError(t, err, "an unfinished scan is recorded, not an error")
 	require.False(t, st.AllComplete())

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/IBM/sarama"
+	"github.com/verity-kafka/verity/kafkaconf"
 )
 
 // groupEvent is what a consumer-group session tells the workload goroutine that owns the
@@ -95,8 +96,8 @@ func claimsPayload(s sarama.ConsumerGroupSession, group, isolation string) map[s
 	}
 }
 
-func isolationLevel(s string) sarama.IsolationLevel {
-	if s == "read_committed" {
+func isolationLevel(i kafkaconf.Isolation) sarama.IsolationLevel {
+	if i == kafkaconf.ReadCommitted {
 		return sarama.ReadCommitted
 	}
 	return sarama.ReadUncommitted

@@ -7,12 +7,12 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/IBM/sarama"
 	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/kafkaconf"
 )
 
 // Partitioning says how a producer picks each record's partition. The workload always picks it
@@ -33,24 +33,15 @@ const (
 )
 
 // ProducerConfig is one plain (non-transactional) producer instance. The zero value plus Topics
-// is Kafka's default producer as far as sarama can be one: acks=all, idempotent.
+// is Kafka's default producer as far as sarama can be one: acks=all, idempotent (with one request
+// in flight: sarama allows no more).
 type ProducerConfig struct {
 	// Topics the producer writes; each record goes to one of them, chosen from the seed.
 	Topics []string `json:"topics"`
-	// Acks is "0", "1" or "all" (default, Kafka's default; "-1" means all too).
-	Acks string `json:"acks,omitempty"`
-	// Idempotence is enable.idempotence. Unset: on unless a setting conflicts with it
-	// (acks other than all, no retries, more than one request in flight) — Kafka's rule, except
-	// that sarama allows only one request in flight where Kafka allows five (see MaxInFlight).
-	Idempotence *bool `json:"idempotence,omitempty"`
-	// MaxInFlight is max.in.flight.requests.per.connection (sarama: Net.MaxOpenRequests).
-	// Default 1 for an idempotent producer, 5 otherwise. sarama's idempotent producer demands
-	// exactly 1: asking for more with idempotence on is an error; with idempotence unset it
-	// turns idempotence off, with a warning.
-	MaxInFlight int `json:"max_in_flight,omitempty"`
-	// Retries is sarama's Producer.Retry.Max. Nil: 3 (sarama's default; Kafka's is
-	// 2147483647 bounded by delivery.timeout.ms). 0 disables retries (non-idempotent only).
-	Retries *int `json:"retries,omitempty"`
+	// Delivery is acks, enable.idempotence, max.in.flight.requests.per.connection (sarama:
+	// Net.MaxOpenRequests) and retries (Producer.Retry.Max); unset ones take Kafka's defaults
+	// as kafkaconf.ResolveProducer decides them for sarama (Sarama). Resolved states all four.
+	kafkaconf.Delivery
 	// RetryBackoff between retries; default 100ms.
 	RetryBackoff time.Duration `json:"retry_backoff,omitempty"`
 	// RequestTimeout is how long the leader waits for the ISR before answering an acks=all
@@ -66,7 +57,7 @@ type ProducerConfig struct {
 	BatchMessages int           `json:"batch_messages,omitempty"`
 	BatchBytes    int           `json:"batch_bytes,omitempty"`
 	// Compression is none (default), gzip, snappy, lz4 or zstd.
-	Compression string `json:"compression,omitempty"`
+	Compression kafkaconf.Compression `json:"compression,omitempty"`
 	// Partitioning, with Partition for PartitionFixed and Keys (default 16) for PartitionKey.
 	Partitioning Partitioning `json:"partitioning,omitempty"`
 	Partition    int32        `json:"partition,omitempty"`
@@ -90,50 +81,46 @@ type ProducerConfig struct {
 	Drain time.Duration `json:"drain,omitempty"`
 }
 
-// Resolved fills in the defaults and checks the configuration. warnings say where sarama made
-// it depart from what was asked (never silently); err says what cannot be run at all.
+// Sarama is what sarama's producer does with Kafka's settings where it departs from Kafka's Java
+// client: its idempotent producer keeps one request in flight (Net.MaxOpenRequests must be 1),
+// and an unset retries is its own default, 3, each send still bounded by the workload's
+// delivery timeout.
+func Sarama() kafkaconf.Client {
+	return kafkaconf.Client{Name: "sarama", MaxIdempotentInFlight: 1, DefaultRetries: 3,
+		RetriesNote: " (sarama has no delivery.timeout.ms; the workload bounds each send by its delivery timeout)"}
+}
+
+// settings are the effective delivery settings of a producer that asks for d.
+func settings(c kafkaconf.ProducerConfig) (kafkaconf.Producer, []string, error) {
+	r := kafkaconf.ResolveProducer(c, Sarama())
+	if r.Conflict != "" {
+		return r.Producer, nil, fmt.Errorf("producer: %s: Kafka refuses to start such a producer", r.Conflict)
+	}
+	return r.Producer, r.Departures, nil
+}
+
+// Settings are the effective settings of a resolved producer (see Resolved).
+func (c ProducerConfig) Settings() kafkaconf.Producer {
+	p, _, _ := settings(c.kafka())
+	return p
+}
+
+func (c ProducerConfig) kafka() kafkaconf.ProducerConfig {
+	return kafkaconf.ProducerConfig{Delivery: c.Delivery, AppResend: new(c.AppResend > 0)}
+}
+
+// Resolved fills in the defaults and checks the configuration: Delivery comes back with all
+// four settings stated as sarama will run them. warnings say where sarama made it depart from
+// Kafka (never silently); err says what cannot be run at all.
 func (c ProducerConfig) Resolved() (_ ProducerConfig, warnings []string, err error) {
 	if len(c.Topics) == 0 {
 		return c, nil, errors.New("producer: no topics")
 	}
-	switch strings.ToLower(strings.TrimSpace(c.Acks)) {
-	case "", "all", "-1":
-		c.Acks = "all"
-	case "0", "1":
-	default:
-		return c, nil, fmt.Errorf("producer: acks %q: want 0, 1 or all", c.Acks)
+	p, warnings, err := settings(c.kafka())
+	if err != nil {
+		return c, nil, err
 	}
-	if c.Retries == nil {
-		n := 3
-		c.Retries = &n
-	}
-	if *c.Retries < 0 {
-		return c, nil, fmt.Errorf("producer: retries %d < 0", *c.Retries)
-	}
-	if c.Idempotence == nil {
-		on := c.Acks == "all" && *c.Retries > 0
-		if on && c.MaxInFlight > 1 {
-			on = false
-			warnings = append(warnings, fmt.Sprintf("max_in_flight=%d: sarama's idempotent producer requires Net.MaxOpenRequests=1 "+
-				"(Kafka's Java client allows up to 5), so idempotence is OFF for this producer; set max_in_flight=1 to keep it", c.MaxInFlight))
-		}
-		c.Idempotence = &on
-	}
-	if *c.Idempotence {
-		switch {
-		case c.Acks != "all":
-			return c, nil, fmt.Errorf("producer: idempotence requires acks=all, not acks=%s", c.Acks)
-		case *c.Retries == 0:
-			return c, nil, errors.New("producer: idempotence requires retries > 0 (sarama: Producer.Retry.Max >= 1)")
-		case c.MaxInFlight > 1:
-			return c, nil, fmt.Errorf("producer: max_in_flight=%d with idempotence: sarama's idempotent producer requires "+
-				"Net.MaxOpenRequests=1 (Kafka's Java client allows up to 5); use max_in_flight=1 or turn idempotence off", c.MaxInFlight)
-		}
-		c.MaxInFlight = 1
-	}
-	if c.MaxInFlight <= 0 {
-		c.MaxInFlight = 5
-	}
+	c.Delivery = p.Config().Delivery
 	if c.RetryBackoff <= 0 {
 		c.RetryBackoff = 100 * time.Millisecond
 	}
@@ -146,11 +133,11 @@ func (c ProducerConfig) Resolved() (_ ProducerConfig, warnings []string, err err
 	if c.Drain <= 0 {
 		c.Drain = c.DeliveryTimeout
 	}
+	if c.Compression == "" {
+		c.Compression = kafkaconf.DefaultCompression
+	}
 	if _, err := compressionCodec(c.Compression); err != nil {
 		return c, nil, err
-	}
-	if c.Compression == "" {
-		c.Compression = "none"
 	}
 	switch c.Partitioning {
 	case "":
@@ -179,28 +166,29 @@ func (c ProducerConfig) Resolved() (_ ProducerConfig, warnings []string, err err
 	return c, warnings, nil
 }
 
-func compressionCodec(s string) (sarama.CompressionCodec, error) {
-	switch strings.ToLower(s) {
-	case "", "none":
+func compressionCodec(c kafkaconf.Compression) (sarama.CompressionCodec, error) {
+	switch c {
+	case kafkaconf.CompressionNone:
 		return sarama.CompressionNone, nil
-	case "gzip":
+	case kafkaconf.CompressionGzip:
 		return sarama.CompressionGZIP, nil
-	case "snappy":
+	case kafkaconf.CompressionSnappy:
 		return sarama.CompressionSnappy, nil
-	case "lz4":
+	case kafkaconf.CompressionLZ4:
 		return sarama.CompressionLZ4, nil
-	case "zstd":
+	case kafkaconf.CompressionZstd:
 		return sarama.CompressionZSTD, nil
 	}
-	return 0, fmt.Errorf("producer: compression %q: want none, gzip, snappy, lz4 or zstd", s)
+	_, err := kafkaconf.ParseCompression(string(c))
+	return 0, fmt.Errorf("producer: %w", err)
 }
 
-// requiredAcks maps "0", "1", "all".
-func requiredAcks(s string) sarama.RequiredAcks {
-	switch s {
-	case "0":
+// requiredAcks maps Kafka's acks onto sarama's.
+func requiredAcks(a kafkaconf.Acks) sarama.RequiredAcks {
+	switch a {
+	case kafkaconf.AcksNone:
 		return sarama.NoResponse
-	case "1":
+	case kafkaconf.AcksLeader:
 		return sarama.WaitForLocal
 	}
 	return sarama.WaitForAll
@@ -211,9 +199,9 @@ func requiredAcks(s string) sarama.RequiredAcks {
 // move while it was in flight went to the brokers at most once (see SendErrorTable).
 func (c ProducerConfig) saramaConfig(base *sarama.Config, retries *atomic.Int64) (*sarama.Config, error) {
 	cfg := base
-	cfg.Producer.RequiredAcks = requiredAcks(c.Acks)
+	cfg.Producer.RequiredAcks = requiredAcks(*c.Acks)
 	cfg.Producer.Idempotent = *c.Idempotence
-	cfg.Net.MaxOpenRequests = c.MaxInFlight
+	cfg.Net.MaxOpenRequests = *c.MaxInFlight
 	cfg.Producer.Retry.Max = *c.Retries
 	backoff := c.RetryBackoff
 	cfg.Producer.Retry.Backoff = backoff
@@ -680,9 +668,9 @@ func (w *producerRun) outcome(msg *sarama.ProducerMessage, sendErr error) error 
 		return nil // completed already, by its delivery timeout
 	}
 	once := *w.cfg.Retries == 0 || w.retries.Load() == op.retriesAt
-	o := ClassifySend(sendErr, SendContext{AcksAll: w.cfg.Acks == "all", Once: once})
+	o := ClassifySend(sendErr, SendContext{AcksAll: *w.cfg.Acks == kafkaconf.AcksAll, Once: once})
 	off := msg.Offset
-	if w.cfg.Acks == "0" {
+	if *w.cfg.Acks == kafkaconf.AcksNone {
 		off = -1 // acks=0: the broker assigns an offset it never reports
 	}
 	return w.complete(op, o.Type, sendErr, off, msg.Partition, "")

@@ -1,19 +1,20 @@
 package workloads
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/IBM/sarama"
 	"github.com/verity-kafka/verity/harness"
 	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/kafkaconf"
 )
 
 // Cluster is what a run needs of a cluster; *harness.Cluster has it.
@@ -51,11 +52,11 @@ type Spec struct {
 	// recording its faults through the recorder it is given. It must heal everything before
 	// it returns: the final reads start after it and the workloads have ended.
 	Nemesis func(ctx context.Context, rec Recorder) error `json:"-"`
-	// Header adds entries to the history header's "config" beside the ones Run states from
-	// the resolved workloads (a runner's scenario, its isolation level and scheduled faults).
-	// A key Run writes itself ("processes", "topics", "workloads", ...) is not replaced, except
-	// "isolation", the level of reads that name none (default read_committed).
-	Header map[string]any `json:"-"`
+	// ScheduledFaults and Scenario go to the history header's config as they are: the faults
+	// the run's schedule contains, and the scenario that made this spec (for a reader of the
+	// history; the checker does not judge by them).
+	ScheduledFaults []string        `json:"-"`
+	Scenario        json.RawMessage `json:"-"`
 	// Sarama and Log as in Env.
 	Sarama func(clientID string) *sarama.Config `json:"-"`
 	Log    *slog.Logger                         `json:"-"`
@@ -98,7 +99,7 @@ func Run(ctx context.Context, c Cluster, path string, spec Spec) (*Result, error
 			return nil, fmt.Errorf("run: %w", err)
 		}
 	}
-	config, err := headerConfig(spec, plan, c)
+	config, err := headerConfig(spec, plan, len(c.Brokers()), c.Deviations())
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +189,7 @@ func planRun(spec Spec) (runPlan, error) {
 		}
 	}
 	if len(fr.Isolations) == 0 && len(pl.txns) == 0 && len(pl.procs) == 0 {
-		fr.Isolations = []string{history.ReadUncommitted}
+		fr.Isolations = []kafkaconf.Isolation{kafkaconf.ReadUncommitted}
 	}
 	var err error
 	if pl.final, err = fr.withDefaults(); err != nil {
@@ -197,65 +198,60 @@ func planRun(spec Spec) (runPlan, error) {
 	return pl, nil
 }
 
-// headerConfig is the history header's "config": the settings the checker judges by (field
-// names as verify/guarantee reads them: processes, topics, isolation, deviations), then the
-// whole resolved run under "workloads".
-func headerConfig(spec Spec, pl runPlan, c Cluster) (json.RawMessage, error) {
-	type producer struct {
-		Acks          string `json:"acks,omitempty"`
-		Idempotence   *bool  `json:"idempotence,omitempty"`
-		MaxInFlight   int    `json:"max_in_flight,omitempty"`
-		Retries       *int   `json:"retries,omitempty"`
-		AppResend     bool   `json:"app_resend,omitempty"`
-		Transactional bool   `json:"transactional,omitempty"`
+// HeaderConfig is the history header's "config" for a run of spec on a cluster of brokers
+// brokers whose settings depart from Kafka's by deviations: every producer process's and
+// topic's settings, stated in full as the workloads configure the client with them, and the
+// resolved workloads. It is the one place a header is made: Run writes it, and a runner predicts
+// a scenario's header with it before anything starts.
+func HeaderConfig(spec Spec, brokers int, deviations []string) (history.Config, error) {
+	pl, err := planRun(spec)
+	if err != nil {
+		return history.Config{}, err
 	}
-	type topic struct {
-		ReplicationFactor     int   `json:"replication_factor,omitempty"`
-		MinInsyncReplicas     int   `json:"min_insync_replicas,omitempty"`
-		UncleanLeaderElection *bool `json:"unclean_leader_election,omitempty"`
-	}
-	procs := map[string]producer{}
+	return headerConfig(spec, pl, brokers, deviations)
+}
+
+// resolvedWorkloads is the header's "workloads": the run as planned, for a reader.
+type resolvedWorkloads struct {
+	Duration      kafkaconf.Duration          `json:"duration"`
+	Topics        []harness.TopicSpec         `json:"topics"`
+	Producers     []numbered[ProducerConfig]  `json:"producers,omitempty"`
+	Transactional []numbered[TxnConfig]       `json:"transactional,omitempty"`
+	Processors    []numbered[ProcessorConfig] `json:"processors,omitempty"`
+	Consumers     []numbered[ConsumerConfig]  `json:"consumers,omitempty"`
+	FinalRead     FinalReadConfig             `json:"final_read"`
+	Warnings      []string                    `json:"warnings,omitempty"`
+}
+
+func headerConfig(spec Spec, pl runPlan, brokers int, deviations []string) (history.Config, error) {
+	c := history.Config{Scenario: spec.Name, Processes: map[int]kafkaconf.ProducerConfig{}, Topics: map[string]kafkaconf.TopicConfig{},
+		Isolation: kafkaconf.ReadCommitted, Faults: spec.ScheduledFaults, Deviations: deviations, Spec: spec.Scenario}
 	for _, n := range pl.producers {
-		procs[strconv.Itoa(n.p)] = producer{Acks: n.cfg.Acks, Idempotence: n.cfg.Idempotence, MaxInFlight: n.cfg.MaxInFlight,
-			Retries: n.cfg.Retries, AppResend: n.cfg.AppResend > 0}
+		c.Processes[n.p] = n.cfg.Settings().Config()
 	}
-	yes := true
-	txn := producer{Acks: "all", Idempotence: &yes, MaxInFlight: 1, Transactional: true}
 	for _, n := range pl.txns {
-		procs[strconv.Itoa(n.p)] = txn
+		c.Processes[n.p] = transactional(n.cfg.TxnClientConfig).Config()
 	}
 	for _, n := range pl.procs {
-		procs[strconv.Itoa(n.p)] = txn
+		c.Processes[n.p] = transactional(n.cfg.TxnClientConfig).Config()
 	}
-	topics := map[string]topic{}
 	for _, t := range spec.Topics {
-		rf := t.RF
-		if rf <= 0 {
-			rf = len(c.Brokers())
+		tc := kafkaconf.TopicConfig{ReplicationFactor: new(cmp.Or(t.RF, brokers)), UncleanLeaderElection: t.Unclean}
+		// MinISR 0 leaves the broker's setting, which the workloads do not know: the header says
+		// nothing, and the checker names what it assumes.
+		if t.MinISR > 0 {
+			tc.MinInsyncReplicas = new(t.MinISR)
 		}
-		topics[t.Name] = topic{ReplicationFactor: rf, MinInsyncReplicas: t.MinISR, UncleanLeaderElection: t.Unclean}
+		c.Topics[t.Name] = tc
 	}
-	workloads := map[string]any{
-		"duration": spec.Duration.String(), "topics": spec.Topics,
-		"producers": pl.producers, "transactional": pl.txns, "processors": pl.procs, "consumers": pl.consumers,
-		"final_read": pl.final, "warnings": pl.warnings,
-	}
-	cfg := map[string]any{}
-	for k, v := range spec.Header {
-		cfg[k] = v
-	}
-	if _, ok := cfg["isolation"]; !ok {
-		cfg["isolation"] = history.ReadCommitted
-	}
-	for k, v := range map[string]any{"scenario": spec.Name, "processes": procs, "topics": topics,
-		"deviations": c.Deviations(), "workloads": workloads} {
-		cfg[k] = v
-	}
-	b, err := json.Marshal(cfg)
+	w, err := json.Marshal(resolvedWorkloads{Duration: kafkaconf.Duration(spec.Duration), Topics: spec.Topics,
+		Producers: pl.producers, Transactional: pl.txns, Processors: pl.procs, Consumers: pl.consumers,
+		FinalRead: pl.final, Warnings: pl.warnings})
 	if err != nil {
-		return nil, fmt.Errorf("run: encoding the header's config: %w", err)
+		return c, fmt.Errorf("run: encoding the header's workloads: %w", err)
 	}
-	return b, nil
+	c.Workloads = w
+	return c, nil
 }
 
 // MarshalJSON shows a numbered configuration with its process.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/kafkaconf"
 )
 
 // TxnClientConfig is what a transactional producer instance needs besides its transactional.id.
@@ -16,7 +17,8 @@ type TxnClientConfig struct {
 	// before aborting it itself; default 30s (Kafka's: 60s), so that a crashed instance's open
 	// transaction stalls read_committed readers for less time.
 	Timeout time.Duration `json:"timeout,omitempty"`
-	// Retries is Producer.Retry.Max for the records (default 3; idempotence needs >= 1).
+	// Retries is Producer.Retry.Max for the records (default: sarama's, see Sarama;
+	// idempotence needs >= 1).
 	Retries int `json:"retries,omitempty"`
 	// RequestTimeout is Producer.Timeout, the leader's wait for the ISR; default 10s.
 	RequestTimeout time.Duration `json:"request_timeout,omitempty"`
@@ -25,12 +27,22 @@ type TxnClientConfig struct {
 	DeliveryTimeout time.Duration `json:"delivery_timeout,omitempty"`
 }
 
+// transactional are the effective settings of a transactional producer with c: what Kafka
+// forces (acks=all, idempotence) within sarama's limits.
+func transactional(c TxnClientConfig) kafkaconf.Producer {
+	pc := kafkaconf.ProducerConfig{Transactional: new(true)}
+	if c.Retries > 0 {
+		pc.Retries = new(c.Retries)
+	}
+	return kafkaconf.ResolveProducer(pc, Sarama()).Producer
+}
+
 func (c TxnClientConfig) withDefaults() TxnClientConfig {
 	if c.Timeout <= 0 {
 		c.Timeout = 30 * time.Second
 	}
 	if c.Retries <= 0 {
-		c.Retries = 3
+		c.Retries = transactional(c).Retries
 	}
 	if c.RequestTimeout <= 0 {
 		c.RequestTimeout = 10 * time.Second
@@ -82,10 +94,11 @@ func openTxnClient(ctx context.Context, env Env, p int, role, txnID string, c Tx
 
 func openTxnClientOnce(env Env, p int, role, txnID string, c TxnClientConfig, log *slog.Logger) (*txnClient, error) {
 	cfg := env.Sarama(clientID(p, role))
-	cfg.Producer.Idempotent = true
-	cfg.Producer.RequiredAcks = sarama.WaitForAll
-	cfg.Net.MaxOpenRequests = 1
-	cfg.Producer.Retry.Max = c.Retries
+	set := transactional(c)
+	cfg.Producer.Idempotent = set.Idempotent
+	cfg.Producer.RequiredAcks = requiredAcks(set.Acks)
+	cfg.Net.MaxOpenRequests = set.MaxInFlight
+	cfg.Producer.Retry.Max = set.Retries
 	cfg.Producer.Timeout = c.RequestTimeout
 	ensureReadTimeout(cfg)
 	cfg.Producer.Transaction.ID = txnID

@@ -7,11 +7,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/report"
+	"github.com/verity-kafka/verity/scenarios"
 	"github.com/verity-kafka/verity/verify"
 	"github.com/verity-kafka/verity/verify/guarantee"
 	"github.com/verity-kafka/verity/verify/results"
@@ -20,125 +22,113 @@ import (
 func checkCommand(onUsage cli.OnUsageErrorFunc) *cli.Command {
 	return &cli.Command{
 		Name:      "check",
-		Usage:     "re-check a saved history offline and write results.json",
+		Usage:     "re-judge a saved history offline, without touching the run's artifacts",
 		ArgsUsage: "HISTORY",
 		Description: "Reads history.jsonl, finds every anomaly, judges each against the guarantee Kafka documents for " +
-			"the configuration in the history's header (flags override it), prints a summary and writes results.json.",
+			"the settings in the history's header (the flags below force others) and prints a summary. It writes " +
+			"nothing unless --out names a directory, which then receives results.json, report.html and junit.xml " +
+			"and must not hold any of them already. To regenerate a run's own artifacts, use 'verity report RUN_DIR'.",
 		OnUsageError: onUsage,
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "out", Usage: "write results.json to `DIR` (default: the history's directory)"},
-			&cli.StringFlag{Name: "acks", Usage: "judge every producer as acks=`ACKS` (0, 1 or all)"},
-			&cli.BoolFlag{Name: "idempotence", Usage: "judge every producer with enable.idempotence on (--idempotence=false: off)"},
-			&cli.IntFlag{Name: "min-isr", Usage: "judge every topic with min.insync.replicas=`N`", HideDefault: true},
-			&cli.IntFlag{Name: "rf", Usage: "judge every topic with replication factor `N`", HideDefault: true},
-			&cli.BoolFlag{Name: "unclean", Usage: "judge every topic with unclean.leader.election.enable on (--unclean=false: off)"},
-			&cli.StringFlag{Name: "isolation", Usage: "isolation `LEVEL` of reads that name none (read_committed or read_uncommitted)"},
-		},
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "out", Usage: "write results.json, report.html and junit.xml into `DIR` (made if missing; never overwritten)"},
+		}, knobFlags(useCheck)...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			return check(ctx, cmd, cmd.Root().Writer)
 		},
 	}
 }
 
-// overrides reads the judging flags the user set.
-func overrides(cmd *cli.Command) (guarantee.Overrides, error) {
-	var o guarantee.Overrides
-	if cmd.IsSet("acks") {
-		a, err := guarantee.ParseAcks(cmd.String("acks"))
-		if err != nil {
-			return o, &usageError{err: fmt.Errorf("--acks: %w", err), cmd: "verity check"}
-		}
-		o.Acks = &a
-	}
-	if cmd.IsSet("idempotence") {
-		v := cmd.Bool("idempotence")
-		o.Idempotence = &v
-	}
-	for _, f := range []struct {
-		name string
-		dst  **int
-	}{{"min-isr", &o.MinISR}, {"rf", &o.RF}} {
-		if cmd.IsSet(f.name) {
-			v := cmd.Int(f.name)
-			if v < 1 {
-				return o, &usageError{err: fmt.Errorf("--%s %d: want a number of replicas, 1 or more", f.name, v), cmd: "verity check"}
-			}
-			*f.dst = &v
-		}
-	}
-	if cmd.IsSet("unclean") {
-		v := cmd.Bool("unclean")
-		o.Unclean = &v
-	}
-	if cmd.IsSet("isolation") {
-		v := cmd.String("isolation")
-		if v != guarantee.ReadCommitted && v != guarantee.ReadUncommitted {
-			return o, &usageError{err: fmt.Errorf("--isolation %q: want read_committed or read_uncommitted", v), cmd: "verity check"}
-		}
-		o.Isolation = &v
-	}
-	return o, nil
-}
+// artifacts are the files check and report write.
+func artifacts() []string { return []string{results.FileName, report.HTMLFile, report.JUnitFile} }
 
 func check(ctx context.Context, cmd *cli.Command, stdout io.Writer) error {
 	if cmd.NArg() != 1 {
 		return &usageError{err: errors.New("check takes one argument, the history file: verity check HISTORY [--out DIR]"), cmd: "verity check"}
 	}
 	path := cmd.Args().First()
-	ov, err := overrides(cmd)
-	if err != nil {
-		return err
-	}
+	set := knobSettings(cmd, useCheck)
 	out := cmd.String("out")
-	if out == "" {
-		out = filepath.Dir(path)
-	}
-	// An --out directory that does not exist yet is made, as `run --out` will; a path that
-	// exists but is not a directory is a usage error.
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return &exitError{code: exitUsage, msg: fmt.Sprintf("--out %s: cannot make the directory (%v); choose another", out, err)}
-	}
-	if st, err := os.Stat(out); err != nil || !st.IsDir() {
-		return &exitError{code: exitUsage, msg: fmt.Sprintf("--out %s: not a directory; choose another", out)}
-	}
-	r, err := verify.CheckFile(ctx, path, ov, verify.Options{})
-	if err != nil {
-		if ctx.Err() != nil {
-			return &exitError{code: exitUsage, msg: "check interrupted"}
+	if out != "" {
+		if err := freshDir(out); err != nil {
+			return err
 		}
-		return &exitError{code: exitUsage, msg: "cannot check the history: " + oneLine(err.Error())}
 	}
-	written, err := results.Write(out, r)
+	// The flags' values are checked before the history is read: a bad one is a usage error.
+	if _, err := scenarios.OverrideHeader(history.Config{}, set); err != nil {
+		return &usageError{err: err, cmd: "verity check"}
+	}
+	opts := verify.Options{Overrides: scenarios.Flags(set)}
+	if len(set) > 0 {
+		opts.Adjust = func(c history.Config) (history.Config, error) { return scenarios.OverrideHeader(c, set) }
+	}
+	r, err := verify.CheckFile(ctx, path, opts)
+	if err != nil {
+		return checkError(ctx, cmd, err)
+	}
+	printSummary(stdout, "verity check", path, r)
+	if out != "" {
+		if err := writeArtifacts(ctx, stdout, out, r, path, report.Options{}); err != nil {
+			return err
+		}
+	}
+	return verdictExit(r.Verdict)
+}
+
+// checkError turns an error of the check into the command's one line.
+func checkError(ctx context.Context, cmd *cli.Command, err error) error {
+	if ctx.Err() != nil {
+		return &exitError{code: exitUsage, msg: cmd.Name + " interrupted"}
+	}
+	return &exitError{code: exitUsage, msg: "cannot check the history: " + oneLine(err.Error())}
+}
+
+// freshDir makes dir if it is missing and refuses one that holds a file check would write: a
+// check never overwrites what a run (or an earlier check) made.
+func freshDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return &exitError{code: exitUsage, msg: fmt.Sprintf("--out %s: cannot make the directory (%v); choose another", dir, err)}
+	}
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return &exitError{code: exitUsage, msg: fmt.Sprintf("--out %s: not a directory; choose another", dir)}
+	}
+	for _, name := range artifacts() {
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			return &exitError{code: exitUsage, msg: fmt.Sprintf("--out %s already holds %s, which check does not overwrite; "+
+				"choose a new directory, or regenerate a run's artifacts with 'verity report %s'", dir, name, dir)}
+		}
+	}
+	return nil
+}
+
+// writeArtifacts writes results.json, report.html and junit.xml for r into dir.
+func writeArtifacts(ctx context.Context, stdout io.Writer, dir string, r *results.Results, history string, opts report.Options) error {
+	written, err := results.Write(dir, r)
 	if err != nil {
 		return &exitError{code: exitUsage, msg: oneLine(err.Error())}
 	}
-	printSummary(stdout, path, r)
-	fmt.Fprintf(stdout, "results: %s\n", written)
-	switch r.Verdict {
-	case results.Pass:
-		return nil
-	case results.Fail:
-		return &exitError{code: exitFail}
+	rep, err := report.Write(ctx, dir, r, history, opts)
+	if err != nil {
+		return &exitError{code: exitUsage, msg: oneLine(err.Error())}
 	}
-	return &exitError{code: exitUnknown}
+	fmt.Fprintf(stdout, "  written: %s, %s, %s\n", written, rep.HTML, rep.JUnit)
+	return nil
 }
 
 // printSummary writes a short human summary: the verdict, each anomaly found with its
 // judgement and reason, and why a verdict is unknown.
-func printSummary(w io.Writer, path string, r *results.Results) {
+func printSummary(w io.Writer, command, path string, r *results.Results) {
 	parts := len(r.Stats.Partitions)
-	head := fmt.Sprintf("verity check: %s  %s (ops: %d, partitions with final reads: %d)", strings.ToUpper(string(r.Verdict)), path, r.History.Ops, parts)
+	head := fmt.Sprintf("%s: %s  %s (ops: %d, partitions with final reads: %d)", command, strings.ToUpper(string(r.Verdict)), path, r.History.Ops, parts)
 	if r.Scenario != "" {
 		head += ", scenario " + r.Scenario
 	}
 	fmt.Fprintln(w, head)
-	names := make([]string, 0, len(r.Anomalies))
-	for name, a := range r.Anomalies {
-		if a.Count > 0 {
+	var names []guarantee.Anomaly
+	for _, name := range report.Families(r) {
+		if r.Anomalies[name].Count > 0 {
 			names = append(names, name)
 		}
 	}
-	slices.Sort(names)
 	if len(names) == 0 {
 		fmt.Fprintln(w, "  no anomalies")
 	}
@@ -161,5 +151,8 @@ func printSummary(w io.Writer, path string, r *results.Results) {
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "  note: %s\n", n)
+	}
+	if len(r.Overrides) > 0 {
+		fmt.Fprintf(w, "  judged with %s forced over the header\n", strings.Join(r.Overrides, " "))
 	}
 }

@@ -2,8 +2,9 @@
 // history against what Kafka documents.
 //
 // Subcommands: run (one scenario on a fresh cluster), matrix (configurations × faults × runs on
-// shared clusters), list (built-in scenarios and faults), check (a saved history), reap
-// (leftovers of killed runs).
+// shared clusters), list (built-in scenarios and faults), check (a saved history, writing
+// nothing it was not asked to), report (a run's saved history judged again, its artifacts
+// regenerated), reap (leftovers of killed runs).
 //
 // The command line is built with github.com/urfave/cli/v3: it gives each subcommand its own
 // flags, help and usage errors, so that adding run or matrix is adding one *cli.Command; it
@@ -114,6 +115,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			listCommand(onUsage),
 			matrixCommand(onUsage),
 			checkCommand(onUsage),
+			reportCommand(onUsage),
 			reapCommand(onUsage),
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -51,16 +52,20 @@ func TestCheckExitCodes(t *testing.T) {
 		stderr  string // substring; an error must be one line
 		results string // where results.json must be written
 	}{
-		{"pass", []string{"check", pass}, exitPass, "verity check: PASS", "", filepath.Dir(pass)},
-		{"fail", []string{"check", fail}, exitFail, "lost-write", "", filepath.Dir(fail)},
-		{"unknown", []string{"check", unknown}, exitUnknown, "unknown: no final reads", "", filepath.Dir(unknown)},
-		{"--out", []string{"check", "--out", outDir, fail}, exitFail, "results: " + filepath.Join(outDir, "results.json"), "", outDir},
+		{"pass", []string{"check", pass}, exitPass, "verity check: PASS", "", ""},
+		{"fail", []string{"check", fail}, exitFail, "lost-write", "", ""},
+		{"unknown", []string{"check", unknown}, exitUnknown, "unknown: no final reads", "", ""},
+		{"--out", []string{"check", "--out", outDir, fail}, exitFail, "written: " + filepath.Join(outDir, "results.json"), "", outDir},
+		{"--out holding results", []string{"check", "--out", outDir, pass}, exitUsage, "", "does not overwrite", ""},
 		{"flags after the argument", []string{"check", fail, "--acks", "1"}, exitPass, "permitted", "", ""},
 		{"--acks overrides the header", []string{"check", "--acks", "1", fail}, exitPass, "permitted", "", ""},
 		{"--unclean overrides the header", []string{"check", "--unclean", fail}, exitPass, "permitted", "", ""},
 		{"--min-isr and --rf", []string{"check", "--min-isr", "1", "--rf", "1", fail}, exitFail, "min.insync.replicas=1", "", ""},
 		{"bad --acks", []string{"check", "--acks", "2", fail}, exitUsage, "", "--acks", ""},
-		{"bad --isolation", []string{"check", "--isolation", "serializable", fail}, exitUsage, "", "--isolation", ""},
+		{"--isolation is not judged by", []string{"check", "--isolation", "read_committed", fail}, exitUsage, "", "isolation", ""},
+		{"bad --unclean", []string{"check", "--unclean=maybe", fail}, exitUsage, "", "unclean", ""},
+		{"header with a key the checker does not read", []string{"check", writeFile(t, strings.Replace(header, `"min_insync_replicas"`, `"min_isr"`, 1)+"\n"+sendOK+finalHas)},
+			exitUsage, "", `unknown key "min_isr"`, ""},
 		{"bad --min-isr", []string{"check", "--min-isr", "0", fail}, exitUsage, "", "--min-isr", ""},
 		{"no history", []string{"check"}, exitUsage, "", "one argument", ""},
 		{"two histories", []string{"check", pass, fail}, exitUsage, "", "one argument", ""},
@@ -101,7 +106,65 @@ func TestCheckExitCodes(t *testing.T) {
 				if r.Seed != 3 || r.Scenario != "cli" {
 					t.Errorf("results %+v", r)
 				}
+				for _, f := range []string{"report.html", "junit.xml"} {
+					if _, err := os.Stat(filepath.Join(tc.results, f)); err != nil {
+						t.Errorf("--out lacks %s: %v", f, err)
+					}
+				}
 			}
 		})
+	}
+	// Without --out, check writes nothing: not beside the history, where a run's artifacts are.
+	for _, h := range []string{pass, fail, unknown} {
+		entries, err := os.ReadDir(filepath.Dir(h))
+		if err != nil || len(entries) != 1 {
+			t.Errorf("%s: the history's directory holds %v (%v); check must not write there", h, entries, err)
+		}
+	}
+}
+
+// report RUN_DIR judges the run's history again and rewrites its artifacts, keeping what only
+// the run knew: its timings, notes and the reasons it could not be judged.
+func TestReportRegeneratesARun(t *testing.T) {
+	dir := filepath.Dir(writeFile(t, header+"\n"+sendOK+finalHas))
+	prev := &results.Results{Version: results.Version, Verdict: results.Fail, Scenario: "cli", Seed: 3,
+		Timings: results.Timings{ClusterReadyS: 8, RunS: 60, CheckS: 1}, RunNotes: []string{"from the run"}}
+	if _, err := results.Write(dir, prev); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCLI("report", dir)
+	if code != exitPass || !strings.Contains(stdout, "verity report: PASS") {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	r, err := results.Read(filepath.Join(dir, results.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Verdict != results.Pass || r.Timings.RunS != 60 || r.Timings.ClusterReadyS != 8 || !slices.Contains(r.Notes, "from the run") {
+		t.Errorf("regenerated %+v", r)
+	}
+	for _, f := range []string{"report.html", "junit.xml"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("report did not write %s: %v", f, err)
+		}
+	}
+	// A run that could not be judged stays unknown when judged again.
+	prev.RunUnknownReasons = []string{"the cluster did not recover"}
+	if _, err := results.Write(dir, prev); err != nil {
+		t.Fatal(err)
+	}
+	if code, stdout, _ := runCLI("report", dir); code != exitUnknown || !strings.Contains(stdout, "the cluster did not recover") {
+		t.Errorf("exit %d, stdout %s: want unknown with the run's reason", code, stdout)
+	}
+	for _, c := range []struct {
+		args   []string
+		stderr string
+	}{
+		{[]string{"report"}, "one argument"},
+		{[]string{"report", t.TempDir()}, "has no history.jsonl"},
+	} {
+		if code, _, stderr := runCLI(c.args...); code != exitUsage || !strings.Contains(stderr, c.stderr) {
+			t.Errorf("%v: exit %d, stderr %q", c.args, code, stderr)
+		}
 	}
 }

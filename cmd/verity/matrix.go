@@ -14,26 +14,8 @@ import (
 )
 
 func matrixCommand(onUsage cli.OnUsageErrorFunc) *cli.Command {
-	axisFlags := []cli.Flag{
-		&cli.StringFlag{Name: runner.AxisAcks, Usage: "acks `VALUES`, comma-separated (e.g. 1,all)"},
-		&cli.StringFlag{Name: runner.AxisMinISR, Usage: "min.insync.replicas `VALUES` (e.g. 1,2)"},
-		&cli.StringFlag{Name: runner.AxisRF, Usage: "replication factor `VALUES`"},
-		&cli.StringFlag{Name: runner.AxisUnclean, Usage: "unclean.leader.election.enable `VALUES` (true,false)"},
-		&cli.StringFlag{Name: runner.AxisIdempotence, Usage: "enable.idempotence `VALUES` (true,false)"},
-		&cli.StringFlag{Name: runner.AxisIsolation, Usage: "isolation `VALUES` (read_committed,read_uncommitted)"},
-		&cli.StringFlag{Name: runner.AxisNodes, Usage: "broker counts `VALUES` (each count needs its own cluster)"},
-		&cli.StringFlag{Name: runner.AxisFault, Usage: "fault `NAMES` from 'verity list', each aimed at the leader of the first topic's " +
-			"partition 0, injected a third into the run and healed a third later (replaces the scenario's schedule)"},
-		&cli.IntFlag{Name: "runs", Usage: "runs `N` of each cell (run k uses seed+k-1)", Value: 3},
-	}
-	flags := scenarioFlags()
-	// --nodes is an axis here, not a single value.
-	for i, f := range flags {
-		if f.Names()[0] == "nodes" {
-			flags = append(flags[:i], flags[i+1:]...)
-			break
-		}
-	}
+	flags := append(scenarioFlags(), knobFlags(useMatrix)...)
+	flags = append(flags, &cli.IntFlag{Name: "runs", Usage: "runs `N` of each cell (run k uses seed+k-1)", Value: 3})
 	return &cli.Command{
 		Name:  "matrix",
 		Usage: "run a scenario over configurations × faults × runs and compare them in one table",
@@ -42,7 +24,7 @@ func matrixCommand(onUsage cli.OnUsageErrorFunc) *cli.Command {
 			"matrix.md, matrix.html and every run's artifacts into --out. Exit codes: 0 every run passed, 1 a guarantee " +
 			"violated in some run, 2 usage or infrastructure error, 3 some run unknown.",
 		OnUsageError: onUsage,
-		Flags:        append(flags, axisFlags...),
+		Flags:        flags,
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.NArg() > 0 {
 				return &usageError{err: fmt.Errorf("matrix takes no arguments, got %q", cmd.Args().First()), cmd: "verity matrix"}
@@ -51,21 +33,14 @@ func matrixCommand(onUsage cli.OnUsageErrorFunc) *cli.Command {
 			if err != nil {
 				return err
 			}
-			if base, err = base.Override(runOverrides(cmd, false)); err != nil {
+			if base, err = base.Override(knobSettings(cmd, useMatrix)); err != nil {
 				return &usageError{err: err, cmd: "verity matrix"}
 			}
 			var axes []runner.MatrixAxis
 			for _, name := range runner.AxisNames() {
-				if !cmd.IsSet(name) {
-					continue
+				if cmd.IsSet(name) {
+					axes = append(axes, runner.MatrixAxis{Name: name, Values: axisValues(cmd.String(name))})
 				}
-				var vals []string
-				for _, v := range strings.Split(cmd.String(name), ",") {
-					if v = strings.TrimSpace(v); v != "" {
-						vals = append(vals, v)
-					}
-				}
-				axes = append(axes, runner.MatrixAxis{Name: name, Values: vals})
 			}
 			if len(axes) == 0 {
 				return &usageError{err: fmt.Errorf("no axis given: name at least one of --%s", strings.Join(runner.AxisNames(), ", --")), cmd: "verity matrix"}

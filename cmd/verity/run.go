@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -16,32 +15,18 @@ import (
 	"github.com/verity-kafka/verity/harness"
 	"github.com/verity-kafka/verity/runner"
 	"github.com/verity-kafka/verity/scenarios"
+	"github.com/verity-kafka/verity/verify/guarantee"
 	"github.com/verity-kafka/verity/verify/results"
 )
 
-// scenarioFlags choose a scenario and force settings onto it (run and matrix share them).
+// scenarioFlags choose a scenario and say where its artifacts go (run and matrix share them).
 func scenarioFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "scenario", Aliases: []string{"s"}, Usage: "built-in scenario `NAME` (see 'verity list')", Value: "default"},
 		&cli.StringFlag{Name: "file", Aliases: []string{"f"}, Usage: "scenario YAML `FILE` instead of a built-in"},
-		&cli.Int64Flag{Name: "seed", Usage: "seed `N` of every random choice (default: the scenario's)", HideDefault: true},
-		&cli.DurationFlag{Name: "duration", Usage: "how long the workloads run, e.g. `60s` (default: the scenario's)", HideDefault: true},
 		&cli.StringFlag{Name: "out", Usage: "write the artifacts into `DIR` (default: verity-out/<scenario>-<time>)"},
-		&cli.IntFlag{Name: "nodes", Usage: "number of brokers `N`", HideDefault: true},
 		&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "log what the harness, workloads and nemesis do to stderr"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress lines on stderr"},
-	}
-}
-
-// overrideFlags are the single-valued configuration flags of run.
-func overrideFlags() []cli.Flag {
-	return []cli.Flag{
-		&cli.StringFlag{Name: "acks", Usage: "acks `ACKS` of every producer (0, 1 or all)"},
-		&cli.IntFlag{Name: "min-isr", Usage: "min.insync.replicas `N` of every topic", HideDefault: true},
-		&cli.IntFlag{Name: "rf", Usage: "replication factor `N` of every topic", HideDefault: true},
-		&cli.BoolFlag{Name: "unclean", Usage: "unclean.leader.election.enable on every topic (--unclean=false: off)"},
-		&cli.BoolFlag{Name: "idempotence", Usage: "enable.idempotence on every producer (--idempotence=false: off)"},
-		&cli.StringFlag{Name: "isolation", Usage: "isolation `LEVEL` of the consumers (read_committed or read_uncommitted)"},
 	}
 }
 
@@ -54,7 +39,7 @@ func runCommand(onUsage cli.OnUsageErrorFunc) *cli.Command {
 			"history.jsonl, results.json, report.html, junit.xml and the nodes' logs into --out. Progress goes to stderr, " +
 			"the verdict to stdout. Exit codes: 0 pass, 1 a guarantee violated, 2 usage or infrastructure error, 3 unknown.",
 		OnUsageError: onUsage,
-		Flags:        append(scenarioFlags(), overrideFlags()...),
+		Flags:        append(scenarioFlags(), knobFlags(useRun)...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.NArg() > 0 {
 				return &usageError{err: fmt.Errorf("run takes no arguments, got %q", cmd.Args().First()), cmd: "verity run"}
@@ -63,7 +48,7 @@ func runCommand(onUsage cli.OnUsageErrorFunc) *cli.Command {
 			if err != nil {
 				return err
 			}
-			if s, err = s.Override(runOverrides(cmd, true)); err != nil {
+			if s, err = s.Override(knobSettings(cmd, useRun)); err != nil {
 				return &usageError{err: err, cmd: "verity run"}
 			}
 			out := cmd.String("out")
@@ -87,10 +72,10 @@ func runCommand(onUsage cli.OnUsageErrorFunc) *cli.Command {
 }
 
 // loadScenario reads --file or the built-in --scenario.
-func loadScenario(cmd *cli.Command) (scenarios.Scenario, error) {
+func loadScenario(cmd *cli.Command) (scenarios.Resolved, error) {
 	if f := cmd.String("file"); f != "" {
 		if cmd.IsSet("scenario") {
-			return scenarios.Scenario{}, &usageError{err: errors.New("give --scenario or --file, not both"), cmd: cmd.FullName()}
+			return scenarios.Resolved{}, &usageError{err: errors.New("give --scenario or --file, not both"), cmd: cmd.FullName()}
 		}
 		s, err := scenarios.Load(f)
 		if err != nil {
@@ -100,53 +85,13 @@ func loadScenario(cmd *cli.Command) (scenarios.Scenario, error) {
 	}
 	s, err := scenarios.Builtin(cmd.String("scenario"))
 	if err != nil {
-		return s, &usageError{err: fmt.Errorf("%w (or give a YAML file with --file)", err), cmd: "verity list"}
+		return scenarios.Resolved{}, &usageError{err: fmt.Errorf("%w (or give a YAML file with --file)", err), cmd: "verity list"}
 	}
-	return s, nil
-}
-
-// runOverrides reads the flags that force settings onto the scenario: seed and duration, and
-// with config the single-valued configuration flags of run (matrix reads those as axes).
-func runOverrides(cmd *cli.Command, config bool) scenarios.Overrides {
-	var o scenarios.Overrides
-	if cmd.IsSet("seed") {
-		v := cmd.Int64("seed")
-		o.Seed = &v
+	r, err := s.Resolve()
+	if err != nil {
+		return r, &exitError{code: exitUsage, msg: oneLine(fmt.Sprintf("built-in %s: %v", s.Name, err))}
 	}
-	if cmd.IsSet("duration") {
-		v := cmd.Duration("duration")
-		o.Duration = &v
-	}
-	if !config {
-		return o
-	}
-	if cmd.IsSet("acks") {
-		v := cmd.String("acks")
-		o.Acks = &v
-	}
-	if cmd.IsSet("isolation") {
-		v := cmd.String("isolation")
-		o.Isolation = &v
-	}
-	for _, f := range []struct {
-		name string
-		dst  **int
-	}{{"min-isr", &o.MinISR}, {"rf", &o.RF}, {"nodes", &o.Nodes}} {
-		if cmd.IsSet(f.name) {
-			v := cmd.Int(f.name)
-			*f.dst = &v
-		}
-	}
-	for _, f := range []struct {
-		name string
-		dst  **bool
-	}{{"unclean", &o.Unclean}, {"idempotence", &o.Idempotence}} {
-		if cmd.IsSet(f.name) {
-			v := cmd.Bool(f.name)
-			*f.dst = &v
-		}
-	}
-	return o
+	return r, nil
 }
 
 func logger(cmd *cli.Command, stderr io.Writer) *slog.Logger {
@@ -170,11 +115,11 @@ func verdictExit(v results.Verdict) error {
 // printOutcome writes the verdict, what the scenario expected, and where the artifacts are.
 func printOutcome(w io.Writer, o *runner.Outcome) {
 	r := o.Results
-	printSummary(w, o.History, r)
+	printSummary(w, "verity run", o.History, r)
 	s := o.Scenario
 	fmt.Fprintf(w, "  scenario %s, seed %d: expected %s", s.Name, s.Seed, s.Expect.Verdict)
 	if len(s.Expect.Likely) > 0 {
-		fmt.Fprintf(w, " with %s likely", strings.Join(s.Expect.Likely, ", "))
+		fmt.Fprintf(w, " with %s likely", guarantee.Join(s.Expect.Likely))
 	}
 	fmt.Fprintf(w, "; got %s\n", r.Verdict)
 	fmt.Fprintf(w, "  wall time %s (cluster ready in %s)\n", o.Wall.Round(100*time.Millisecond), o.ClusterReady.Round(100*time.Millisecond))
@@ -183,44 +128,81 @@ func printOutcome(w io.Writer, o *runner.Outcome) {
 
 func listCommand(onUsage cli.OnUsageErrorFunc) *cli.Command {
 	return &cli.Command{
-		Name:         "list",
-		Usage:        "list the built-in scenarios and the faults a scenario file may use",
+		Name:      "list",
+		Usage:     "list the built-in scenarios and the faults a scenario file may use",
+		ArgsUsage: "[NAME]",
+		Description: "Without arguments: every built-in scenario (what it expects, what it provokes) and every fault. " +
+			"With --yaml NAME (or --yaml -s NAME): that scenario as YAML, every default written out, a start for a file of your own.",
 		OnUsageError: onUsage,
 		Flags: []cli.Flag{
-			&cli.BoolFlag{Name: "yaml", Usage: "print the scenario `NAME`d by --scenario as YAML, a start for a file of your own"},
-			&cli.StringFlag{Name: "scenario", Aliases: []string{"s"}, Usage: "with --yaml: the scenario `NAME`", Value: "default"},
+			&cli.BoolFlag{Name: "yaml", Usage: "print the scenario `NAME`d as an argument (or by --scenario) as YAML"},
+			&cli.StringFlag{Name: "scenario", Aliases: []string{"s"}, Usage: "with --yaml: the scenario `NAME` (default: default)"},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			w := cmd.Root().Writer
-			if cmd.Bool("yaml") {
-				s, err := scenarios.Builtin(cmd.String("scenario"))
-				if err != nil {
-					return &usageError{err: err, cmd: "verity list"}
+			if !cmd.Bool("yaml") {
+				if cmd.NArg() > 0 || cmd.IsSet("scenario") {
+					return &usageError{err: errors.New("a scenario name only goes with --yaml: verity list --yaml NAME"), cmd: "verity list"}
 				}
-				b, err := s.YAML()
-				if err != nil {
-					return &exitError{code: exitUsage, msg: oneLine(err.Error())}
-				}
-				_, err = w.Write(b)
+				return listAll(w)
+			}
+			name, err := yamlName(cmd)
+			if err != nil {
 				return err
 			}
-			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "SCENARIO\tEXPECTS\tDESCRIPTION")
-			for _, s := range scenarios.Builtins() {
-				exp := s.Expect.Verdict
-				if len(s.Expect.Likely) > 0 {
-					exp += ", " + strings.Join(s.Expect.Likely, ", ") + " likely"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, exp, s.Description)
+			s, err := scenarios.Builtin(name)
+			if err != nil {
+				return &usageError{err: err, cmd: "verity list"}
 			}
-			_ = tw.Flush()
-			fmt.Fprintln(w)
-			tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "FAULT\tKIND\tWHAT IT DOES")
-			for _, f := range scenarios.FaultSpecs() {
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", f.Name, f.Kind, f.Doc)
+			r, err := s.Resolve()
+			if err != nil {
+				return &exitError{code: exitUsage, msg: oneLine(err.Error())}
 			}
-			return tw.Flush()
+			b, err := r.YAML()
+			if err != nil {
+				return &exitError{code: exitUsage, msg: oneLine(err.Error())}
+			}
+			_, err = w.Write(b)
+			return err
 		},
 	}
+}
+
+// yamlName is the scenario list --yaml prints: the argument or --scenario, not both.
+func yamlName(cmd *cli.Command) (string, error) {
+	switch {
+	case cmd.NArg() > 1:
+		return "", &usageError{err: fmt.Errorf("list --yaml takes one scenario name, got %d", cmd.NArg()), cmd: "verity list"}
+	case cmd.NArg() == 1 && cmd.IsSet("scenario") && cmd.String("scenario") != cmd.Args().First():
+		return "", &usageError{err: fmt.Errorf("two scenarios named: %q and --scenario %q; give one", cmd.Args().First(), cmd.String("scenario")), cmd: "verity list"}
+	case cmd.NArg() == 1:
+		return cmd.Args().First(), nil
+	case cmd.IsSet("scenario"):
+		return cmd.String("scenario"), nil
+	}
+	return "default", nil
+}
+
+// listAll writes the built-ins, each with what the guarantee table expects of it and what it
+// provokes, then the faults.
+func listAll(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SCENARIO\tEXPECTS\tDESCRIPTION")
+	for _, s := range scenarios.Builtins() {
+		exp := string(s.Expect.Verdict)
+		if len(s.Expect.Likely) > 0 {
+			exp += ", " + guarantee.Join(s.Expect.Likely) + " likely"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, exp, s.Description)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "FAULT\tKIND\tWHAT IT DOES")
+	for _, f := range scenarios.FaultSpecs() {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", f.Name, f.Kind, f.Doc)
+	}
+	return tw.Flush()
 }

@@ -30,6 +30,8 @@ func TestRunUsageErrors(t *testing.T) {
 		{"both scenario and file", []string{"run", "--scenario", "default", "--file", bad}, "not both"},
 		{"bad acks", []string{"run", "--acks", "2"}, "--acks"},
 		{"impossible combination", []string{"run", "--rf", "1"}, "min"},
+		{"bad fault", []string{"run", "--fault", "meteor"}, "meteor"},
+		{"bad rf", []string{"run", "--rf", "three"}, "--rf"},
 		{"argument", []string{"run", "extra"}, "no arguments"},
 		{"matrix without axes", []string{"matrix"}, "no axis given"},
 		{"matrix bad axis value", []string{"matrix", "--acks", "1,7"}, "acks"},
@@ -68,8 +70,26 @@ func TestList(t *testing.T) {
 			t.Errorf("list does not show %q", want)
 		}
 	}
-	code, stdout, _ = runCLI("list", "--yaml", "--scenario", "acks1-leader-loss")
-	if code != exitPass || !strings.Contains(stdout, "name: acks1-leader-loss") {
+	for _, args := range [][]string{{"list", "--yaml", "--scenario", "acks1-leader-loss"}, {"list", "--yaml", "acks1-leader-loss"}} {
+		code, stdout, _ = runCLI(args...)
+		if code != exitPass || !strings.Contains(stdout, "name: acks1-leader-loss") || !strings.Contains(stdout, "min_insync_replicas: 2") {
+			t.Errorf("%v: exit %d, %q", args, code, stdout)
+		}
+	}
+	if code, stdout, _ = runCLI("list", "--yaml"); code != exitPass || !strings.Contains(stdout, "name: default") {
 		t.Errorf("list --yaml: exit %d, %q", code, stdout)
+	}
+	for _, c := range []struct {
+		args   []string
+		stderr string
+	}{
+		{[]string{"list", "acks1-leader-loss"}, "only goes with --yaml"},
+		{[]string{"list", "--yaml", "a", "b"}, "one scenario name"},
+		{[]string{"list", "--yaml", "--scenario", "default", "acks1-leader-loss"}, "give one"},
+		{[]string{"list", "--yaml", "nope"}, `no built-in scenario "nope"`},
+	} {
+		if code, _, stderr := runCLI(c.args...); code != exitUsage || !strings.Contains(stderr, c.stderr) {
+			t.Errorf("%v: exit %d, stderr %q", c.args, code, stderr)
+		}
 	}
 }

@@ -1,6 +1,6 @@
 // Package harnesstest starts real clusters inside Go tests: skipped under -short, a failure (never
-// a skip) when CI=true and no Docker engine answers, removed by t.Cleanup, with node logs under
-// the test's artifact directory.
+// a skip) under CI (CI=true, 1, yes or on) when no Docker engine answers, removed by t.Cleanup,
+// with node logs under the test's artifact directory.
 package harnesstest
 
 import (
@@ -8,27 +8,73 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/verity-kafka/verity/harness"
 )
 
-// RequireDocker skips t under -short; otherwise it fails t (CI=true) or skips it (elsewhere) when
-// no Docker engine answers, so that a CI run without an engine can never look green.
+// RequireDocker skips t under -short; otherwise it fails t (under CI, see IsCI) or skips it
+// (elsewhere) when no Docker engine answers, so that a CI run without an engine can never look
+// green.
 func RequireDocker(t testing.TB) {
 	t.Helper()
-	if testing.Short() {
+	requireDocker(t, testing.Short(), os.Getenv("CI"), harness.Ping)
+}
+
+// requireDocker is RequireDocker with its inputs passed in, so that a test can run it without
+// -short, with any CI value and any engine.
+func requireDocker(t testing.TB, short bool, ci string, ping func(context.Context) error) {
+	t.Helper()
+	if short {
 		t.Skip("needs Docker and a real Kafka cluster; skipped under -short")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := harness.Ping(ctx); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true and Docker is not usable: %v", err)
-		}
+	err := ping(ctx)
+	switch onEngine(ci, err) {
+	case engineFail:
+		t.Fatalf("CI=%s and Docker is not usable: %v", ci, err)
+	case engineSkip:
 		t.Skipf("Docker is not usable (%v); run `make engine` first, or `make test` which does", err)
 	}
+}
+
+// engineAction is what a test that needs Docker does after asking the engine.
+type engineAction int
+
+const (
+	engineUse  engineAction = iota // the engine answered: go on
+	engineSkip                     // no engine, not CI: skip, a developer may not have one
+	engineFail                     // no engine under CI: fail, so that the run cannot look green
+)
+
+// onEngine decides what a test that needs Docker does, given the CI environment variable's value
+// and the error of pinging the engine (nil when it answered).
+func onEngine(ci string, pingErr error) engineAction {
+	switch {
+	case pingErr == nil:
+		return engineUse
+	case IsCI(ci):
+		return engineFail
+	}
+	return engineSkip
+}
+
+// IsCI reports whether v, the value of the CI environment variable, says the tests run under CI.
+// CI systems set it to different spellings of true: whatever strconv.ParseBool takes as true
+// (1, t, true), and yes, y and on, in any case and with surrounding blanks. Anything else,
+// including an unset variable, is not CI.
+func IsCI(v string) bool {
+	v = strings.ToLower(strings.TrimSpace(v))
+	switch v {
+	case "yes", "y", "on":
+		return true
+	}
+	b, err := strconv.ParseBool(v)
+	return err == nil && b
 }
 
 // Start starts a cluster for t and removes it when t ends (pass, fail or panic). Node logs go to

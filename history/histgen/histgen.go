@@ -24,6 +24,7 @@ import (
 	"strconv"
 
 	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/kafkaconf"
 )
 
 const (
@@ -145,21 +146,27 @@ func Generate(w io.Writer, nOps int, seed int64) error {
 }
 
 func (g *gen) header(seed int64) error {
-	// The config names the settings the simulated run keeps its promises under, in the field
-	// names of a resolved scenario (see verify/guarantee.Config): with acks=all, idempotence,
-	// RF=3 and min ISR 2, none of the anomalies is permitted, and none is in the history.
-	cfg, err := json.Marshal(map[string]any{
-		"scenario":   "histgen",
-		"producer":   map[string]any{"acks": "all", "idempotence": true, "max_in_flight": maxAsync},
-		"processes":  map[string]any{strconv.Itoa(txnProducer): map[string]any{"transactional": true}},
-		"topic":      map[string]any{"replication_factor": nodes, "min_insync_replicas": 2, "unclean_leader_election": false},
-		"isolation":  history.ReadCommitted,
-		"faults":     []string{"kill"},
-		"histgen":    map[string]any{"topic": Topic, "partitions": Partitions, "txn_abort_share": abortShare},
-		"deviations": []string{},
-	})
+	// The config states the settings the simulated run keeps its promises under: with acks=all,
+	// idempotence, RF=3 and min ISR 2, none of the anomalies is permitted, and none is in the
+	// history.
+	about, err := json.Marshal(struct {
+		Topic         string  `json:"topic"`
+		Partitions    int     `json:"partitions"`
+		TxnAbortShare float64 `json:"txn_abort_share"`
+	}{Topic, Partitions, abortShare})
 	if err != nil {
 		return fmt.Errorf("histgen: header config: %w", err)
+	}
+	all := kafkaconf.AcksAll
+	cfg := history.Config{
+		Scenario:  "histgen",
+		Producer:  &kafkaconf.ProducerConfig{Delivery: kafkaconf.Delivery{Acks: &all, Idempotence: new(true), MaxInFlight: new(maxAsync)}},
+		Processes: map[int]kafkaconf.ProducerConfig{txnProducer: {Transactional: new(true)}},
+		Topic: &kafkaconf.TopicConfig{ReplicationFactor: new(nodes), MinInsyncReplicas: new(2),
+			UncleanLeaderElection: new(false)},
+		Isolation: kafkaconf.ReadCommitted,
+		Faults:    []string{"kill"},
+		Workloads: about,
 	}
 	line, err := json.Marshal(history.Header{Version: history.Version, Started: Started, Seed: seed, Config: cfg})
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/verity-kafka/verity/harness/harnesstest"
 	"github.com/verity-kafka/verity/runner"
 	"github.com/verity-kafka/verity/scenarios"
+	"github.com/verity-kafka/verity/verify/guarantee"
 	"github.com/verity-kafka/verity/verify/results"
 )
 
@@ -56,14 +57,17 @@ func Run(t testing.TB, s scenarios.Scenario, opts ...Options) *runner.Outcome {
 		}
 		o.Out = tt.ArtifactDir()
 	}
-	s = s.WithDefaults()
+	r, err := s.Resolve()
+	if err != nil {
+		t.Fatalf("scenario %s: %v", s.Name, err)
+	}
 	if o.Timeout <= 0 {
 		o.Timeout = s.Duration.Std() + 10*time.Minute
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), o.Timeout)
 	defer cancel()
 	log := slog.New(slog.NewTextHandler(logWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	out, err := runner.Run(ctx, s, runner.Options{Out: o.Out, Cluster: o.Cluster, Log: log,
+	out, err := runner.Run(ctx, r, runner.Options{Out: o.Out, Cluster: o.Cluster, Log: log,
 		Harness: harness.Spec{Logger: log}, Progress: logWriter{t}, ProgressEvery: 15 * time.Second})
 	if err != nil {
 		t.Fatalf("scenario %s (seed %d) could not run: %v", s.Name, s.Seed, err)
@@ -83,7 +87,7 @@ func Run(t testing.TB, s scenarios.Scenario, opts ...Options) *runner.Outcome {
 func Forbidden(r *results.Results) string {
 	var b strings.Builder
 	for name, a := range r.Anomalies {
-		if a.Count == 0 || (a.Forbidden == 0 && a.Judgement != "forbidden") {
+		if a.Count == 0 || (a.Forbidden == 0 && a.Judgement != guarantee.Forbidden) {
 			continue
 		}
 		fmt.Fprintf(&b, "  %s ×%d: %s", name, a.Count, a.Why)

@@ -2,11 +2,14 @@ package guarantee
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/verity-kafka/verity/kafkaconf"
 )
 
-// Anomaly is the name of an anomaly family, as shared/design/guarantees.md spells it.
+// Anomaly is the name of an anomaly family, as docs/guarantees.md spells it.
 type Anomaly string
 
 // The anomaly families the checker reports.
@@ -32,6 +35,39 @@ func Anomalies() []Anomaly {
 		PartialTransaction, ZombieWrite, EOSMissing, EOSDuplicate, NonmonotonicPoll, PollSkip, UnexpectedAck}
 }
 
+// ParseAnomaly reads an anomaly family's name.
+func ParseAnomaly(s string) (Anomaly, error) {
+	a := Anomaly(strings.TrimSpace(s))
+	if slices.Contains(Anomalies(), a) {
+		return a, nil
+	}
+	names := make([]string, 0, len(Anomalies()))
+	for _, n := range Anomalies() {
+		names = append(names, string(n))
+	}
+	return "", fmt.Errorf("anomaly %q: want one of %s", s, strings.Join(names, ", "))
+}
+
+// Join writes anomaly names as a comma-separated list.
+func Join(as []Anomaly) string {
+	s := make([]string, len(as))
+	for i, a := range as {
+		s[i] = string(a)
+	}
+	return strings.Join(s, ", ")
+}
+
+// UnmarshalText reads what ParseAnomaly reads, so that a scenario file cannot name an anomaly
+// the checker does not report.
+func (a *Anomaly) UnmarshalText(b []byte) error {
+	v, err := ParseAnomaly(string(b))
+	if err != nil {
+		return err
+	}
+	*a = v
+	return nil
+}
+
 // Judgement is what the table says of an anomaly under a configuration.
 type Judgement int
 
@@ -54,6 +90,42 @@ func (j Judgement) String() string {
 	return "unknown"
 }
 
+// MarshalText writes j as String does: results.json's "judgement".
+func (j Judgement) MarshalText() ([]byte, error) { return []byte(j.String()), nil }
+
+// UnmarshalText reads "permitted", "forbidden" or "unknown".
+func (j *Judgement) UnmarshalText(b []byte) error {
+	for _, v := range []Judgement{Unknown, Permitted, Forbidden} {
+		if string(b) == v.String() {
+			*j = v
+			return nil
+		}
+	}
+	return fmt.Errorf("judgement %q: want permitted, forbidden or unknown", b)
+}
+
+// Severity orders judgements for reporting: forbidden first, then unknown, then permitted.
+func (j Judgement) Severity() int {
+	switch j {
+	case Forbidden:
+		return 0
+	case Unknown:
+		return 1
+	}
+	return 2
+}
+
+// Worst is the most severe of the judgements (Permitted for none).
+func Worst(js ...Judgement) Judgement {
+	w := Permitted
+	for _, j := range js {
+		if j.Severity() < w.Severity() {
+			w = j
+		}
+	}
+	return w
+}
+
 // Writer kinds: the op that wrote a record.
 const (
 	WriterSend = "send"
@@ -66,14 +138,14 @@ const (
 type Facts struct {
 	// HasWriter is false when no op in the history wrote the record; Producer is then zero.
 	HasWriter  bool
-	Producer   ProducerSettings
+	Producer   kafkaconf.Resolved
 	WriterKind string // WriterSend, WriterTxn or WriterRPW
 	// Resent: the value was written by more than one op (an application resend, a new
 	// producer instance sending it again, or a transaction retried with the same payload).
 	Resent    bool
-	Topic     TopicSettings
+	Topic     kafkaconf.ResolvedTopic
 	Faults    Faults
-	Isolation string // the reader's isolation level, where a reader is concerned
+	Isolation kafkaconf.Isolation // the reader's isolation level, where a reader is concerned
 }
 
 // Rule is one row of the guarantee table: when Match holds for a finding's Facts, the anomaly
@@ -102,14 +174,16 @@ func always(Facts) bool             { return true }
 func noWriter(f Facts) bool         { return !f.HasWriter }
 func producerConflict(f Facts) bool { return f.HasWriter && f.Producer.Conflict != "" }
 func topicConflict(f Facts) bool    { return f.Topic.Conflict != "" }
-func acks(a Acks) func(Facts) bool  { return func(f Facts) bool { return f.Producer.Acks == a } }
-func weakAcks(f Facts) bool         { return f.HasWriter && f.Producer.Acks != AcksAll }
-func idempotent(f Facts) bool       { return f.Producer.Idempotent }
-func inFlightOne(f Facts) bool      { return f.Producer.MaxInFlight == 1 }
-func retries(f Facts) bool          { return f.Producer.Retries > 0 }
-func resent(f Facts) bool           { return f.Resent }
-func failedSend(f Facts) bool       { return f.WriterKind == WriterSend }
-func readUncommitted(f Facts) bool  { return f.Isolation == ReadUncommitted }
+func acks(a kafkaconf.Acks) func(Facts) bool {
+	return func(f Facts) bool { return f.Producer.Acks == a }
+}
+func weakAcks(f Facts) bool        { return f.HasWriter && f.Producer.Acks != kafkaconf.AcksAll }
+func idempotent(f Facts) bool      { return f.Producer.Idempotent }
+func inFlightOne(f Facts) bool     { return f.Producer.MaxInFlight == 1 }
+func retries(f Facts) bool         { return f.Producer.Retries > 0 }
+func resent(f Facts) bool          { return f.Resent }
+func failedSend(f Facts) bool      { return f.WriterKind == WriterSend }
+func readUncommitted(f Facts) bool { return f.Isolation == kafkaconf.ReadUncommitted }
 
 // truncation: an out-of-sync replica may lead (configured, or forced by the nemesis), and the
 // log is then cut back to what that replica had.
@@ -136,7 +210,7 @@ const (
 	whyDiskBeyond       = "disk loss on {disk_nodes} broker(s) with replication.factor={rf}, min.insync.replicas={min_isr}: beyond the documented guarantee, records below the high watermark may have lived only on the lost disk"
 )
 
-// Table is the guarantee table of shared/design/guarantees.md. Rows are tried in order; the
+// Table is the guarantee table (docs/guarantees.md). Rows are tried in order; the
 // first whose Match holds decides. Every family ends in a catch-all row, so "no row matched"
 // only happens for a name the table does not know.
 type Table []Rule
@@ -148,8 +222,8 @@ func Rules() Table {
 		// Durability of acknowledged writes.
 		{LostWrite, "no writer", noWriter, Unknown, whyNoWriter},
 		{LostWrite, "producer settings conflict", producerConflict, Unknown, whyProducerConflict},
-		{LostWrite, "acks=0", acks(0), Permitted, "acks=0: the producer does not wait for the broker, so nothing is acknowledged and loss is permitted"},
-		{LostWrite, "acks=1", acks(1), Permitted, "acks=1: the leader acknowledges before followers copy the record; loss of acknowledged writes is permitted when the leader fails"},
+		{LostWrite, "acks=0", acks(kafkaconf.AcksNone), Permitted, "acks=0: the producer does not wait for the broker, so nothing is acknowledged and loss is permitted"},
+		{LostWrite, "acks=1", acks(kafkaconf.AcksLeader), Permitted, "acks=1: the leader acknowledges before followers copy the record; loss of acknowledged writes is permitted when the leader fails"},
 		{LostWrite, "topic settings conflict", topicConflict, Unknown, whyTopicConflict},
 		{LostWrite, "unclean election possible", truncation, Permitted, whyTruncation + "; loss permitted"},
 		{LostWrite, "RF=1 and disk loss", and(diskLoss, func(f Facts) bool { return f.Topic.RF == 1 }), Permitted, "replication.factor=1 with disk loss: the only copy was lost; loss permitted"},
@@ -191,9 +265,11 @@ func Rules() Table {
 		{AbortedRead, "read_uncommitted reader", readUncommitted, Permitted, "isolation.level=read_uncommitted: readers may see records of aborted and open transactions"},
 		{AbortedRead, "read_committed reader", always, Forbidden, "isolation.level=read_committed: records of aborted transactions stay in the log, but their abort markers hide them from read_committed readers"},
 
-		{PartialTransaction, "always", always, Forbidden, "transactions are atomic across partitions and topics: a read_committed reader sees all records of a committed transaction or none of them"},
+		{PartialTransaction, "log truncation possible", truncOrDisk, Permitted, "the log may be truncated (unclean election or disk loss beyond the guarantee), which can cut some of a committed transaction's records and not others"},
+		{PartialTransaction, "otherwise", always, Forbidden, "transactions are atomic across partitions and topics: a read_committed reader sees all records of a committed transaction or none of them"},
 		{ZombieWrite, "always", always, Forbidden, "initTransactions by a new instance with the same transactional.id bumps the epoch and fences the old one: none of the old instance's later records may become visible as committed"},
-		{EOSMissing, "always", always, Forbidden, "exactly-once read-process-write (offsets sent in the transaction, read_committed downstream): each committed input record yields its output in the committed output"},
+		{EOSMissing, "log truncation possible", truncOrDisk, Permitted, "the log may be truncated (unclean election or disk loss beyond the guarantee), which can cut a committed output record, or the input it came from, from the log"},
+		{EOSMissing, "otherwise", always, Forbidden, "exactly-once read-process-write (offsets sent in the transaction, read_committed downstream): each committed input record yields its output in the committed output"},
 		{EOSDuplicate, "always", always, Forbidden, "exactly-once read-process-write: each committed input record yields its output exactly once, and group offsets move only with committed transactions"},
 
 		// Consumers.
@@ -202,7 +278,7 @@ func Rules() Table {
 		{PollSkip, "log truncation possible", truncOrDisk, Permitted, "the log may be truncated (unclean election or disk loss beyond the guarantee): a consumer whose position is past the new end is reset (OFFSET_OUT_OF_RANGE)"},
 		{PollSkip, "otherwise", always, Forbidden, "between rebalances and seeks a consumer reads, in offset order, every record its isolation level shows (offsets taken by transaction markers are not records)"},
 
-		{UnexpectedAck, "writer acks<all", weakAcks, Permitted, "acks={acks}: min.insync.replicas applies to acks=all writes only"},
+		// Only acks=all writes are checked: min.insync.replicas applies to them alone.
 		{UnexpectedAck, "acks=all", always, Forbidden, "acks=all: the leader must reject writes with NOT_ENOUGH_REPLICAS while the ISR has fewer than min.insync.replicas members"},
 	}
 }
@@ -235,7 +311,7 @@ func Explain(why string, f Facts) string {
 		"{rf}", strconv.Itoa(f.Topic.RF),
 		"{min_isr}", strconv.Itoa(f.Topic.MinISR),
 		"{unclean}", strconv.FormatBool(f.Topic.Unclean),
-		"{isolation}", f.Isolation,
+		"{isolation}", string(f.Isolation),
 		"{disk_nodes}", strconv.Itoa(f.Faults.diskNodes()),
 		"{producer_conflict}", p.Conflict,
 		"{topic_conflict}", f.Topic.Conflict,

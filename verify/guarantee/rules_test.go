@@ -3,15 +3,26 @@ package guarantee
 import (
 	"strings"
 	"testing"
+
+	"github.com/verity-kafka/verity/kafkaconf"
 )
 
 func p[T any](v T) *T { return &v }
 
-func facts(prod Producer, topic Topic, faults Faults) Facts {
-	c := Config{Producer: prod, Topic: topic}
-	return Facts{HasWriter: true, Producer: c.DefaultProducer(false), WriterKind: WriterSend,
-		Topic: c.TopicFor("t"), Faults: faults}
+// facts are the circumstances of a send by a producer asked for prod (as Kafka's Java client
+// resolves it) to a topic with topic's settings.
+func facts(prod kafkaconf.Delivery, topic kafkaconf.TopicConfig, faults Faults) Facts {
+	return Facts{HasWriter: true, Producer: kafkaconf.ResolveProducer(kafkaconf.ProducerConfig{Delivery: prod}, kafkaconf.JavaClient()),
+		WriterKind: WriterSend, Topic: kafkaconf.ResolveTopic(topic), Faults: faults}
 }
+
+type (
+	Producer = kafkaconf.Delivery
+	Topic    = kafkaconf.TopicConfig
+	Acks     = kafkaconf.Acks
+)
+
+const AcksAll = kafkaconf.AcksAll
 
 var (
 	strictTopic = Topic{ReplicationFactor: p(3), MinInsyncReplicas: p(2), UncleanLeaderElection: p(false)}
@@ -77,6 +88,10 @@ func TestJudge(t *testing.T) {
 		{"unexpected ack, acks=all", UnexpectedAck, facts(idem, strictTopic, Faults{}), Forbidden, "NOT_ENOUGH_REPLICAS"},
 		{"poll skip with unclean election", PollSkip, facts(idem, strictTopic, Faults{UncleanElection: true}), Permitted, "OFFSET_OUT_OF_RANGE"},
 		{"zombie write", ZombieWrite, Facts{}, Forbidden, "fences the old one"},
+		{"partial transaction", PartialTransaction, facts(idem, strictTopic, Faults{}), Forbidden, "atomic"},
+		{"partial transaction after an unclean election", PartialTransaction, facts(idem, strictTopic, Faults{UncleanElection: true}), Permitted, "truncated"},
+		{"eos-missing after two disks lost", EOSMissing, facts(idem, strictTopic, Faults{DiskLossNodes: 2}), Permitted, "truncated"},
+		{"eos-missing", EOSMissing, facts(idem, strictTopic, Faults{DiskLossNodes: 1}), Forbidden, "exactly-once"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -99,5 +114,36 @@ func TestRulesIsACopy(t *testing.T) {
 	rs[0].Why = "changed"
 	if Rules()[0].Why == "changed" {
 		t.Fatal("Rules returned the table itself")
+	}
+}
+
+func TestJudgementText(t *testing.T) {
+	for _, j := range []Judgement{Unknown, Permitted, Forbidden} {
+		b, err := j.MarshalText()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Judgement
+		if err := back.UnmarshalText(b); err != nil || back != j {
+			t.Errorf("%s: read back as %s, %v", b, back, err)
+		}
+	}
+	var j Judgement
+	if err := j.UnmarshalText([]byte("allowed")); err == nil {
+		t.Error("an unknown judgement was read")
+	}
+	if Worst(Permitted, Unknown) != Unknown || Worst(Unknown, Forbidden, Permitted) != Forbidden || Worst() != Permitted {
+		t.Error("Worst orders forbidden, unknown, permitted")
+	}
+}
+
+func TestParseAnomaly(t *testing.T) {
+	for _, a := range Anomalies() {
+		if got, err := ParseAnomaly(string(a)); err != nil || got != a {
+			t.Errorf("%s: %s, %v", a, got, err)
+		}
+	}
+	if _, err := ParseAnomaly("lost-writes"); err == nil || !strings.Contains(err.Error(), "lost-write") {
+		t.Errorf("an unknown name: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
-// Package results is the typed form of results.json (shared/design/history.md): what a check
-// found, judged, and the verdict. It imports only the standard library, so the report and CI
-// tools can read results without pulling in the checkers.
+// Package results is the typed form of results.json (docs/results.md): what a check found,
+// judged, and the verdict. It imports the history's header type and the guarantee table's
+// vocabulary (anomaly names, judgements) and nothing of the checkers, so the report and CI tools
+// can read results without pulling them in.
 package results
 
 import (
@@ -11,10 +12,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/verify/guarantee"
 )
 
-// Version is the value of the "verity_results" field.
-const Version = 1
+// Version is the value of the "verity_results" field. Version 2 gives each anomaly one
+// judgement ("judgement") where version 1 also had "permitted"; Read reads both.
+const Version = 2
 
 // FileName is the name results are written under in a run's directory.
 const FileName = "results.json"
@@ -30,15 +35,15 @@ const (
 
 // Results is results.json. Fields past Timings are additions the format allows.
 type Results struct {
-	Version    int                `json:"verity_results"`
-	Verdict    Verdict            `json:"verdict"`
-	Scenario   string             `json:"scenario"`
-	Seed       int64              `json:"seed"`
-	Config     json.RawMessage    `json:"config"`
-	Deviations []string           `json:"deviations"`
-	Anomalies  map[string]Anomaly `json:"anomalies"`
-	Stats      Stats              `json:"stats"`
-	Timings    Timings            `json:"timings"`
+	Version    int                           `json:"verity_results"`
+	Verdict    Verdict                       `json:"verdict"`
+	Scenario   string                        `json:"scenario"`
+	Seed       int64                         `json:"seed"`
+	Config     history.Config                `json:"config"`
+	Deviations []string                      `json:"deviations"`
+	Anomalies  map[guarantee.Anomaly]Anomaly `json:"anomalies"`
+	Stats      Stats                         `json:"stats"`
+	Timings    Timings                       `json:"timings"`
 
 	// UnknownReasons says why the verdict could not be pass or fail ("final reads of t-3 are
 	// incomplete"); empty unless the verdict is unknown.
@@ -49,7 +54,13 @@ type Results struct {
 	Overrides []string `json:"overrides,omitempty"`
 	// Notes are remarks on the check itself (a config field the checker could not read, …).
 	Notes []string `json:"notes,omitempty"`
-	// Faults are the fault kinds the run contained (config and nemesis events).
+	// RunNotes and RunUnknownReasons are what the run itself, not the check, said: how it
+	// departed from the scenario, why it could not be judged (a cluster that did not
+	// recover). Notes and UnknownReasons include them; `verity report` keeps them when it
+	// judges the history again.
+	RunNotes          []string `json:"run_notes,omitempty"`
+	RunUnknownReasons []string `json:"run_unknown_reasons,omitempty"`
+	// Faults are the fault kinds that took effect (the history's nemesis events).
 	Faults []string `json:"faults,omitempty"`
 	// History describes the file that was checked.
 	History *HistoryInfo `json:"history,omitempty"`
@@ -65,17 +76,15 @@ type HistoryInfo struct {
 
 // Anomaly is one family's entry: how many were found and how the guarantee table judged them.
 // When the findings of one family were judged by different rows (a run with an acks=all and an
-// acks=1 producer), Permitted is false if any was forbidden, Why is the forbidding row's reason,
-// and ByRule breaks the count down.
+// acks=1 producer), Judgement and Why are the worst row's, and ByRule breaks the count down.
+// With no finding, they say what the table holds for the run's settings.
 type Anomaly struct {
-	Count     int       `json:"count"`
-	Permitted bool      `json:"permitted"`
-	Why       string    `json:"why"`
-	Examples  []Example `json:"examples,omitempty"`
-
-	// Judgement is "forbidden", "permitted" or "unknown" (no documented guarantee covers the
+	Count int `json:"count"`
+	// Judgement is forbidden, permitted or unknown (no documented guarantee covers the
 	// configuration: such findings keep the verdict from pass without failing it).
-	Judgement string `json:"judgement,omitempty"`
+	Judgement guarantee.Judgement `json:"judgement"`
+	Why       string              `json:"why"`
+	Examples  []Example           `json:"examples,omitempty"`
 	// Forbidden counts the findings judged forbidden.
 	Forbidden int `json:"forbidden,omitempty"`
 	// ByRule splits Count by the table row that judged each finding, when more than one did.
@@ -86,21 +95,21 @@ type Anomaly struct {
 
 // RuleCount is the number of findings one row of the guarantee table judged.
 type RuleCount struct {
-	Count     int    `json:"count"`
-	Judgement string `json:"judgement"`
-	Why       string `json:"why"`
+	Count     int                 `json:"count"`
+	Judgement guarantee.Judgement `json:"judgement"`
+	Why       string              `json:"why"`
 }
 
 // Example is one finding with the op indices (history "i") that prove it.
 type Example struct {
-	Value     string  `json:"value,omitempty"`
-	Ops       []int64 `json:"ops"`
-	Topic     string  `json:"topic,omitempty"`
-	Partition *int32  `json:"partition,omitempty"`
-	Offsets   []int64 `json:"offsets,omitempty"`
-	Process   *int    `json:"process,omitempty"`
-	Judgement string  `json:"judgement,omitempty"`
-	Note      string  `json:"note,omitempty"`
+	Value     string              `json:"value,omitempty"`
+	Ops       []int64             `json:"ops"`
+	Topic     string              `json:"topic,omitempty"`
+	Partition *int32              `json:"partition,omitempty"`
+	Offsets   []int64             `json:"offsets,omitempty"`
+	Process   *int                `json:"process,omitempty"`
+	Judgement guarantee.Judgement `json:"judgement"`
+	Note      string              `json:"note,omitempty"`
 }
 
 // Outcomes counts one kind of op by completion.
@@ -293,7 +302,7 @@ func Write(dir string, r *Results) (string, error) {
 	return path, nil
 }
 
-// Read reads a results.json.
+// Read reads a results.json, of this version or version 1.
 func Read(path string) (*Results, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -303,5 +312,40 @@ func Read(path string) (*Results, error) {
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, fmt.Errorf("decoding %s: %w", path, err)
 	}
+	switch r.Version {
+	case Version:
+	case 1:
+		if err := judgeVersion1(b, &r); err != nil {
+			return nil, fmt.Errorf("decoding %s: %w", path, err)
+		}
+		r.Version = Version
+	default:
+		return nil, fmt.Errorf("decoding %s: verity_results %d: this reader reads versions 1 and %d", path, r.Version, Version)
+	}
 	return &r, nil
+}
+
+// judgeVersion1 fills the judgement of a version-1 anomaly that gave only "permitted".
+func judgeVersion1(b []byte, r *Results) error {
+	var v1 struct {
+		Anomalies map[guarantee.Anomaly]struct {
+			Permitted bool            `json:"permitted"`
+			Judgement json.RawMessage `json:"judgement"`
+		} `json:"anomalies"`
+	}
+	if err := json.Unmarshal(b, &v1); err != nil {
+		return err
+	}
+	for name, a := range v1.Anomalies {
+		if len(a.Judgement) > 0 {
+			continue
+		}
+		e := r.Anomalies[name]
+		e.Judgement = guarantee.Forbidden
+		if a.Permitted {
+			e.Judgement = guarantee.Permitted
+		}
+		r.Anomalies[name] = e
+	}
+	return nil
 }

@@ -6,15 +6,18 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/verify/guarantee"
 )
 
 func sample() *Results {
 	p := int32(0)
 	return &Results{
-		Version: Version, Verdict: Fail, Scenario: "lab", Seed: 42, Config: json.RawMessage(`{"a":1}`),
+		Version: Version, Verdict: Fail, Scenario: "lab", Seed: 42, Config: history.Config{Scenario: "lab"},
 		Deviations: []string{"replica.lag.time.max.ms=10000"},
-		Anomalies: map[string]Anomaly{"lost-write": {Count: 3, Permitted: false, Why: "acks=all …", Judgement: "forbidden", Forbidden: 3,
-			Examples: []Example{{Value: "3-17", Ops: []int64{120, 4410}, Topic: "t", Partition: &p}}}},
+		Anomalies: map[guarantee.Anomaly]Anomaly{guarantee.LostWrite: {Count: 3, Why: "acks=all …", Judgement: guarantee.Forbidden, Forbidden: 3,
+			Examples: []Example{{Value: "3-17", Ops: []int64{120, 4410}, Topic: "t", Partition: &p, Judgement: guarantee.Forbidden}}}},
 		Stats: Stats{
 			Ops:              map[string]Outcomes{"send": {OK: 5, Fail: 1, Info: 2}, "final-read": {OK: 3}},
 			UnknownSends:     2,
@@ -27,7 +30,7 @@ func sample() *Results {
 	}
 }
 
-// The field names are the contract of shared/design/history.md.
+// The field names are the contract of docs/results.md.
 func TestWireNames(t *testing.T) {
 	b, err := json.Marshal(sample())
 	if err != nil {
@@ -43,10 +46,16 @@ func TestWireNames(t *testing.T) {
 		}
 	}
 	lw := m["anomalies"].(map[string]any)["lost-write"].(map[string]any)
-	for _, k := range []string{"count", "permitted", "why", "examples"} {
+	for _, k := range []string{"count", "judgement", "why", "examples"} {
 		if _, ok := lw[k]; !ok {
 			t.Errorf("an anomaly lacks %q", k)
 		}
+	}
+	if lw["judgement"] != "forbidden" || m["verity_results"] != 2.0 {
+		t.Errorf("judgement %v, version %v", lw["judgement"], m["verity_results"])
+	}
+	if _, ok := lw["permitted"]; ok {
+		t.Error("an anomaly has two judgement fields")
 	}
 	ex := lw["examples"].([]any)[0].(map[string]any)
 	if ex["value"] != "3-17" || len(ex["ops"].([]any)) != 2 {
@@ -108,5 +117,32 @@ func TestStatsRejectsClashingOpName(t *testing.T) {
 	s := Stats{Ops: map[string]Outcomes{"latency_ms": {}}}
 	if _, err := json.Marshal(s); err == nil {
 		t.Error("an op named like a stats field must not silently overwrite it")
+	}
+}
+
+// A results.json of version 1 (a "permitted" flag beside or instead of "judgement") reads into
+// this version's single judgement.
+func TestReadVersion1(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, FileName)
+	v1 := `{"verity_results":1,"verdict":"pass","scenario":"s","seed":1,"config":{"scenario":"s"},"deviations":[],
+"anomalies":{"lost-write":{"count":0,"permitted":false,"why":"w"},"duplicate":{"count":2,"permitted":true,"why":"d","judgement":"permitted"},
+"reorder":{"count":0,"permitted":true,"why":"r"}},"stats":{},"timings":{"cluster_ready_s":0,"run_s":0,"check_s":0}}`
+	if err := os.WriteFile(path, []byte(v1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Version != Version || r.Anomalies[guarantee.LostWrite].Judgement != guarantee.Forbidden ||
+		r.Anomalies[guarantee.Duplicate].Judgement != guarantee.Permitted || r.Anomalies[guarantee.Reorder].Judgement != guarantee.Permitted {
+		t.Errorf("read %+v", r.Anomalies)
+	}
+	if err := os.WriteFile(path, []byte(`{"verity_results":9}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Read(path); err == nil {
+		t.Error("a version from the future was read")
 	}
 }

@@ -1,0 +1,155 @@
+package kafkaconf
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestAcks(t *testing.T) {
+	for in, want := range map[string]Acks{`"all"`: AcksAll, `-1`: AcksAll, `"-1"`: AcksAll, `1`: AcksLeader, `"0"`: AcksNone, `" ALL "`: AcksAll} {
+		var a Acks
+		if err := json.Unmarshal([]byte(in), &a); err != nil || a != want {
+			t.Errorf("%s: %v %v", in, a, err)
+		}
+	}
+	for _, bad := range []string{`"2"`, `2`, `"most"`, `null`} {
+		var a Acks
+		if err := json.Unmarshal([]byte(bad), &a); err == nil {
+			t.Errorf("acks %s must be rejected", bad)
+		}
+	}
+	for a, want := range map[Acks]string{AcksAll: `"all"`, AcksLeader: `"1"`, AcksNone: `"0"`} {
+		if b, err := json.Marshal(a); err != nil || string(b) != want {
+			t.Errorf("marshal %d: %s %v", a, b, err)
+		}
+	}
+	if _, err := json.Marshal(Acks(2)); err == nil {
+		t.Error("acks 2 was written")
+	}
+}
+
+func TestParsers(t *testing.T) {
+	if v, err := ParseIsolation("read_committed"); err != nil || v != ReadCommitted {
+		t.Errorf("isolation: %v %v", v, err)
+	}
+	if _, err := ParseIsolation("serializable"); err == nil {
+		t.Error("an unknown isolation was read")
+	}
+	if v, err := ParseCompression("ZSTD"); err != nil || v != CompressionZstd {
+		t.Errorf("compression: %v %v", v, err)
+	}
+	if _, err := ParseCompression("brotli"); err == nil || !strings.Contains(err.Error(), "none, gzip, snappy, lz4, zstd") {
+		t.Errorf("an unknown codec: %v", err)
+	}
+	for in, want := range map[string]string{"90s": "1m30s", "0": "0s", "250ms": "250ms", "2h": "2h"} {
+		d, err := ParseDuration(in)
+		if err != nil || d.String() != want {
+			t.Errorf("duration %s: %s %v", in, d, err)
+		}
+	}
+	if _, err := ParseDuration("60"); err == nil {
+		t.Error("a duration without a unit was read")
+	}
+	var d Duration
+	if err := json.Unmarshal([]byte(`"1m30s"`), &d); err != nil || d.String() != "1m30s" {
+		t.Errorf("duration JSON: %s %v", d, err)
+	}
+}
+
+// Kafka's rules, with Kafka's own client: every default, and every conflict Kafka refuses to
+// start with.
+func TestResolveProducerKafkaRules(t *testing.T) {
+	r := ResolveProducer(ProducerConfig{}, JavaClient())
+	if r.Acks != AcksAll || !r.Idempotent || r.MaxInFlight != 5 || r.Retries != DefaultRetries || r.Conflict != "" || len(r.Departures) != 0 {
+		t.Errorf("Kafka 4.3's default producer: %+v", r)
+	}
+	if want := []string{"acks=all", "max.in.flight.requests.per.connection=5", "retries=2147483647", "enable.idempotence=true"}; !slices.Equal(r.Assumed, want) {
+		t.Errorf("assumed %q, want %q", r.Assumed, want)
+	}
+	cases := []struct {
+		name       string
+		c          ProducerConfig
+		idempotent bool
+		conflict   string
+	}{
+		{"acks=1 turns the default off", ProducerConfig{Delivery: Delivery{Acks: new(AcksLeader)}}, false, ""},
+		{"retries 0 turns the default off", ProducerConfig{Delivery: Delivery{Retries: new(0)}}, false, ""},
+		{"6 in flight turns the default off", ProducerConfig{Delivery: Delivery{MaxInFlight: new(6)}}, false, ""},
+		{"5 in flight keeps it", ProducerConfig{Delivery: Delivery{MaxInFlight: new(5)}}, true, ""},
+		{"asked with acks=1", ProducerConfig{Delivery: Delivery{Acks: new(AcksLeader), Idempotence: new(true)}}, true, "needs acks=all (has acks=1)"},
+		{"asked with 6 in flight", ProducerConfig{Delivery: Delivery{MaxInFlight: new(6), Idempotence: new(true)}}, true, "at most 5 (has 6)"},
+		{"transactional", ProducerConfig{Transactional: new(true)}, true, ""},
+		{"transactional without idempotence", ProducerConfig{Transactional: new(true), Delivery: Delivery{Idempotence: new(false)}}, true, "enable.idempotence=false"},
+		{"transactional with acks=0", ProducerConfig{Transactional: new(true), Delivery: Delivery{Acks: new(AcksNone)}}, true, "needs acks=all"},
+		{"in flight 0", ProducerConfig{Delivery: Delivery{MaxInFlight: new(0)}}, true, "below 1"},
+		{"negative retries", ProducerConfig{Delivery: Delivery{Retries: new(-1)}}, false, "negative"},
+		{"acks 2", ProducerConfig{Delivery: Delivery{Acks: new(Acks(2))}}, false, "not 0, 1 or all"},
+	}
+	for _, c := range cases {
+		r := ResolveProducer(c.c, JavaClient())
+		if r.Idempotent != c.idempotent || (c.conflict == "") != (r.Conflict == "") || !strings.Contains(r.Conflict, c.conflict) {
+			t.Errorf("%s: idempotent %t, conflict %q; want %t, %q", c.name, r.Idempotent, r.Conflict, c.idempotent, c.conflict)
+		}
+	}
+	if r := ResolveProducer(ProducerConfig{Transactional: new(true)}, JavaClient()); slices.Contains(r.Assumed, "acks=all") {
+		t.Errorf("a transactional producer's acks=all is Kafka's rule, not an assumption: %q", r.Assumed)
+	}
+}
+
+// A client's limits apply after Kafka's rules, each said as a departure; a producer whose
+// settings are all stated resolves to itself.
+func TestResolveProducerClientLimits(t *testing.T) {
+	small := Client{Name: "small", MaxIdempotentInFlight: 1, DefaultRetries: 3}
+	r := ResolveProducer(ProducerConfig{}, small)
+	if !r.Idempotent || r.MaxInFlight != 1 || r.Retries != 3 || len(r.Departures) != 2 {
+		t.Errorf("%+v", r)
+	}
+	again := ResolveProducer(r.Config(), small)
+	if again.Producer != r.Producer || len(again.Assumed) != 0 || len(again.Departures) != 0 {
+		t.Errorf("resolving a resolved producer: %+v, want %+v with nothing assumed or departed", again, r.Producer)
+	}
+	if plain := ResolveProducer(ProducerConfig{Delivery: Delivery{Idempotence: new(false)}}, small); plain.MaxInFlight != 5 {
+		t.Errorf("the in-flight limit is the idempotent producer's only: %+v", plain)
+	}
+}
+
+func TestDeliveryOver(t *testing.T) {
+	client := Delivery{Acks: new(AcksAll), Idempotence: new(true), Retries: new(7)}
+	// A group's acks=1 without idempotence drops the client's idempotence (Kafka's default
+	// for acks=1 applies) and keeps the rest.
+	g := Delivery{Acks: new(AcksLeader)}.Over(client)
+	if *g.Acks != AcksLeader || g.Idempotence != nil || *g.Retries != 7 {
+		t.Errorf("%+v", g)
+	}
+	// Its own idempotence stays, even if Kafka then refuses the pair.
+	g = Delivery{Acks: new(AcksLeader), Idempotence: new(true)}.Over(client)
+	if g.Idempotence == nil || !*g.Idempotence {
+		t.Errorf("%+v", g)
+	}
+	if g = (Delivery{}).Over(client); *g.Acks != AcksAll || !*g.Idempotence {
+		t.Errorf("nothing over the client: %+v", g)
+	}
+	pc := ProducerConfig{AppResend: new(true)}.Over(ProducerConfig{Delivery: client, Transactional: new(false)})
+	if !*pc.AppResend || *pc.Transactional || *pc.Retries != 7 {
+		t.Errorf("%+v", pc)
+	}
+}
+
+func TestResolveTopic(t *testing.T) {
+	r := ResolveTopic(TopicConfig{})
+	if r.RF != 1 || r.MinISR != 1 || r.Unclean || len(r.Assumed) != 3 || r.Conflict != "" {
+		t.Errorf("Kafka 4.3's topic defaults: %+v", r)
+	}
+	if r := ResolveTopic(TopicConfig{ReplicationFactor: new(1), MinInsyncReplicas: new(2)}); !strings.Contains(r.Conflict, "exceeds") {
+		t.Errorf("min ISR above RF: %+v", r)
+	}
+	full := Topic{RF: 3, MinISR: 2, Unclean: true}
+	if r := ResolveTopic(full.Config()); r.Topic != full || len(r.Assumed) != 0 {
+		t.Errorf("a stated topic: %+v", r)
+	}
+	if got := (TopicConfig{MinInsyncReplicas: new(1)}).Over(full.Config()); *got.MinInsyncReplicas != 1 || *got.ReplicationFactor != 3 {
+		t.Errorf("Over: %+v", got)
+	}
+}

@@ -1,0 +1,51 @@
+// Package guarantee holds what Kafka 4.3 documents, as one table from the circumstances of a
+// finding (the settings of the producer that wrote the record concerned, of its topic, the
+// faults that took effect, the reader's isolation) to the anomalies they permit or forbid, each
+// row with the reason that results.json quotes (Rules). The settings are package kafkaconf's;
+// the table is docs/guarantees.md in code. It imports nothing of Verity's but kafkaconf, so the
+// scenarios, the checker, the report and the CLI all read the same table.
+package guarantee
+
+import "strings"
+
+// Fault kinds that change what the table permits. Names in nemesis events are normalised by
+// FaultKind.
+const (
+	FaultDiskLoss        = "disk-loss"
+	FaultUncleanElection = "unclean-election"
+)
+
+// FaultKind maps the spellings a nemesis may use onto the kinds the table knows; any other
+// name is returned lower-cased as it is.
+func FaultKind(name string) string {
+	n := strings.ToLower(strings.TrimSpace(name))
+	n = strings.ReplaceAll(n, "_", "-")
+	switch n {
+	case "disk-loss", "wipe", "wipe-disk", "wipe-data", "lose-disk", "disk-wipe", "lose-data":
+		return FaultDiskLoss
+	case "unclean-election", "unclean-leader-election", "unclean":
+		return FaultUncleanElection
+	}
+	return n
+}
+
+// Faults is what the run did to the partition a finding concerns, as far as the table cares:
+// the faults that took effect on its replicas.
+type Faults struct {
+	// Kinds are the normalised fault kinds that took effect, sorted.
+	Kinds []string
+	// DiskLossNodes counts distinct replicas whose disk was lost; -1 when a disk loss is
+	// known but not on how many nodes, which the table treats as one.
+	DiskLossNodes   int
+	UncleanElection bool
+}
+
+// DiskLoss reports whether any disk was lost.
+func (f Faults) DiskLoss() bool { return f.DiskLossNodes != 0 }
+
+func (f Faults) diskNodes() int {
+	if f.DiskLossNodes < 0 {
+		return 1
+	}
+	return f.DiskLossNodes
+}
