@@ -272,11 +272,12 @@ func (c *checker) delivery(path string, d kafkaconf.Delivery) bool {
 
 // producer checks that Kafka would run a producer asked for pc (path names where own, the
 // settings the path itself gives, came from): kafkaconf.ResolveProducer decides, so that the
-// scenario refuses exactly what Kafka refuses.
-func (c *checker) producer(path string, own kafkaconf.Delivery, pc kafkaconf.ProducerConfig) {
+// scenario refuses exactly what Kafka refuses. A conflict equal to the client's is not said
+// again.
+func (c *checker) producer(path string, own kafkaconf.Delivery, pc kafkaconf.ProducerConfig, clientConflict string) {
 	r := kafkaconf.ResolveProducer(pc, kafkaconf.JavaClient())
-	if r.Conflict == "" {
-		return
+	if r.Conflict == "" || r.Conflict == clientConflict {
+		return // a group with the client's own conflict: said once, for the client
 	}
 	switch {
 	case own.Idempotence != nil:
@@ -290,7 +291,7 @@ func (c *checker) producer(path string, own kafkaconf.Delivery, pc kafkaconf.Pro
 func (c *checker) client() {
 	cl := c.s.Client
 	if c.delivery("client", cl.Delivery) {
-		c.producer("client", cl.Delivery, cl.Producer(ProducerGroup{}))
+		c.producer("client", cl.Delivery, cl.Producer(ProducerGroup{}), "")
 	}
 	for _, d := range []struct {
 		name string
@@ -359,7 +360,7 @@ func (c *checker) workload() {
 		// The client's own settings were checked with the client; a group that gives nothing
 		// of its own cannot add a conflict.
 		if c.delivery(p, g.Delivery) && !g.Delivery.IsZero() {
-			c.producer(p, g.Delivery, cl.Producer(g))
+			c.producer(p, g.Delivery, cl.Producer(g), kafkaconf.ResolveProducer(cl.Producer(ProducerGroup{}), kafkaconf.JavaClient()).Conflict)
 		}
 	}
 	if w.Transactional.Count < 0 {

@@ -41,6 +41,9 @@ func main() {
 	// testcontainers prints a banner on its first engine connection through its own global
 	// logger; a command line tool keeps stderr for its one-line messages.
 	tclog.SetDefault(tclog.NewNoopLogger())
+	// A closed pipe on stdout or stderr (verity run | head) must not kill the process before it
+	// removes its cluster: ignored, the writes fail and the run goes on to its cleanup.
+	signal.Ignore(syscall.SIGPIPE)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args, os.Stdout, os.Stderr)
 	stop()
