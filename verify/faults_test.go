@@ -121,6 +121,12 @@ func TestResultsFaultsListWhatTookEffect(t *testing.T) {
 			h.add(nemesisInvoke("unclean-election", `{}`))
 		}, nil},
 		{"the config's schedule does not", func(h *hb) {}, nil},
+		{"heals and the end of a run are not faults", func(h *hb) {
+			h.nemesisEvent("kill", `{"nodes":[1]}`, OK)
+			for _, f := range []string{"start", "resume", "heal", "heal-all", "healthy"} {
+				h.nemesisEvent(f, `{"nodes":[1]}`, OK)
+			}
+		}, []string{"kill"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
