@@ -24,6 +24,8 @@ import (
 type Config struct {
 	// Scenario is the scenario's name, copied to the results.
 	Scenario string `json:"scenario,omitempty"`
+	// Client is the Kafka client every client process of the run used.
+	Client *ClientInfo `json:"client,omitempty"`
 	// Producer holds the settings of every producer process that Processes does not list.
 	Producer *kafkaconf.ProducerConfig `json:"producer,omitempty"`
 	// Processes holds each producer process's settings, by the history's process number; a
@@ -46,6 +48,16 @@ type Config struct {
 	// reader of the history; the checker does not judge by them.
 	Spec      json.RawMessage `json:"spec,omitempty"`
 	Workloads json.RawMessage `json:"workloads,omitempty"`
+}
+
+// ClientInfo is the Kafka client a run drove: its name (kafkaconf.Clients), its module and the
+// version linked into the binary that ran, and the transaction protocol its transactional
+// producers spoke with the cluster (absent when the run had none).
+type ClientInfo struct {
+	Name        kafkaconf.ClientName  `json:"name"`
+	Module      string                `json:"module,omitempty"`
+	Version     string                `json:"version,omitempty"`
+	TxnProtocol kafkaconf.TxnProtocol `json:"txn_protocol,omitempty"`
 }
 
 // ReadIsolation is the isolation of reads whose payload names none.
@@ -90,6 +102,10 @@ func (c Config) Clone() Config {
 	if c.Topic != nil {
 		t := *c.Topic
 		c.Topic = &t
+	}
+	if c.Client != nil {
+		ci := *c.Client
+		c.Client = &ci
 	}
 	c.Processes = maps.Clone(c.Processes)
 	c.Topics = maps.Clone(c.Topics)
@@ -152,6 +168,9 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 		case "topic":
 			out.Topic = new(kafkaconf.TopicConfig)
 			err = decodeStrict(k, v, out.Topic)
+		case "client":
+			out.Client = new(ClientInfo)
+			err = decodeStrict(k, v, out.Client)
 		case "topics":
 			out.Topics, err = decodeEntries(k, v, "topic names to topic settings",
 				func(name string) (string, error) { return name, nil }, decodeStrict[kafkaconf.TopicConfig])

@@ -106,19 +106,29 @@ func (p Producer) Config() ProducerConfig {
 // Java client Kafka documents: its defaults and its limits. ResolveProducer applies it after
 // Kafka's rules.
 type Client struct {
-	// Name names the client in departures ("sarama").
-	Name string
-	// MaxIdempotentInFlight is the most requests in flight its idempotent producer allows.
+	// Name names the client ("sarama"); Module is its Go module's path.
+	Name   ClientName
+	Module string
+	// Doc says in a sentence how the client departs from Kafka's Java client.
+	Doc string
+	// MaxIdempotentInFlight is the most requests in flight its idempotent producer allows;
+	// IdempotentInFlight, when not 0, is how many it always keeps, whatever is asked.
 	MaxIdempotentInFlight int
+	IdempotentInFlight    int
 	// DefaultRetries is what an unset retries means for it.
 	DefaultRetries int
 	// RetriesNote says why DefaultRetries differs from Kafka's, for the departure note.
 	RetriesNote string
+	// TxnProtocols are the transaction protocols it can speak, the one it prefers first.
+	TxnProtocols []TxnProtocol
+	// Capabilities are what it can do that a scenario may require.
+	Capabilities []Capability
 }
 
 // JavaClient is Kafka's own client: the settings as Kafka documents them.
 func JavaClient() Client {
-	return Client{Name: "Kafka's Java client", MaxIdempotentInFlight: MaxIdempotentInFlight, DefaultRetries: DefaultRetries}
+	return Client{Name: "Kafka's Java client", MaxIdempotentInFlight: MaxIdempotentInFlight, DefaultRetries: DefaultRetries,
+		TxnProtocols: []TxnProtocol{TxnProtocolV2, TxnProtocolV1}}
 }
 
 // Resolved is a producer's effective settings and how they were reached.
@@ -191,7 +201,13 @@ func ResolveProducer(c ProducerConfig, client Client) Resolved {
 		p.Idempotent = why == ""
 		assume("enable.idempotence=" + strconv.FormatBool(p.Idempotent))
 	}
-	if p.Idempotent && p.MaxInFlight > client.MaxIdempotentInFlight && r.Conflict == "" {
+	switch {
+	case r.Conflict != "" || !p.Idempotent:
+	case client.IdempotentInFlight > 0 && p.MaxInFlight != client.IdempotentInFlight:
+		r.Departures = append(r.Departures, fmt.Sprintf("idempotent producers run with max.in.flight.requests.per.connection=%d, not %d: %s's idempotent producer always keeps %d",
+			client.IdempotentInFlight, p.MaxInFlight, client.Name, client.IdempotentInFlight))
+		p.MaxInFlight = client.IdempotentInFlight
+	case p.MaxInFlight > client.MaxIdempotentInFlight:
 		r.Departures = append(r.Departures, fmt.Sprintf("idempotent producers run with max.in.flight.requests.per.connection=%d, not %d: %s's idempotent producer allows no more",
 			client.MaxIdempotentInFlight, p.MaxInFlight, client.Name))
 		p.MaxInFlight = client.MaxIdempotentInFlight

@@ -48,7 +48,9 @@ const holdAfter = 10 * time.Second
 // that runs on one cluster do not share them.
 func compile(s scenarios.Resolved, tag string) (*plan, error) {
 	pl := &plan{scenario: s, cluster: shapeOf(s.Scenario)}
-	ws := workloads.Spec{Name: s.Name, Seed: s.Seed, Duration: s.Duration.Std(), ScheduledFaults: s.ScheduledFaults()}
+	ws := workloads.Spec{Name: s.Name, Seed: s.Seed, Duration: s.Duration.Std(), ScheduledFaults: s.ScheduledFaults(),
+		Client: s.Client.Name, TxnProtocol: s.Client.TxnProtocol}
+	client, _ := kafkaconf.LookupClient(s.Client.Name) // validated
 	spec, err := json.Marshal(s.Scenario)
 	if err != nil {
 		return nil, fmt.Errorf("scenario %s: encoding it for the history header: %w", s.Name, err)
@@ -62,7 +64,7 @@ func compile(s scenarios.Resolved, tag string) (*plan, error) {
 	cl := s.Client
 	for _, g := range s.Workload.Producers {
 		pc := producerConfig(cl, g)
-		_, notes, err := pc.Resolved()
+		_, notes, err := pc.Resolved(client)
 		if err != nil {
 			return nil, fmt.Errorf("scenario %s: %w", s.Name, err)
 		}
@@ -157,7 +159,7 @@ func Header(s scenarios.Resolved) (history.Config, error) {
 		return history.Config{}, err
 	}
 	hs := harness.Spec{Nodes: s.Topology.Nodes, DedicatedControllers: s.Topology.DedicatedControllers, BrokerConfig: s.Broker}
-	return workloads.HeaderConfig(pl.workloads, s.Topology.Nodes, hs.Deviations())
+	return workloads.HeaderConfig(pl.workloads, s.Topology.Nodes, hs.Deviations(), workloads.PredictTxnProtocol(pl.workloads))
 }
 
 // freshNames returns s with every topic, consumer group and transactional.id it names given

@@ -9,6 +9,7 @@ import (
 	"github.com/verity-kafka/verity/kafkaconf"
 	"github.com/verity-kafka/verity/nemesis"
 	"github.com/verity-kafka/verity/scenarios"
+	"github.com/verity-kafka/verity/workloads"
 )
 
 // builtin resolves the built-in called name.
@@ -58,7 +59,7 @@ func TestCompileDefault(t *testing.T) {
 	if len(ws.Producers) != 2 || ws.Producers[0].Instances != 2 || !ws.Producers[1].Async {
 		t.Fatalf("producers %+v: want 2 one-at-a-time and 1 async", ws.Producers)
 	}
-	p, _, err := ws.Producers[0].ProducerConfig.Resolved()
+	p, _, err := ws.Producers[0].ProducerConfig.Resolved(workloads.Sarama())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +90,7 @@ func TestCompileNonIdempotentKeepsInFlight(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := pl.workloads.Producers[0].ProducerConfig.Settings()
+	p := pl.workloads.Producers[0].ProducerConfig.Settings(workloads.Sarama())
 	if p.Idempotent || p.MaxInFlight != 5 || slices.ContainsFunc(pl.notes, func(n string) bool { return strings.Contains(n, "in.flight") }) {
 		t.Errorf("producer %+v, notes %q: want non-idempotent with 5 in flight and no note on it", p, pl.notes)
 	}
@@ -100,7 +101,7 @@ func TestCompileNonIdempotentKeepsInFlight(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pl.workloads.Producers[0].ProducerConfig.Settings().Idempotent {
+	if pl.workloads.Producers[0].ProducerConfig.Settings(workloads.Sarama()).Idempotent {
 		t.Error("acks=1 with idempotence unset compiled to an idempotent producer")
 	}
 }

@@ -77,6 +77,9 @@ func (s Scenario) withDefaults() Scenario {
 	if s.Client.Isolation == "" {
 		s.Client.Isolation = DefaultIsolation
 	}
+	if s.Client.Name == "" {
+		s.Client.Name = kafkaconf.DefaultClient
+	}
 
 	w := &s.Workload
 	if len(w.Producers) == 0 && w.Transactional.Count == 0 && w.Processors.Count == 0 &&
@@ -180,6 +183,7 @@ func (s Scenario) Clone() Scenario {
 		s.Topics[i].Config = maps.Clone(s.Topics[i].Config)
 	}
 	s.Client.Delivery = cloneDelivery(s.Client.Delivery)
+	s.Requires = slices.Clone(s.Requires)
 	w := &s.Workload
 	w.Producers = slices.Clone(w.Producers)
 	for i := range w.Producers {

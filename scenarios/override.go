@@ -83,6 +83,20 @@ func Knobs() []Knob {
 				}
 				return nil
 			}},
+		{Name: "client", Usage: "the Kafka `CLIENT` every workload drives (" + strings.Join(kafkaconf.ClientNames(), " or ") + ")",
+			Kind: KnobText, Axis: true,
+			Scenario: func(s *Scenario, v string) error {
+				n, err := kafkaconf.ParseClient(v)
+				s.Client.Name = n
+				return err
+			}},
+		{Name: "txn-protocol", Usage: "cap the transaction `PROTOCOL` of the transactional clients (v1: before KIP-890; v2)",
+			Kind: KnobText, Axis: true,
+			Scenario: func(s *Scenario, v string) error {
+				p, err := kafkaconf.ParseTxnProtocol(v)
+				s.Client.TxnProtocol = p
+				return err
+			}},
 		{Name: "nodes", Usage: "number of brokers `N` (a matrix starts a cluster for each)", Kind: KnobInt, Axis: true,
 			Scenario: func(s *Scenario, v string) error {
 				n, err := parseInt(v, 1, 50, "brokers")

@@ -37,6 +37,9 @@ type Scenario struct {
 	Duration Duration `yaml:"duration" json:"duration"`
 	// Seed drives every random choice of the run: targets, random schedules, client choices.
 	Seed int64 `yaml:"seed" json:"seed"`
+	// Requires names what the scenario needs of its client (kafkaconf.Capabilities): a run
+	// with a client that lacks one is refused before anything starts.
+	Requires []kafkaconf.Capability `yaml:"requires,omitempty" json:"requires,omitempty"`
 }
 
 // Expectation is what a scenario expects a run to show, and why. Which anomalies the
@@ -90,6 +93,12 @@ type Topic struct {
 // setting (nil, zero duration, empty) is Kafka's default (package kafkaconf), as far as the
 // client can follow it; a run's notes say where it cannot.
 type Client struct {
+	// Name is the Kafka client every workload drives: sarama (default) or franz-go
+	// (kafkaconf.Clients says what each can do).
+	Name kafkaconf.ClientName `yaml:"name,omitempty" json:"name,omitempty"`
+	// TxnProtocol caps the transaction protocol the transactional producers and processors
+	// speak: v1 (before KIP-890) or v2; unset, the best the client and the cluster support.
+	TxnProtocol kafkaconf.TxnProtocol `yaml:"txn_protocol,omitempty" json:"txn_protocol,omitempty"`
 	// Delivery is acks, idempotence, max_in_flight and retries.
 	kafkaconf.Delivery `yaml:",inline"`
 	// RetryBackoff is retry.backoff.ms (unset: 100ms).

@@ -275,7 +275,7 @@ func (c *checker) delivery(path string, d kafkaconf.Delivery) bool {
 // scenario refuses exactly what Kafka refuses. A conflict equal to the client's is not said
 // again.
 func (c *checker) producer(path string, own kafkaconf.Delivery, pc kafkaconf.ProducerConfig, clientConflict string) {
-	r := kafkaconf.ResolveProducer(pc, kafkaconf.JavaClient())
+	r := kafkaconf.ResolveProducer(pc, kafkaconf.JavaClient()) // what Kafka refuses, whatever the client
 	if r.Conflict == "" || r.Conflict == clientConflict {
 		return // a group with the client's own conflict: said once, for the client
 	}
@@ -290,6 +290,24 @@ func (c *checker) producer(path string, own kafkaconf.Delivery, pc kafkaconf.Pro
 
 func (c *checker) client() {
 	cl := c.s.Client
+	kc, known := kafkaconf.LookupClient(cl.Name)
+	if !known {
+		c.addf("client.name", "%q: want one of %s", cl.Name, strings.Join(kafkaconf.ClientNames(), ", "))
+	}
+	transactional := c.s.Workload.Transactional.Count > 0 || c.s.Workload.Processors.Count > 0
+	if cl.TxnProtocol != "" && known && !slices.Contains(kc.TxnProtocols, cl.TxnProtocol) {
+		c.addf("client.txn_protocol", "%s: %s speaks transaction protocol %s only", cl.TxnProtocol, cl.Name, protocolList(kc.TxnProtocols))
+	}
+	if cl.TxnProtocol != "" && !transactional {
+		c.addf("client.txn_protocol", "set, but the workload has no transactional producers or processors")
+	}
+	for i, need := range c.s.Requires {
+		if _, err := kafkaconf.ParseCapability(string(need)); err != nil {
+			c.addf(fmt.Sprintf("requires[%d]", i), "%v", err)
+		} else if known && !kc.Has(need) {
+			c.addf(fmt.Sprintf("requires[%d]", i), "%s: the scenario needs it and client %s lacks it (%s)", need, cl.Name, kc.Doc)
+		}
+	}
 	if c.delivery("client", cl.Delivery) {
 		c.producer("client", cl.Delivery, cl.Producer(ProducerGroup{}), "")
 	}
@@ -333,13 +351,20 @@ func (c *checker) client() {
 	if tx.HoldOpen < 0 {
 		c.addf("client.transactions.hold_open", "%s: want 0 or more", tx.HoldOpen)
 	}
-	transactional := c.s.Workload.Transactional.Count > 0 || c.s.Workload.Processors.Count > 0
 	if tx != (Transactions{}) && !transactional {
 		c.addf("client.transactions", "set, but the workload has no transactional producers or processors")
 	}
 	if transactional && cl.Retries != nil && *cl.Retries == 0 {
 		c.addf("client.retries", "0: a transactional producer needs retries above 0 (idempotence), and the workload has transactional producers or processors")
 	}
+}
+
+func protocolList(ps []kafkaconf.TxnProtocol) string {
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		s[i] = string(p)
+	}
+	return strings.Join(s, " and ")
 }
 
 func (c *checker) isolation(path string, v kafkaconf.Isolation) {

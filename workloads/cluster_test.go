@@ -572,7 +572,7 @@ func (r *timedRecorder) CompleteAsync(inv history.Op, ty history.Type, v history
 // bareProducer is RunProducer's sarama producer with the same configuration and the same
 // window, values and partition choices, without a history: the baseline of the overhead figure.
 func bareProducer(ctx context.Context, brokers []string, p int, cfg ProducerConfig) (int64, time.Duration, error) {
-	cfg, _, err := cfg.Resolved()
+	cfg, _, err := cfg.Resolved(Sarama())
 	if err != nil {
 		return 0, 0, err
 	}

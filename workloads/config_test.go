@@ -3,18 +3,21 @@ package workloads
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/IBM/sarama"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/verity-kafka/verity/harness"
 	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/kafkaconf"
 )
 
 func TestProducerDefaultsAreKafkas(t *testing.T) {
-	c, warns, err := ProducerConfig{Topics: []string{"t"}}.Resolved()
+	c, warns, err := ProducerConfig{Topics: []string{"t"}}.Resolved(Sarama())
 	require.NoError(t, err)
 	require.Equal(t, kafkaconf.AcksAll, *c.Acks)
 	require.True(t, *c.Idempotence, "idempotence is on by default, as in Kafka")
@@ -36,7 +39,7 @@ func TestIdempotenceKeepsOneInFlight(t *testing.T) {
 		"asked":      {Idempotence: new(true), MaxInFlight: new(5)},
 		"by default": {MaxInFlight: new(5)},
 	} {
-		c, warns, err := ProducerConfig{Topics: []string{"t"}, Delivery: d}.Resolved()
+		c, warns, err := ProducerConfig{Topics: []string{"t"}, Delivery: d}.Resolved(Sarama())
 		require.NoError(t, err, name)
 		require.True(t, *c.Idempotence, name)
 		require.Equal(t, 1, *c.MaxInFlight, name)
@@ -54,12 +57,12 @@ func TestProducerConflictsAreErrors(t *testing.T) {
 		"bad partitioning":          {Topics: []string{"t"}, Partitioning: "sticky"},
 		"no topics":                 {},
 	} {
-		_, _, err := c.Resolved()
+		_, _, err := c.Resolved(Sarama())
 		require.Error(t, err, name)
 	}
 	// acks=1 leaves idempotence off by default, as Kafka does, and allows 0 retries.
 	c, _, err := ProducerConfig{Topics: []string{"t"}, Delivery: kafkaconf.Delivery{Acks: new(kafkaconf.AcksLeader), Retries: new(0)},
-		Compression: "zstd", Async: true}.Resolved()
+		Compression: "zstd", Async: true}.Resolved(Sarama())
 	require.NoError(t, err)
 	require.False(t, *c.Idempotence)
 	require.Equal(t, 5, *c.MaxInFlight)
@@ -73,7 +76,7 @@ func TestProducerConflictsAreErrors(t *testing.T) {
 }
 
 func TestRetryBackoffsAreCounted(t *testing.T) {
-	c, _, err := ProducerConfig{Topics: []string{"t"}}.Resolved()
+	c, _, err := ProducerConfig{Topics: []string{"t"}}.Resolved(Sarama())
 	require.NoError(t, err)
 	var retries atomic.Int64
 	sc, err := c.saramaConfig(harness.SaramaConfig("t"), &retries)
@@ -114,7 +117,7 @@ func TestPlanNumbersProcessesAndStatesSettings(t *testing.T) {
 	require.Equal(t, []string{"d", "a", "b"}, pl.final.Topics)
 	require.Len(t, pl.final.Isolations, 2, "transactions were used: both isolation levels")
 
-	h, err := HeaderConfig(spec, 3, []string{"replica.lag.time.max.ms=10000"})
+	h, err := HeaderConfig(spec, 3, []string{"replica.lag.time.max.ms=10000"}, kafkaconf.TxnProtocolV1)
 	require.NoError(t, err)
 	raw, err := json.Marshal(h)
 	require.NoError(t, err)
@@ -146,4 +149,22 @@ func TestPlanNumbersProcessesAndStatesSettings(t *testing.T) {
 	pl, err = planRun(noTxn)
 	require.NoError(t, err)
 	require.Equal(t, []kafkaconf.Isolation{kafkaconf.ReadUncommitted}, pl.final.Isolations)
+}
+
+func TestErrorTextNamesKafkasError(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{sarama.ErrNotEnoughReplicas, "kafka server: NOT_ENOUGH_REPLICAS: "},
+		{kerr.NotEnoughReplicas, "kafka server: NOT_ENOUGH_REPLICAS: "},
+		{fmt.Errorf("producing: %w", kerr.RequestTimedOut), "producing: REQUEST_TIMED_OUT: "},
+	} {
+		if got := ErrorText(c.err); !strings.HasPrefix(got, c.want) {
+			t.Errorf("%v: %q, want it to start with %q", c.err, got, c.want)
+		}
+	}
+	if got := ErrorText(fmt.Errorf("producing: %w", kerr.RequestTimedOut)); !strings.HasSuffix(got, "(kafka server: REQUEST_TIMED_OUT)") {
+		t.Errorf("a wrapped franz-go error: %q", got)
+	}
 }

@@ -1,6 +1,7 @@
 package workloads
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,8 +10,10 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/verity-kafka/verity/harness"
 	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/kafkaconf"
 )
 
 // Recorder is where workloads record their ops: a *history.Writer, or anything with its three
@@ -32,10 +35,19 @@ type Env struct {
 	// Processes numbers client instances started during the run (a zombie's usurper). Nil
 	// means numbers from 1000 up.
 	Processes *Processes
+	// Client is the Kafka client every workload of the run drives (kafkaconf.Clients); default
+	// kafkaconf.DefaultClient. TxnProtocol caps the transaction protocol it may speak ("":
+	// the best the client and the cluster both support).
+	Client      kafkaconf.ClientName
+	TxnProtocol kafkaconf.TxnProtocol
 	// Sarama returns a base sarama configuration for a client id; default
 	// harness.SaramaConfig (the cluster's Kafka version, timeouts for fault tests). Workloads
 	// set the producer, consumer and transaction fields on top.
 	Sarama func(clientID string) *sarama.Config
+	// Franz returns the base options of a franz-go client for a client id (seed brokers,
+	// timeouts); default franzBase. Workloads add the producer, consumer and transaction
+	// options.
+	Franz func(clientID string) []kgo.Opt
 	// Log receives progress and warnings; default discards.
 	Log *slog.Logger
 }
@@ -44,11 +56,26 @@ func (e Env) withDefaults() (Env, error) {
 	if e.Recorder == nil {
 		return e, fmt.Errorf("workloads: Env.Recorder is required")
 	}
+	return e.settled()
+}
+
+// settled is e with its defaults, as far as they need no recorder.
+func (e Env) settled() (Env, error) {
 	if len(e.Brokers) == 0 {
 		return e, fmt.Errorf("workloads: Env.Brokers is empty")
 	}
+	if e.Client == "" {
+		e.Client = kafkaconf.DefaultClient
+	}
+	if _, err := kafkaconf.ParseClient(string(e.Client)); err != nil {
+		return e, fmt.Errorf("workloads: %w", err)
+	}
 	if e.Sarama == nil {
 		e.Sarama = harness.SaramaConfig
+	}
+	if e.Franz == nil {
+		brokers := e.Brokers
+		e.Franz = func(clientID string) []kgo.Opt { return franzBase(brokers, clientID) }
 	}
 	if e.Log == nil {
 		e.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -60,6 +87,28 @@ func (e Env) withDefaults() (Env, error) {
 }
 
 func clientID(p int, role string) string { return fmt.Sprintf("verity-%s-p%d", role, p) }
+
+// kafka is the run's client as kafkaconf describes it: its limits and capabilities.
+func (e Env) kafka() kafkaconf.Client {
+	c, _ := kafkaconf.LookupClient(cmp.Or(e.Client, kafkaconf.DefaultClient))
+	return c
+}
+
+// franzBase are a franz-go client's options for the harness's clusters, as harness.SaramaConfig
+// is sarama's: the seed brokers, an id, and timeouts short enough for fault tests (a dial that
+// does not answer in 5 s is a cut link) but above the broker's ack timeout, so that an acks=all
+// produce waits for REQUEST_TIMED_OUT rather than dropping the connection as it arrives.
+func franzBase(brokers []string, clientID string) []kgo.Opt {
+	return []kgo.Opt{
+		kgo.SeedBrokers(brokers...),
+		kgo.ClientID(clientID),
+		kgo.DialTimeout(5 * time.Second),
+		kgo.RequestTimeoutOverhead(5 * time.Second),
+		kgo.MetadataMinAge(250 * time.Millisecond),
+		kgo.MetadataMaxAge(5 * time.Second),
+		kgo.RetryBackoffFn(func(tries int) time.Duration { return min(time.Duration(tries)*100*time.Millisecond, time.Second) }),
+	}
+}
 
 // raw marshals a payload for ops whose value history.Payload keeps as raw JSON (assign,
 // subscribe, crash). The values are maps and slices of plain types: marshalling cannot fail.

@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/verity-kafka/verity/history"
 )
 
@@ -192,12 +193,20 @@ func isNetworkError(err error) bool {
 		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, net.ErrClosed)
 }
 
-// ErrorText is the history's "error" text for err: sarama's message, with Kafka's protocol name
-// of a broker error put first (e.g. "kafka server: NOT_ENOUGH_REPLICAS: Messages are rejected
-// since …"), so that the history says which error it was in the words the Kafka documents use.
+// ErrorText is the history's "error" text for err: the client's message, with Kafka's protocol
+// name of a broker error put first (e.g. "kafka server: NOT_ENOUGH_REPLICAS: Messages are
+// rejected since …"), so that the history says which error it was in the words the Kafka
+// documents use, whichever client met it.
 func ErrorText(err error) string {
 	if err == nil {
 		return ""
+	}
+	if ke, ok := errors.AsType[*kerr.Error](err); ok {
+		// franz-go's broker errors carry Kafka's protocol name already.
+		if text := err.Error(); !strings.HasPrefix(text, ke.Message) {
+			return fmt.Sprintf("%s (kafka server: %s)", text, ke.Message)
+		}
+		return "kafka server: " + err.Error()
 	}
 	var k sarama.KError
 	if !errors.As(err, &k) {

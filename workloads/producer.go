@@ -82,26 +82,26 @@ type ProducerConfig struct {
 }
 
 // Sarama is what sarama's producer does with Kafka's settings where it departs from Kafka's Java
-// client: its idempotent producer keeps one request in flight (Net.MaxOpenRequests must be 1),
-// and an unset retries is its own default, 3, each send still bounded by the workload's
-// delivery timeout.
+// client (kafkaconf.Clients): its idempotent producer keeps one request in flight
+// (Net.MaxOpenRequests must be 1), and an unset retries is its own default, 3, each send still
+// bounded by the workload's delivery timeout.
 func Sarama() kafkaconf.Client {
-	return kafkaconf.Client{Name: "sarama", MaxIdempotentInFlight: 1, DefaultRetries: 3,
-		RetriesNote: " (sarama has no delivery.timeout.ms; the workload bounds each send by its delivery timeout)"}
+	c, _ := kafkaconf.LookupClient(kafkaconf.Sarama)
+	return c
 }
 
-// settings are the effective delivery settings of a producer that asks for d.
-func settings(c kafkaconf.ProducerConfig) (kafkaconf.Producer, []string, error) {
-	r := kafkaconf.ResolveProducer(c, Sarama())
+// settings are the effective delivery settings of a producer that asks for c, run by client.
+func settings(c kafkaconf.ProducerConfig, client kafkaconf.Client) (kafkaconf.Producer, []string, error) {
+	r := kafkaconf.ResolveProducer(c, client)
 	if r.Conflict != "" {
 		return r.Producer, nil, fmt.Errorf("producer: %s: Kafka refuses to start such a producer", r.Conflict)
 	}
 	return r.Producer, r.Departures, nil
 }
 
-// Settings are the effective settings of a resolved producer (see Resolved).
-func (c ProducerConfig) Settings() kafkaconf.Producer {
-	p, _, _ := settings(c.kafka())
+// Settings are the effective settings of a producer resolved for client (see Resolved).
+func (c ProducerConfig) Settings(client kafkaconf.Client) kafkaconf.Producer {
+	p, _, _ := settings(c.kafka(), client)
 	return p
 }
 
@@ -110,13 +110,13 @@ func (c ProducerConfig) kafka() kafkaconf.ProducerConfig {
 }
 
 // Resolved fills in the defaults and checks the configuration: Delivery comes back with all
-// four settings stated as sarama will run them. warnings say where sarama made it depart from
-// Kafka (never silently); err says what cannot be run at all.
-func (c ProducerConfig) Resolved() (_ ProducerConfig, warnings []string, err error) {
+// four settings stated as client will run them. warnings say where the client made it depart
+// from Kafka (never silently); err says what cannot be run at all.
+func (c ProducerConfig) Resolved(client kafkaconf.Client) (_ ProducerConfig, warnings []string, err error) {
 	if len(c.Topics) == 0 {
 		return c, nil, errors.New("producer: no topics")
 	}
-	p, warnings, err := settings(c.kafka())
+	p, warnings, err := settings(c.kafka(), client)
 	if err != nil {
 		return c, nil, err
 	}
@@ -379,7 +379,7 @@ func RunProducer(ctx context.Context, env Env, p int, cfg ProducerConfig) (Produ
 	if err != nil {
 		return ProducerStats{}, err
 	}
-	cfg, warnings, err := cfg.Resolved()
+	cfg, warnings, err := cfg.Resolved(env.kafka())
 	if err != nil {
 		return ProducerStats{}, err
 	}

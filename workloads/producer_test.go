@@ -18,7 +18,7 @@ import (
 // mockRun builds a producer workload around sarama's mock producer, recording into buf.
 func mockRun(t *testing.T, cfg ProducerConfig, buf *bytes.Buffer) (*producerRun, *mocks.AsyncProducer, *history.Writer) {
 	t.Helper()
-	cfg, _, err := cfg.Resolved()
+	cfg, _, err := cfg.Resolved(Sarama())
 	require.NoError(t, err)
 	w, err := history.NewWriter(buf, history.Header{Seed: 1})
 	require.NoError(t, err)

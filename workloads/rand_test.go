@@ -47,7 +47,7 @@ var parts = map[string]int32{"a": 3, "b": 2, "c": 5}
 
 func TestChooserIsReproducible(t *testing.T) {
 	for _, mode := range []Partitioning{PartitionRandom, PartitionKey, PartitionRoundRobin, PartitionFixed} {
-		cfg, _, err := ProducerConfig{Topics: []string{"a", "b", "c"}, Partitioning: mode, Partition: 1}.Resolved()
+		cfg, _, err := ProducerConfig{Topics: []string{"a", "b", "c"}, Partitioning: mode, Partition: 1}.Resolved(Sarama())
 		require.NoError(t, err)
 		seq := func(seed int64) []target {
 			ch := newChooser(NewRand(seed, 1), cfg, parts)
@@ -81,7 +81,7 @@ func TestKeyPartitioningIsTheJavaClients(t *testing.T) {
 			require.Equal(t, (c.hash&0x7fffffff)%n, p, "key %q, %d partitions", c.key, n)
 		}
 	}
-	cfg, _, err := ProducerConfig{Topics: []string{"c"}, Partitioning: PartitionKey, Keys: 4}.Resolved()
+	cfg, _, err := ProducerConfig{Topics: []string{"c"}, Partitioning: PartitionKey, Keys: 4}.Resolved(Sarama())
 	require.NoError(t, err)
 	ch := newChooser(NewRand(1, 1), cfg, parts)
 	byKey := map[string]int32{}

@@ -8,10 +8,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/verity-kafka/verity/harness"
 	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/kafkaconf"
@@ -37,6 +40,11 @@ type Spec struct {
 	Name string `json:"scenario,omitempty"`
 	// Seed: every random choice of the run comes from it (see NewRand).
 	Seed int64 `json:"seed"`
+	// Client is the Kafka client every workload drives (default kafkaconf.DefaultClient);
+	// TxnProtocol caps the transaction protocol it may speak ("": the best it and the cluster
+	// support).
+	Client      kafkaconf.ClientName  `json:"client,omitempty"`
+	TxnProtocol kafkaconf.TxnProtocol `json:"txn_protocol,omitempty"`
 	// Duration of the workloads; the final reads come after it.
 	Duration time.Duration `json:"duration"`
 	// Topics are created before the workloads start (existing ones are left as they are).
@@ -57,8 +65,9 @@ type Spec struct {
 	// history; the checker does not judge by them).
 	ScheduledFaults []string        `json:"-"`
 	Scenario        json.RawMessage `json:"-"`
-	// Sarama and Log as in Env.
+	// Sarama, Franz and Log as in Env.
 	Sarama func(clientID string) *sarama.Config `json:"-"`
+	Franz  func(clientID string) []kgo.Opt      `json:"-"`
 	Log    *slog.Logger                         `json:"-"`
 }
 
@@ -99,7 +108,18 @@ func Run(ctx context.Context, c Cluster, path string, spec Spec) (*Result, error
 			return nil, fmt.Errorf("run: %w", err)
 		}
 	}
-	config, err := headerConfig(spec, plan, len(c.Brokers()), c.Deviations())
+	env := Env{Brokers: c.Bootstrap(), Seed: spec.Seed, Client: spec.Client, TxnProtocol: spec.TxnProtocol,
+		Sarama: spec.Sarama, Franz: spec.Franz, Log: log}
+	if env, err = env.settled(); err != nil {
+		return nil, fmt.Errorf("run: %w", err)
+	}
+	var txn kafkaconf.TxnProtocol
+	if len(plan.txns) > 0 || len(plan.procs) > 0 {
+		if txn, err = txnProtocol(ctx, env); err != nil {
+			return nil, fmt.Errorf("run: %w", err)
+		}
+	}
+	config, err := headerConfig(spec, plan, len(c.Brokers()), c.Deviations(), txn)
 	if err != nil {
 		return nil, err
 	}
@@ -108,8 +128,7 @@ func Run(ctx context.Context, c Cluster, path string, spec Spec) (*Result, error
 		return nil, fmt.Errorf("run: %w", err)
 	}
 	res := &Result{Path: path, Header: w.Header()}
-	env := Env{Brokers: c.Bootstrap(), Recorder: w, Seed: spec.Seed, Processes: NewProcesses(plan.next + plan.final.Workers),
-		Sarama: spec.Sarama, Log: log}
+	env.Recorder, env.Processes = w, NewProcesses(plan.next+plan.final.Workers)
 	errs := runWorkloads(ctx, env, spec, plan, res)
 
 	frStats, frErr := FinalRead(ctx, env, plan.next, plan.final)
@@ -123,6 +142,24 @@ func Run(ctx context.Context, c Cluster, path string, spec Spec) (*Result, error
 	}
 	log.Info("run done", "history", path, "ops", res.Ops, "bytes", res.Bytes, "final_read_complete", frStats.AllComplete())
 	return res, errors.Join(errs...)
+}
+
+// client is the spec's client as kafkaconf describes it.
+func (spec Spec) client() (kafkaconf.Client, error) {
+	name := cmp.Or(spec.Client, kafkaconf.DefaultClient)
+	if _, err := kafkaconf.ParseClient(string(name)); err != nil {
+		return kafkaconf.Client{}, fmt.Errorf("run: %w", err)
+	}
+	c, _ := kafkaconf.LookupClient(name)
+	return c, nil
+}
+
+func joinProtocols(ps []kafkaconf.TxnProtocol) string {
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		s[i] = string(p)
+	}
+	return strings.Join(s, " and ")
 }
 
 // runPlan is a spec with every configuration resolved and every process numbered.
@@ -145,9 +182,13 @@ type numbered[T any] struct {
 // processors, consumers), then the final readers.
 func planRun(spec Spec) (runPlan, error) {
 	var pl runPlan
+	client, err := spec.client()
+	if err != nil {
+		return pl, err
+	}
 	p := 0
 	for i, ps := range spec.Producers {
-		cfg, warns, err := ps.ProducerConfig.Resolved()
+		cfg, warns, err := ps.ProducerConfig.Resolved(client)
 		if err != nil {
 			return pl, fmt.Errorf("run: producers[%d]: %w", i, err)
 		}
@@ -182,6 +223,9 @@ func planRun(spec Spec) (runPlan, error) {
 		p++
 	}
 	pl.next = p
+	if (len(pl.txns) > 0 || len(pl.procs) > 0) && spec.TxnProtocol != "" && !slices.Contains(client.TxnProtocols, spec.TxnProtocol) {
+		return pl, fmt.Errorf("run: %s speaks transaction protocol %s only, not %s", client.Name, joinProtocols(client.TxnProtocols), spec.TxnProtocol)
+	}
 	fr := spec.FinalRead
 	if len(fr.Topics) == 0 {
 		for _, t := range spec.Topics {
@@ -191,7 +235,6 @@ func planRun(spec Spec) (runPlan, error) {
 	if len(fr.Isolations) == 0 && len(pl.txns) == 0 && len(pl.procs) == 0 {
 		fr.Isolations = []kafkaconf.Isolation{kafkaconf.ReadUncommitted}
 	}
-	var err error
 	if pl.final, err = fr.withDefaults(); err != nil {
 		return pl, fmt.Errorf("run: %w", err)
 	}
@@ -203,12 +246,32 @@ func planRun(spec Spec) (runPlan, error) {
 // topic's settings, stated in full as the workloads configure the client with them, and the
 // resolved workloads. It is the one place a header is made: Run writes it, and a runner predicts
 // a scenario's header with it before anything starts.
-func HeaderConfig(spec Spec, brokers int, deviations []string) (history.Config, error) {
+//
+// txn is the transaction protocol the run's transactional clients speak ("" when it has none):
+// Run asks the cluster; a prediction takes what the client prefers within the cap.
+func HeaderConfig(spec Spec, brokers int, deviations []string, txn kafkaconf.TxnProtocol) (history.Config, error) {
 	pl, err := planRun(spec)
 	if err != nil {
 		return history.Config{}, err
 	}
-	return headerConfig(spec, pl, brokers, deviations)
+	return headerConfig(spec, pl, brokers, deviations, txn)
+}
+
+// PredictTxnProtocol is the transaction protocol spec's transactional clients will speak on a
+// cluster that supports both (Kafka 4.3 finalises transaction.version 2 on a new cluster): the
+// client's preferred one within the spec's cap; "" when the spec has none.
+func PredictTxnProtocol(spec Spec) kafkaconf.TxnProtocol {
+	if len(spec.Transactional) == 0 && len(spec.Processors) == 0 {
+		return ""
+	}
+	c, err := spec.client()
+	if err != nil || len(c.TxnProtocols) == 0 {
+		return ""
+	}
+	if spec.TxnProtocol != "" {
+		return spec.TxnProtocol
+	}
+	return c.TxnProtocols[0]
 }
 
 // resolvedWorkloads is the header's "workloads": the run as planned, for a reader.
@@ -223,17 +286,22 @@ type resolvedWorkloads struct {
 	Warnings      []string                    `json:"warnings,omitempty"`
 }
 
-func headerConfig(spec Spec, pl runPlan, brokers int, deviations []string) (history.Config, error) {
+func headerConfig(spec Spec, pl runPlan, brokers int, deviations []string, txn kafkaconf.TxnProtocol) (history.Config, error) {
+	client, err := spec.client()
+	if err != nil {
+		return history.Config{}, err
+	}
 	c := history.Config{Scenario: spec.Name, Processes: map[int]kafkaconf.ProducerConfig{}, Topics: map[string]kafkaconf.TopicConfig{},
-		Isolation: kafkaconf.ReadCommitted, Faults: spec.ScheduledFaults, Deviations: deviations, Spec: spec.Scenario}
+		Isolation: kafkaconf.ReadCommitted, Faults: spec.ScheduledFaults, Deviations: deviations, Spec: spec.Scenario,
+		Client: &history.ClientInfo{Name: client.Name, Module: client.Module, Version: client.Version(), TxnProtocol: txn}}
 	for _, n := range pl.producers {
-		c.Processes[n.p] = n.cfg.Settings().Config()
+		c.Processes[n.p] = n.cfg.Settings(client).Config()
 	}
 	for _, n := range pl.txns {
-		c.Processes[n.p] = transactional(n.cfg.TxnClientConfig).Config()
+		c.Processes[n.p] = transactional(client, n.cfg.TxnClientConfig).Config()
 	}
 	for _, n := range pl.procs {
-		c.Processes[n.p] = transactional(n.cfg.TxnClientConfig).Config()
+		c.Processes[n.p] = transactional(client, n.cfg.TxnClientConfig).Config()
 	}
 	for _, t := range spec.Topics {
 		tc := kafkaconf.TopicConfig{ReplicationFactor: new(cmp.Or(t.RF, brokers)), UncleanLeaderElection: t.Unclean}

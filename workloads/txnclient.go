@@ -17,8 +17,8 @@ type TxnClientConfig struct {
 	// before aborting it itself; default 30s (Kafka's: 60s), so that a crashed instance's open
 	// transaction stalls read_committed readers for less time.
 	Timeout time.Duration `json:"timeout,omitempty"`
-	// Retries is Producer.Retry.Max for the records (default: sarama's, see Sarama;
-	// idempotence needs >= 1).
+	// Retries is the client's retries for the records (0: the client's default, see
+	// kafkaconf.Clients; idempotence needs >= 1).
 	Retries int `json:"retries,omitempty"`
 	// RequestTimeout is Producer.Timeout, the leader's wait for the ISR; default 10s.
 	RequestTimeout time.Duration `json:"request_timeout,omitempty"`
@@ -28,21 +28,18 @@ type TxnClientConfig struct {
 }
 
 // transactional are the effective settings of a transactional producer with c: what Kafka
-// forces (acks=all, idempotence) within sarama's limits.
-func transactional(c TxnClientConfig) kafkaconf.Producer {
+// forces (acks=all, idempotence) within client's limits.
+func transactional(client kafkaconf.Client, c TxnClientConfig) kafkaconf.Producer {
 	pc := kafkaconf.ProducerConfig{Transactional: new(true)}
 	if c.Retries > 0 {
 		pc.Retries = new(c.Retries)
 	}
-	return kafkaconf.ResolveProducer(pc, Sarama()).Producer
+	return kafkaconf.ResolveProducer(pc, client).Producer
 }
 
 func (c TxnClientConfig) withDefaults() TxnClientConfig {
 	if c.Timeout <= 0 {
 		c.Timeout = 30 * time.Second
-	}
-	if c.Retries <= 0 {
-		c.Retries = transactional(c).Retries
 	}
 	if c.RequestTimeout <= 0 {
 		c.RequestTimeout = 10 * time.Second
@@ -94,7 +91,7 @@ func openTxnClient(ctx context.Context, env Env, p int, role, txnID string, c Tx
 
 func openTxnClientOnce(env Env, p int, role, txnID string, c TxnClientConfig, log *slog.Logger) (*txnClient, error) {
 	cfg := env.Sarama(clientID(p, role))
-	set := transactional(c)
+	set := transactional(env.kafka(), c)
 	cfg.Producer.Idempotent = set.Idempotent
 	cfg.Producer.RequiredAcks = requiredAcks(set.Acks)
 	cfg.Net.MaxOpenRequests = set.MaxInFlight

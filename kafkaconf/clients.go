@@ -1,0 +1,179 @@
+package kafkaconf
+
+import (
+	"fmt"
+	"runtime/debug"
+	"slices"
+	"strings"
+)
+
+// ClientName names a Kafka client Verity can drive.
+type ClientName string
+
+// The clients, as scenarios and flags name them.
+const (
+	Sarama  ClientName = "sarama"
+	FranzGo ClientName = "franz-go"
+)
+
+// Capability is something a client can do that a scenario may need.
+type Capability string
+
+// The capabilities a scenario may require of its client.
+const (
+	// CapIdempotentInFlight5: the idempotent producer keeps up to 5 requests in flight, as
+	// Kafka's broker de-duplicates (sarama's keeps one).
+	CapIdempotentInFlight5 Capability = "idempotent-in-flight-5"
+	// CapTxnProtocolV2: the client speaks KIP-890's transaction protocol (Produce v12, EndTxn v5:
+	// partitions added implicitly, the epoch bumped at every transaction's end).
+	CapTxnProtocolV2 Capability = "txn-protocol-v2"
+	// CapGroupMetadata: read-process-write offsets are sent with the member's generation
+	// (KIP-447), so that a member fenced by a rebalance cannot commit them.
+	CapGroupMetadata Capability = "kip-447-group-metadata"
+	// CapStableOffsetFetch: a read_committed group member asks for stable offsets (KIP-447),
+	// waiting out pending transactional offset commits.
+	CapStableOffsetFetch Capability = "stable-offset-fetch"
+	// CapTruncationDetection: the consumer validates its position against the leader epoch
+	// (KIP-320) and reports a log truncated under it as data loss.
+	CapTruncationDetection Capability = "truncation-detection"
+)
+
+// Capabilities lists every capability, in the order listings show them.
+func Capabilities() []Capability {
+	return []Capability{CapIdempotentInFlight5, CapTxnProtocolV2, CapGroupMetadata, CapStableOffsetFetch, CapTruncationDetection}
+}
+
+// ParseCapability reads a capability's name.
+func ParseCapability(s string) (Capability, error) {
+	if c := Capability(strings.TrimSpace(s)); slices.Contains(Capabilities(), c) {
+		return c, nil
+	}
+	names := make([]string, len(Capabilities()))
+	for i, c := range Capabilities() {
+		names[i] = string(c)
+	}
+	return "", fmt.Errorf("capability %q: want one of %s", s, strings.Join(names, ", "))
+}
+
+// UnmarshalText reads what ParseCapability reads.
+func (c *Capability) UnmarshalText(b []byte) error {
+	v, err := ParseCapability(string(b))
+	if err != nil {
+		return err
+	}
+	*c = v
+	return nil
+}
+
+// TxnProtocol is the transaction protocol a transactional client speaks with the cluster.
+type TxnProtocol string
+
+const (
+	// TxnProtocolV1 is the protocol before KIP-890: AddPartitionsToTxn before a partition's
+	// first record, EndTxn up to v4, one producer epoch for many transactions.
+	TxnProtocolV1 TxnProtocol = "v1"
+	// TxnProtocolV2 is KIP-890 part 2 (transaction.version=2): partitions added by the produce
+	// itself, the epoch bumped at the end of every transaction.
+	TxnProtocolV2 TxnProtocol = "v2"
+)
+
+// ParseTxnProtocol reads "v1" or "v2".
+func ParseTxnProtocol(s string) (TxnProtocol, error) {
+	switch p := TxnProtocol(strings.TrimSpace(s)); p {
+	case TxnProtocolV1, TxnProtocolV2:
+		return p, nil
+	}
+	return "", fmt.Errorf("transaction protocol %q: want v1 or v2", s)
+}
+
+// UnmarshalText reads what ParseTxnProtocol reads.
+func (p *TxnProtocol) UnmarshalText(b []byte) error {
+	v, err := ParseTxnProtocol(string(b))
+	if err != nil {
+		return err
+	}
+	*p = v
+	return nil
+}
+
+// Clients lists the clients Verity drives, the default first. Each says, as data, what it can
+// do and where it departs from Kafka's Java client; the workloads hold their adapters.
+func Clients() []Client {
+	return []Client{
+		{Name: Sarama, Module: "github.com/IBM/sarama", MaxIdempotentInFlight: 1, DefaultRetries: 3,
+			RetriesNote:  " (sarama has no delivery.timeout.ms; the workload bounds each send by its delivery timeout)",
+			TxnProtocols: []TxnProtocol{TxnProtocolV1},
+			Capabilities: []Capability{CapGroupMetadata, CapStableOffsetFetch},
+			Doc: "IBM/sarama: its idempotent producer keeps one request in flight; transactions speak the protocol before " +
+				"KIP-890 (EndTxn v3) whatever the cluster supports; no fetch position validation (KIP-320)"},
+		{Name: FranzGo, Module: "github.com/twmb/franz-go", MaxIdempotentInFlight: MaxIdempotentInFlight,
+			IdempotentInFlight: MaxIdempotentInFlight, DefaultRetries: DefaultRetries,
+			TxnProtocols: []TxnProtocol{TxnProtocolV2, TxnProtocolV1},
+			Capabilities: []Capability{CapIdempotentInFlight5, CapTxnProtocolV2, CapGroupMetadata, CapStableOffsetFetch, CapTruncationDetection},
+			Doc: "twmb/franz-go (kgo): idempotence on by default with 5 requests in flight; KIP-890 transactions where the cluster " +
+				"supports them (capped to v1 on request); a group transact session that rewinds to the committed offsets on abort; " +
+				"truncation reported as data loss"},
+	}
+}
+
+// DefaultClient is the client a scenario runs unless it names one.
+const DefaultClient = Sarama
+
+// LookupClient returns the client called name.
+func LookupClient(name ClientName) (Client, bool) {
+	for _, c := range Clients() {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return Client{}, false
+}
+
+// ClientNames lists the clients' names.
+func ClientNames() []string {
+	var out []string
+	for _, c := range Clients() {
+		out = append(out, string(c.Name))
+	}
+	return out
+}
+
+// ParseClient reads a client's name.
+func ParseClient(s string) (ClientName, error) {
+	n := ClientName(strings.TrimSpace(s))
+	if _, ok := LookupClient(n); ok {
+		return n, nil
+	}
+	return "", fmt.Errorf("client %q: want one of %s", s, strings.Join(ClientNames(), ", "))
+}
+
+// UnmarshalText reads what ParseClient reads.
+func (n *ClientName) UnmarshalText(b []byte) error {
+	v, err := ParseClient(string(b))
+	if err != nil {
+		return err
+	}
+	*n = v
+	return nil
+}
+
+// Has reports whether the client has capability c.
+func (c Client) Has(cap Capability) bool { return slices.Contains(c.Capabilities, cap) }
+
+// Version is the version of the client's module linked into this binary (from the build
+// information), or "unknown" when the binary carries none.
+func (c Client) Version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	for _, d := range bi.Deps {
+		if d.Path == c.Module {
+			if d.Replace != nil {
+				return d.Replace.Version
+			}
+			return d.Version
+		}
+	}
+	return "unknown"
+}
