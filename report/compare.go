@@ -40,6 +40,8 @@ type FamilyCount struct {
 
 // Row is one combination of axes, over its runs.
 type Row struct {
+	// Axes are the cell's axes; a "client" column (ClientText) is added when the client is not
+	// an axis, so that every table says which client ran.
 	Axes []Axis
 	Runs int
 	// Lost is lost-write; Duplicate duplicate; Reordered reorder.
@@ -98,12 +100,16 @@ func Compare(cells []Cell) []Row {
 		if r == nil {
 			continue
 		}
-		key := axesKey(c.Axes)
+		axes := slices.Clone(c.Axes)
+		if !slices.ContainsFunc(axes, func(a Axis) bool { return a.Name == clientAxis }) {
+			axes = append(axes, Axis{Name: clientAxis, Value: ClientText(r)})
+		}
+		key := axesKey(axes)
 		i, ok := index[key]
 		if !ok {
 			i = len(rows)
 			index[key] = i
-			rows = append(rows, Row{Axes: slices.Clone(c.Axes), Verdicts: map[results.Verdict]int{}, Availability: -1})
+			rows = append(rows, Row{Axes: axes, Verdicts: map[results.Verdict]int{}, Availability: -1})
 		}
 		row := &rows[i]
 		row.Runs++
@@ -180,6 +186,10 @@ func availability(r *results.Results) (pct float64, fromOps, ok bool) {
 	}
 	return 100 * float64(okN) / float64(all), true, true
 }
+
+// clientAxis is the client's column: the matrix's axis of that name, or the client the results
+// name.
+const clientAxis = "client"
 
 // axisNames are the axes of all rows, in order of first appearance.
 func axisNames(rows []Row) []string {

@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/net/html"
 
+	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/verify/guarantee"
 	"github.com/verity-kafka/verity/verify/results"
 )
@@ -22,6 +23,7 @@ func matrixCells() []Cell {
 					Anomalies: map[guarantee.Anomaly]results.Anomaly{},
 					Stats:     results.Stats{UnavailableMs: 600 * float64(run), LatencyMs: results.Percentiles{P99: 10 * float64(run)}},
 					Timings:   results.Timings{RunS: 60}}
+				r.Config.Client = &history.ClientInfo{Name: "sarama", Version: "v1.61.1"}
 				if acks == "1" && run < 3 {
 					r.Anomalies["lost-write"] = results.Anomaly{Count: run * 2, Judgement: guarantee.Permitted}
 				}
@@ -75,18 +77,29 @@ func TestCompareMarkdown(t *testing.T) {
 	if len(lines) != 6 {
 		t.Fatalf("%d lines:\n%s", len(lines), md)
 	}
-	want := "| acks | min.insync.replicas | fault | runs | lost | duplicate | reordered | other anomalies | write availability | p99 latency | verdict |"
+	want := "| acks | min.insync.replicas | fault | client | runs | lost | duplicate | reordered | other anomalies | write availability | p99 latency | verdict |"
 	if lines[0] != want {
 		t.Errorf("header\n%s\nwant\n%s", lines[0], want)
 	}
-	if !strings.HasPrefix(lines[1], "| --- |") || strings.Count(lines[1], "---") != 11 {
+	if !strings.HasPrefix(lines[1], "| --- |") || strings.Count(lines[1], "---") != 12 {
 		t.Errorf("separator %q", lines[1])
 	}
-	if want := "| 1 | 1 | kill-leader | 3 | 6 in 2/3 runs (permitted) | 0 | 0 | 0 | 98.0 % | 30.0 ms | pass ×3 |"; lines[2] != want {
+	if want := "| 1 | 1 | kill-leader | sarama v1.61.1 | 3 | 6 in 2/3 runs (permitted) | 0 | 0 | 0 | 98.0 % | 30.0 ms | pass ×3 |"; lines[2] != want {
 		t.Errorf("row\n%s\nwant\n%s", lines[2], want)
 	}
+	// A client axis is the client column; a history without a client says so.
+	cells := matrixCells()[:1]
+	cells[0].Axes = append(cells[0].Axes, Axis{"client", "franz-go"})
+	if md := CompareMarkdown(cells); strings.Count(md, "| client |") != 1 || !strings.Contains(md, "| franz-go |") {
+		t.Errorf("client axis:\n%s", md)
+	}
+	cells = matrixCells()[:1]
+	cells[0].Results.Config.Client = nil
+	if md := CompareMarkdown(cells); !strings.Contains(md, "| not recorded |") {
+		t.Errorf("history without a client:\n%s", md)
+	}
 	// Without the run's length, availability is the share of writes that succeeded, marked.
-	cells := []Cell{{Axes: []Axis{{"acks", "all"}}, Results: &results.Results{Verdict: results.Pass,
+	cells = []Cell{{Axes: []Axis{{"acks", "all"}}, Results: &results.Results{Verdict: results.Pass,
 		Stats: results.Stats{Ops: map[string]results.Outcomes{"send": {OK: 90, Fail: 5, Info: 5}}}}}}
 	md = CompareMarkdown(cells)
 	if !strings.Contains(md, "| 90.0 %* |") || !strings.Contains(md, "\\* share of writes") {

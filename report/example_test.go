@@ -3,6 +3,7 @@ package report_test
 import (
 	"fmt"
 
+	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/report"
 	"github.com/verity-kafka/verity/verify/guarantee"
 	"github.com/verity-kafka/verity/verify/results"
@@ -12,6 +13,7 @@ func ExampleCompareMarkdown() {
 	run := func(lost int, j guarantee.Judgement, verdict results.Verdict) *results.Results {
 		r := &results.Results{Verdict: verdict, Anomalies: map[guarantee.Anomaly]results.Anomaly{},
 			Stats: results.Stats{UnavailableMs: 3000, LatencyMs: results.Percentiles{P99: 12.5}}, Timings: results.Timings{RunS: 60}}
+		r.Config.Client = &history.ClientInfo{Name: "franz-go", Version: "v1.22.3"}
 		if lost > 0 {
 			r.Anomalies[guarantee.LostWrite] = results.Anomaly{Count: lost, Judgement: j}
 		}
@@ -24,8 +26,8 @@ func ExampleCompareMarkdown() {
 	}
 	fmt.Print(report.CompareMarkdown(cells))
 	// Output:
-	// | acks | runs | lost | duplicate | reordered | other anomalies | write availability | p99 latency | verdict |
-	// | --- | --- | --- | --- | --- | --- | --- | --- | --- |
-	// | 1 | 2 | 4 in 1/2 runs (permitted) | 0 | 0 | 0 | 95.0 % | 12.5 ms | pass ×2 |
-	// | all | 1 | 1 (forbidden) | 0 | 0 | 0 | 95.0 % | 12.5 ms | fail |
+	// | acks | client | runs | lost | duplicate | reordered | other anomalies | write availability | p99 latency | verdict |
+	// | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
+	// | 1 | franz-go v1.22.3 | 2 | 4 in 1/2 runs (permitted) | 0 | 0 | 0 | 95.0 % | 12.5 ms | pass ×2 |
+	// | all | franz-go v1.22.3 | 1 | 1 (forbidden) | 0 | 0 | 0 | 95.0 % | 12.5 ms | fail |
 }

@@ -44,6 +44,7 @@ pre{background:#f7f7f7;padding:.6em;overflow:auto;max-height:30em}ul.ex{margin:0
 <div><div class="note">verdict</div><div class="big" id="verdict-value">{{.Verdict}}</div></div>
 <div><div class="note">seed</div><div class="seed" id="seed">{{.Seed}}</div></div>
 <div><div class="note">scenario</div><div class="seed">{{.Scenario}}</div></div>
+<div><div class="note">client</div><div class="seed" id="client">{{.Client}}</div></div>
 <div class="note">{{.ForbiddenText}}<br>rerun: <code>{{.Rerun}}</code></div>
 </div>
 {{if .UnknownReasons}}<p><b>Why the verdict is unknown:</b></p><ul>{{range .UnknownReasons}}<li>{{.}}</li>{{end}}</ul>{{end}}
@@ -116,7 +117,7 @@ pre{background:#f7f7f7;padding:.6em;overflow:auto;max-height:30em}ul.ex{margin:0
 // pageData is what the template shows.
 type pageData struct {
 	Scenario, Verdict, ForbiddenText string
-	Rerun                            string
+	Rerun, Client                    string
 	Seed                             int64
 	UnknownReasons, Warnings         []string
 	History, Length, Bucket          string
@@ -204,6 +205,7 @@ func RenderHTML(w io.Writer, r *results.Results, tl *Timeline, opts Options, war
 	if d.Verdict == "" {
 		d.Verdict = string(results.Unknown)
 	}
+	d.Client = ClientText(r)
 	d.Rerun = opts.Rerun
 	if d.Rerun == "" {
 		d.Rerun = fmt.Sprintf("verity run --scenario %s --seed %d", r.Scenario, r.Seed)
@@ -458,6 +460,23 @@ func settingDeviations(cfg history.Config) []string {
 		topic("other topics: ", kafkaconf.ResolveTopic(cfg.TopicOf("")))
 	}
 	return out
+}
+
+// ClientText names the client a run drove, its version and the transaction protocol it spoke:
+// "franz-go v1.22.3, transactions v2"; "not recorded" for a history that does not say.
+func ClientText(r *results.Results) string {
+	c := r.Config.Client
+	if c == nil {
+		return "not recorded"
+	}
+	s := string(c.Name)
+	if c.Version != "" {
+		s += " " + c.Version
+	}
+	if c.TxnProtocol != "" {
+		s += ", transactions " + string(c.TxnProtocol)
+	}
+	return s
 }
 
 // prettyConfig is the header's config as indented JSON.

@@ -98,6 +98,7 @@ func renderSample(t *testing.T) (page, string) {
 		t.Fatal(err)
 	}
 	cfg := r.Header().Config
+	cfg.Client = &history.ClientInfo{Name: "franz-go", Version: "v1.22.3", TxnProtocol: "v2"}
 	r.Close()
 	w, err := Write(context.Background(), dir, sampleResults(hist, cfg), "", Options{})
 	if err != nil {
@@ -122,6 +123,9 @@ func TestReportHTML(t *testing.T) {
 	}
 	if got := text(p.byID("seed")); got != fmt.Sprint(testSeed) {
 		t.Errorf("seed shows %q", got)
+	}
+	if got := text(p.byID("client")); got != "franz-go v1.22.3, transactions v2" {
+		t.Errorf("client shows %q", got)
 	}
 	if !strings.Contains(text(p.elements("title")[0]), "fail") {
 		t.Error("the title does not carry the verdict")

@@ -103,6 +103,7 @@ func JUnit(r *results.Results) *JUnitSuites {
 		Time: fmt.Sprintf("%.3f", total),
 		Properties: []JUnitProperty{
 			{Name: "scenario", Value: r.Scenario}, seedProp, {Name: "verdict", Value: string(r.Verdict)},
+			{Name: "client", Value: ClientText(r)},
 		},
 	}
 	for _, d := range r.Deviations {

@@ -83,7 +83,8 @@ func TestJUnit(t *testing.T) {
 			}
 			s := doc.Suites[0]
 			seed := fmt.Sprint(testSeed)
-			if prop(s.Properties, "seed") != seed || prop(s.Properties, "verdict") != string(c.r.Verdict) || prop(s.Properties, "scenario") != c.r.Scenario {
+			if prop(s.Properties, "seed") != seed || prop(s.Properties, "verdict") != string(c.r.Verdict) || prop(s.Properties, "scenario") != c.r.Scenario ||
+				prop(s.Properties, "client") != ClientText(c.r) || prop(s.Properties, "client") == "" {
 				t.Errorf("suite properties %+v", s.Properties)
 			}
 			// The cases expected, worked out here rather than by Families (the code under test):

@@ -50,6 +50,9 @@ func Expectations(s scenarios.Resolved) ([]Expected, error) {
 			for _, iso := range isos {
 				f := guarantee.Facts{HasWriter: true, Producer: p, WriterKind: kind, Resent: p.AppResend,
 					Topic: kafkaconf.ResolveTopic(h.TopicOf(name)), Faults: faults, Isolation: iso}
+				if h.Client != nil {
+					f.Client, f.TxnProtocol = h.Client.Name, h.Client.TxnProtocol
+				}
 				facts = append(facts, f)
 			}
 		}

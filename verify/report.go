@@ -98,6 +98,14 @@ func (c *Checker) producerSettings(p int32) kafkaconf.Resolved {
 	return s
 }
 
+// client is the client the header says ran, and the transaction protocol it spoke.
+func (c *Checker) client() (kafkaconf.ClientName, kafkaconf.TxnProtocol) {
+	if c.cfg.Client == nil {
+		return "", ""
+	}
+	return c.cfg.Client.Name, c.cfg.Client.TxnProtocol
+}
+
 func (c *Checker) topicSettings(tp uint32) kafkaconf.ResolvedTopic {
 	return c.topicNamed(c.parts.ps[tp].topic)
 }
@@ -157,6 +165,7 @@ func (c *Checker) judge(f *finding, table guarantee.Table, cache map[judgeKey]gu
 		return d
 	}
 	facts := guarantee.Facts{Faults: c.faultsOf(k.tp, k.tp2), Isolation: isoName(f.iso)}
+	facts.Client, facts.TxnProtocol = c.client()
 	if f.tp != 0 {
 		facts.Topic = c.topicSettings(f.tp)
 	}
@@ -360,8 +369,10 @@ func (c *Checker) runFacts() []guarantee.Facts {
 		}
 		for _, w := range places {
 			for _, iso := range isos {
-				facts = append(facts, guarantee.Facts{HasWriter: true, Producer: c.producerSettings(p), WriterKind: kind,
-					Topic: w.topic, Faults: w.faults, Isolation: iso})
+				f := guarantee.Facts{HasWriter: true, Producer: c.producerSettings(p), WriterKind: kind,
+					Topic: w.topic, Faults: w.faults, Isolation: iso}
+				f.Client, f.TxnProtocol = c.client()
+				facts = append(facts, f)
 			}
 		}
 	}

@@ -146,6 +146,10 @@ type Facts struct {
 	Topic     kafkaconf.ResolvedTopic
 	Faults    Faults
 	Isolation kafkaconf.Isolation // the reader's isolation level, where a reader is concerned
+	// Client is the client that ran (the history header's), TxnProtocol the transaction
+	// protocol its transactional producers spoke; empty when the header does not say.
+	Client      kafkaconf.ClientName
+	TxnProtocol kafkaconf.TxnProtocol
 }
 
 // Rule is one row of the guarantee table: when Match holds for a finding's Facts, the anomaly
@@ -243,7 +247,7 @@ func Rules() Table {
 		{Duplicate, "no writer", noWriter, Unknown, whyNoWriter},
 		{Duplicate, "producer settings conflict", producerConflict, Unknown, whyProducerConflict},
 		{Duplicate, "unclean election possible", truncation, Permitted, whyTruncation + ", dropping the broker's record of producer sequences: a retried batch that a reader saw at its first offset may be appended again"},
-		{Duplicate, "idempotent", idempotent, Forbidden, "enable.idempotence=true: the broker de-duplicates the producer's retries by producer id, epoch and sequence within one producer session"},
+		{Duplicate, "idempotent", idempotent, Forbidden, "enable.idempotence=true: the broker de-duplicates the producer's retries by producer id, epoch and sequence within one producer session, for up to 5 requests in flight (this one kept {in_flight})"},
 		{Duplicate, "not idempotent, retries>0", retries, Permitted, "enable.idempotence=false, retries={retries}: when an acknowledgement is lost the producer retries and the record is appended again"},
 		{Duplicate, "not idempotent, retries=0", always, Forbidden, "enable.idempotence=false, retries=0: each record is sent once, so nothing may append it twice"},
 
@@ -266,11 +270,11 @@ func Rules() Table {
 		{AbortedRead, "read_committed reader", always, Forbidden, "isolation.level=read_committed: records of aborted transactions stay in the log, but their abort markers hide them from read_committed readers"},
 
 		{PartialTransaction, "log truncation possible", truncOrDisk, Permitted, "the log may be truncated (unclean election or disk loss beyond the guarantee), which can cut some of a committed transaction's records and not others"},
-		{PartialTransaction, "otherwise", always, Forbidden, "transactions are atomic across partitions and topics: a read_committed reader sees all records of a committed transaction or none of them"},
-		{ZombieWrite, "always", always, Forbidden, "initTransactions by a new instance with the same transactional.id bumps the epoch and fences the old one: none of the old instance's later records may become visible as committed"},
+		{PartialTransaction, "otherwise", always, Forbidden, "transactions are atomic across partitions and topics{txn_protocol}: a read_committed reader sees all records of a committed transaction or none of them"},
+		{ZombieWrite, "always", always, Forbidden, "initTransactions by a new instance with the same transactional.id bumps the epoch and fences the old one{txn_protocol}: none of the old instance's later records may become visible as committed"},
 		{EOSMissing, "log truncation possible", truncOrDisk, Permitted, "the log may be truncated (unclean election or disk loss beyond the guarantee), which can cut a committed output record, or the input it came from, from the log"},
-		{EOSMissing, "otherwise", always, Forbidden, "exactly-once read-process-write (offsets sent in the transaction, read_committed downstream): each committed input record yields its output in the committed output"},
-		{EOSDuplicate, "always", always, Forbidden, "exactly-once read-process-write: each committed input record yields its output exactly once, and group offsets move only with committed transactions"},
+		{EOSMissing, "otherwise", always, Forbidden, "exactly-once read-process-write (offsets sent in the transaction, read_committed downstream{txn_protocol}): each committed input record yields its output in the committed output"},
+		{EOSDuplicate, "always", always, Forbidden, "exactly-once read-process-write{txn_protocol}: each committed input record yields its output exactly once, and group offsets move only with committed transactions{rewind}"},
 
 		// Consumers.
 		{NonmonotonicPoll, "log truncation possible", truncOrDisk, Permitted, "the log may be truncated (unclean election or disk loss beyond the guarantee): a consumer whose position is past the new end is reset (OFFSET_OUT_OF_RANGE)"},
@@ -315,5 +319,30 @@ func Explain(why string, f Facts) string {
 		"{disk_nodes}", strconv.Itoa(f.Faults.diskNodes()),
 		"{producer_conflict}", p.Conflict,
 		"{topic_conflict}", f.Topic.Conflict,
+		"{txn_protocol}", protocolNote(f.TxnProtocol),
+		"{rewind}", rewindNote(f.Client),
 	).Replace(why)
+}
+
+// protocolNote names the transaction protocol a reason holds under, when the header says.
+func protocolNote(p kafkaconf.TxnProtocol) string {
+	switch p {
+	case kafkaconf.TxnProtocolV2:
+		return " (transaction protocol v2, KIP-890: partitions join with their first record, the epoch is bumped at each transaction's end)"
+	case kafkaconf.TxnProtocolV1:
+		return " (transaction protocol v1: partitions added by AddPartitionsToTxn, one epoch for the producer's session)"
+	}
+	return ""
+}
+
+// rewindNote says how the client's processor gets back to the committed offsets after an abort,
+// which is what keeps an aborted step's inputs from being skipped: the clients differ.
+func rewindNote(c kafkaconf.ClientName) string {
+	switch c {
+	case kafkaconf.FranzGo:
+		return "; after an abort franz-go's group transact session rewinds to the committed offsets itself"
+	case kafkaconf.Sarama:
+		return "; after an abort the sarama processor starts a new group session, which resumes from the committed offsets"
+	}
+	return ""
 }

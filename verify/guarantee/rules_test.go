@@ -92,6 +92,10 @@ func TestJudge(t *testing.T) {
 		{"partial transaction after an unclean election", PartialTransaction, facts(idem, strictTopic, Faults{UncleanElection: true}), Permitted, "truncated"},
 		{"eos-missing after two disks lost", EOSMissing, facts(idem, strictTopic, Faults{DiskLossNodes: 2}), Permitted, "truncated"},
 		{"eos-missing", EOSMissing, facts(idem, strictTopic, Faults{DiskLossNodes: 1}), Forbidden, "exactly-once"},
+		{"zombie write under protocol v2", ZombieWrite, Facts{TxnProtocol: kafkaconf.TxnProtocolV2}, Forbidden, "KIP-890"},
+		{"zombie write under protocol v1", ZombieWrite, Facts{TxnProtocol: kafkaconf.TxnProtocolV1}, Forbidden, "AddPartitionsToTxn"},
+		{"eos-duplicate with franz-go", EOSDuplicate, Facts{Client: kafkaconf.FranzGo}, Forbidden, "rewinds to the committed offsets"},
+		{"eos-duplicate with sarama", EOSDuplicate, Facts{Client: kafkaconf.Sarama}, Forbidden, "new group session"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
