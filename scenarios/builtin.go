@@ -52,7 +52,7 @@ func builtinMakers() []func() Scenario {
 		acks0LeaderLoss, acks1LeaderLoss,
 		minISR1DiskLoss, minISR2DiskLoss,
 		uncleanIsolation, elrLastReplica,
-		idempotentAckLoss, plainAckLoss, plainInflightReorder, plainInflight1Order, appResend,
+		idempotentAckLoss, idempotentInflight5AckLoss, plainAckLoss, plainInflightReorder, plainInflight1Order, appResend,
 		eosCoordinatorKill, eosRollingBounce,
 		groupRebalance,
 	}
@@ -323,6 +323,30 @@ func idempotentAckLoss() Scenario {
 		Text: "The broker appends records whose acknowledgements never reach the producer, which retries them; the " +
 			"idempotent producer's id, epoch and sequence numbers let the broker recognise the retries, so no record is " +
 			"appended twice. Sends the producer gave up on are unknown, not lost, and the final reads resolve them.",
+	}
+	return s
+}
+
+func idempotentInflight5AckLoss() Scenario {
+	s := base("idempotent-inflight5-ack-loss", "Idempotent async producers with 5 requests in flight while p0's leader's answers are lost, then the leader is killed, then the new leader's answers are lost.", "000 §0, §9; KIP-98")
+	s.Requires = []kafkaconf.Capability{kafkaconf.CapIdempotentInFlight5}
+	s.Client.Name = kafkaconf.FranzGo
+	s.Client.MaxInFlight = new(kafkaconf.MaxIdempotentInFlight)
+	s.Client.Linger = Duration(5 * time.Millisecond)
+	s.Client.RequestTimeout, s.Client.DeliveryTimeout = sec(5), sec(30)
+	s.Workload.Producers = []ProducerGroup{{Count: 3, Async: true, Topic: DefaultTopic}}
+	ackLoss := Fault{Name: FaultAckLoss, Target: leaderOf0(), Params: Params{Hold: true}}
+	s.Faults = timeline(
+		Step{At: sec(10), For: sec(8), Fault: ackLoss},
+		step(25, 15, FaultKill, leaderOf0()),
+		Step{At: sec(45), For: sec(8), Fault: ackLoss},
+	)
+	s.Expect = Expectation{
+		Text: "The broker keeps, for each idempotent producer and partition, the sequence numbers of the last 5 batches it " +
+			"appended: with 5 requests in flight, a batch whose answer was lost and that is sent again is recognised and not " +
+			"appended twice, and a batch that arrives after a gap in the sequence is refused until the gap is filled, so " +
+			"order holds too. Across the leader's death the new leader rebuilds that state from its log. No duplicate and " +
+			"no reordering are permitted. Sarama keeps one idempotent request in flight, so this needs franz-go.",
 	}
 	return s
 }

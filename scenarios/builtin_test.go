@@ -14,7 +14,7 @@ import (
 func catalogue() []string {
 	return []string{"lab-follower-down", "lab-isr-below-min", "lab-leader-failover", "lab-abort-invisible",
 		"lab-fencing", "lab-lso-hold", "acks0-leader-loss", "acks1-leader-loss", "minisr1-disk-loss",
-		"minisr2-disk-loss", "unclean-isolation", "elr-last-replica", "idempotent-ack-loss", "plain-ack-loss",
+		"minisr2-disk-loss", "unclean-isolation", "elr-last-replica", "idempotent-ack-loss", "idempotent-inflight5-ack-loss", "plain-ack-loss",
 		"plain-inflight-reorder", "app-resend", "eos-coordinator-kill", "eos-rolling-bounce", "group-rebalance"}
 }
 

@@ -92,6 +92,23 @@ func TestOverride(t *testing.T) {
 	}
 }
 
+// The client knobs: a capability the scenario requires refuses a client without it, naming it;
+// a protocol cap needs a client that speaks it.
+func TestOverrideClient(t *testing.T) {
+	s, err := resolved(t, "eos-coordinator-kill").Override(settings(t, "client=franz-go", "txn-protocol=v1"))
+	if err != nil || s.Client.Name != kafkaconf.FranzGo || s.Client.TxnProtocol != kafkaconf.TxnProtocolV1 {
+		t.Errorf("--client franz-go --txn-protocol v1: %+v, %v", s.Client, err)
+	}
+	if _, err := resolved(t, "eos-coordinator-kill").Override(settings(t, "txn-protocol=v2")); err == nil ||
+		!strings.Contains(err.Error(), "client.txn_protocol: v2: sarama speaks transaction protocol v1 only") {
+		t.Errorf("--txn-protocol v2 with sarama: %v", err)
+	}
+	_, err = resolved(t, "idempotent-inflight5-ack-loss").Override(settings(t, "client=sarama"))
+	if err == nil || !strings.Contains(err.Error(), "requires[0]: idempotent-in-flight-5: the scenario needs it and client sarama lacks it") {
+		t.Errorf("--client sarama on a scenario that needs 5 idempotent requests in flight: %v", err)
+	}
+}
+
 func TestOverrideErrors(t *testing.T) {
 	cases := []struct {
 		name  string
@@ -115,6 +132,9 @@ func TestOverrideErrors(t *testing.T) {
 			[]string{"with --nodes=2: topics[0].replication_factor: 3 is more than topology.nodes 2"}},
 		{"idempotence with acks 1", []string{"acks=1", "idempotence=true"},
 			[]string{"--acks=1 --idempotence=true: client.idempotence: enable.idempotence=true needs acks=all (has acks=1): Kafka refuses to start such a producer"}},
+		{"client value", []string{"client=librdkafka"}, []string{`--client: client "librdkafka": want one of sarama, franz-go`}},
+		{"protocol without transactions", []string{"txn-protocol=v1"},
+			[]string{"with --txn-protocol=v1: client.txn_protocol: set, but the workload has no transactional producers or processors"}},
 		{"duration before a step", []string{"duration=10s"},
 			[]string{"faults.timeline[0].at: 20s is not before the end of the run (duration 10s)"}},
 	}
@@ -206,7 +226,7 @@ func TestKnobTable(t *testing.T) {
 			header = append(header, k.Name)
 		}
 	}
-	for _, a := range []string{"acks", "min-isr", "rf", "unclean", "idempotence", "isolation", "nodes", "fault"} {
+	for _, a := range []string{"acks", "min-isr", "rf", "unclean", "idempotence", "isolation", "nodes", "fault", "client", "txn-protocol"} {
 		if !slices.Contains(axes, a) {
 			t.Errorf("axes %v lack %s", axes, a)
 		}
@@ -216,7 +236,7 @@ func TestKnobTable(t *testing.T) {
 			t.Errorf("header knobs %v lack %s", header, a)
 		}
 	}
-	for _, no := range []string{"seed", "duration", "nodes", "fault", "isolation"} {
+	for _, no := range []string{"seed", "duration", "nodes", "fault", "isolation", "client", "txn-protocol"} {
 		if slices.Contains(header, no) {
 			t.Errorf("%s is not a setting the checker judges by", no)
 		}

@@ -7,12 +7,14 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v3"
 
 	"github.com/verity-kafka/verity/harness"
+	"github.com/verity-kafka/verity/kafkaconf"
 	"github.com/verity-kafka/verity/runner"
 	"github.com/verity-kafka/verity/scenarios"
 	"github.com/verity-kafka/verity/verify/guarantee"
@@ -129,9 +131,10 @@ func printOutcome(w io.Writer, o *runner.Outcome) {
 func listCommand(onUsage cli.OnUsageErrorFunc) *cli.Command {
 	return &cli.Command{
 		Name:      "list",
-		Usage:     "list the built-in scenarios and the faults a scenario file may use",
+		Usage:     "list the built-in scenarios, the faults a scenario file may use and the clients",
 		ArgsUsage: "[NAME]",
-		Description: "Without arguments: every built-in scenario (what it expects, what it provokes) and every fault. " +
+		Description: "Without arguments: every built-in scenario (what it expects, what it provokes), every fault, and every client " +
+			"with the version linked, the transaction protocols it speaks and its capabilities. " +
 			"With --yaml NAME (or --yaml -s NAME): that scenario as YAML, every default written out, a start for a file of your own.",
 		OnUsageError: onUsage,
 		Flags: []cli.Flag{
@@ -193,7 +196,11 @@ func listAll(w io.Writer) error {
 		if len(s.Expect.Likely) > 0 {
 			exp += ", " + guarantee.Join(s.Expect.Likely) + " likely"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, exp, s.Description)
+		desc := s.Description
+		if s.Client.Name != kafkaconf.DefaultClient {
+			desc = fmt.Sprintf("[%s] %s", s.Client.Name, desc)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, exp, desc)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -203,6 +210,23 @@ func listAll(w io.Writer) error {
 	fmt.Fprintln(tw, "FAULT\tKIND\tWHAT IT DOES")
 	for _, f := range scenarios.FaultSpecs() {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", f.Name, f.Kind, f.Doc)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CLIENT\tVERSION\tTRANSACTIONS\tCAPABILITIES")
+	for _, c := range kafkaconf.Clients() {
+		protos := make([]string, len(c.TxnProtocols))
+		for i, p := range c.TxnProtocols {
+			protos[i] = string(p)
+		}
+		caps := make([]string, len(c.Capabilities))
+		for i, cp := range c.Capabilities {
+			caps[i] = string(cp)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Name, c.Version(), strings.Join(protos, ", "), strings.Join(caps, ", "))
 	}
 	return tw.Flush()
 }

@@ -3,8 +3,11 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/verity-kafka/verity/kafkaconf"
 )
 
 // TestRunUsageErrors: bad input to run, matrix and list ends with exit 2 and one line that
@@ -33,7 +36,11 @@ func TestRunUsageErrors(t *testing.T) {
 		{"bad fault", []string{"run", "--fault", "meteor"}, "meteor"},
 		{"bad rf", []string{"run", "--rf", "three"}, "--rf"},
 		{"argument", []string{"run", "extra"}, "no arguments"},
+		{"client lacks a capability", []string{"run", "-s", "idempotent-inflight5-ack-loss", "--client", "sarama"},
+			"requires[0]: idempotent-in-flight-5: the scenario needs it and client sarama lacks it"},
+		{"unknown client", []string{"run", "--client", "librdkafka"}, "want one of sarama, franz-go"},
 		{"matrix without axes", []string{"matrix"}, "no axis given"},
+		{"matrix unknown client", []string{"matrix", "--client", "sarama,kafkajs"}, "kafkajs"},
 		{"matrix bad axis value", []string{"matrix", "--acks", "1,7"}, "acks"},
 		{"matrix unknown fault", []string{"matrix", "--fault", "meteor"}, "meteor"},
 		{"matrix zero runs", []string{"matrix", "--acks", "1", "--runs", "0"}, "--runs"},
@@ -65,9 +72,15 @@ func TestList(t *testing.T) {
 	if code != exitPass {
 		t.Fatalf("exit %d", code)
 	}
-	for _, want := range []string{"default", "acks1-leader-loss", "lost-write likely", "FAULT", "ack-loss"} {
+	for _, want := range []string{"default", "acks1-leader-loss", "lost-write likely", "FAULT", "ack-loss",
+		"CLIENT", "[franz-go] Idempotent async producers"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("list does not show %q", want)
+		}
+	}
+	for _, c := range kafkaconf.Clients() {
+		if !regexp.MustCompile(`(?m)^` + string(c.Name) + ` .*` + string(c.TxnProtocols[0]) + `.*` + string(c.Capabilities[0])).MatchString(stdout) {
+			t.Errorf("list does not show client %s with its protocols and capabilities", c.Name)
 		}
 	}
 	for _, args := range [][]string{{"list", "--yaml", "--scenario", "acks1-leader-loss"}, {"list", "--yaml", "acks1-leader-loss"}} {
