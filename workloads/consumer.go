@@ -8,10 +8,8 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
-	"sync"
 	"time"
 
-	"github.com/IBM/sarama"
 	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/kafkaconf"
 )
@@ -88,11 +86,136 @@ func (c ConsumerConfig) resolved(p int) (ConsumerConfig, error) {
 	return c, nil
 }
 
+// FDataLoss is the f of an op noting that a consumer's client found the log truncated under its
+// position (KIP-320) and moved the position back: value {"topic", "partition", "offset", "epoch",
+// "reset_to", "reset_epoch"} (docs/history.md). Like any op of the process that is not a read,
+// it makes the checker forget the consumer's positions.
+const FDataLoss = "data-loss"
+
 // ConsumerStats counts a consumer's polls.
 type ConsumerStats struct {
 	Process             int
 	Polls, Records      int64
 	Rebalances, Crashes int64
+	// DataLosses counts the truncations under the consumer's position that its client reported.
+	DataLosses int64
+}
+
+// consumerClient is what the consumer workload needs of a Kafka client: one consumer instance,
+// started by the client's openConsumer in assign or subscribe mode. Everything the client has to
+// tell reaches the one goroutine that records the process's ops through Poll, in the order it
+// happened, so that the history shows the client's order.
+type consumerClient interface {
+	// Poll waits at most wait for what the client has to report and returns it in order:
+	// records in arrival order (at most max) and, between them, control events (a rebalance's
+	// new assignment, a log truncated under the position). The workload records all of it
+	// before it calls Poll again.
+	Poll(ctx context.Context, wait time.Duration, max int) []consumerEvent
+	// Recorded tells the client the records, in the order Poll returned them, that the history
+	// now shows as polled. In subscribe mode the client commits these, and never a record it has
+	// not been told of, so that a restart resumes right after what the history shows.
+	Recorded(recs []consumerEvent)
+	// Close ends the instance (leaving its group) and everything it started.
+	Close()
+}
+
+// openConsumer starts one consumer instance of a client. In assign mode it returns the
+// partitions the instance consumes: those cfg.Partitions names, else every partition of each
+// topic.
+type openConsumer func(ctx context.Context, env Env, st consumerStart, log *slog.Logger) (consumerClient, map[string][]int32, error)
+
+// consumerStart is what an instance starts from.
+type consumerStart struct {
+	cfg      ConsumerConfig // resolved
+	clientID string
+	// from is, in assign mode, where each partition resumes: the position the previous
+	// instances reached. A partition without one starts at the oldest offset (the newest with
+	// FromNewest). The opener must not keep it.
+	from map[string]map[int32]position
+}
+
+// position is where a consumer resumes in a partition.
+type position struct {
+	offset int64 // the next offset to read
+	epoch  int32 // the leader epoch of the record before offset; -1 when unknown
+}
+
+// consumerOpener is the run's client's consumer.
+func consumerOpener(c kafkaconf.ClientName) (openConsumer, error) {
+	switch c {
+	case kafkaconf.Sarama:
+		return openSaramaConsumer, nil
+	case kafkaconf.FranzGo:
+		return openFranzConsumer, nil
+	}
+	return nil, fmt.Errorf("consumer: no adapter for client %q", c)
+}
+
+type consumerEventKind uint8
+
+const (
+	ceRecord    consumerEventKind = iota // a record the client returned
+	ceRebalance                          // the group gave the member a new assignment
+	ceDataLoss                           // the log was truncated under the position
+)
+
+// consumerEvent is one thing a client reports to the recording goroutine.
+type consumerEvent struct {
+	kind consumerEventKind
+	// rec (with its offset) and epoch, its leader epoch (-1 unknown): ceRecord.
+	rec   history.Record
+	epoch int32
+	// claims: ceRebalance.
+	claims claims
+	// loss: ceDataLoss.
+	loss dataLoss
+	// handle is the client's own record (a sarama message with its session, a *kgo.Record),
+	// for Recorded.
+	handle any
+}
+
+// claims is a group member's assignment after a rebalance.
+type claims struct {
+	generation int32
+	member     string
+	partitions map[string][]int32
+}
+
+// payload is the assign op's value for the rebalance, the same for every client.
+func (c claims) payload(group, isolation string) map[string]any {
+	parts := map[string][]int32{}
+	for t, ps := range c.partitions {
+		ps = slices.Clone(ps)
+		slices.Sort(ps)
+		parts[t] = ps
+	}
+	topics := slices.AppendSeq([]string{}, maps.Keys(parts)) // [] rather than null when nothing is owned
+	slices.Sort(topics)
+	return map[string]any{
+		"group": group, "generation": c.generation, "member": c.member,
+		"partitions": parts, "topics": topics,
+		"isolation": isolation, "rebalance": true,
+	}
+}
+
+// dataLoss is a log truncated under a consumer's position, as the client reported it.
+type dataLoss struct {
+	topic     string
+	partition int32
+	// offset is the consumer's position (the next offset it would have read), epoch the
+	// leader epoch it had read it at.
+	offset int64
+	epoch  int32
+	// resetTo is where the client resumes: where the leader's log now diverges from what the
+	// consumer read, or, when the client could not locate that, the reset offset the workload
+	// configured (the oldest or the newest).
+	resetTo    int64
+	resetEpoch int32
+}
+
+func (d dataLoss) payload() map[string]any {
+	return map[string]any{"topic": d.topic, "partition": d.partition, "offset": d.offset, "epoch": d.epoch,
+		"reset_to": d.resetTo, "reset_epoch": d.resetEpoch}
 }
 
 type consumerRun struct {
@@ -102,14 +225,18 @@ type consumerRun struct {
 	proc  history.Process
 	rng   *rand.Rand
 	log   *slog.Logger
+	open  openConsumer
 	stats ConsumerStats
 	// next is, in assign mode, the position reached in each partition: where a restarted
 	// instance resumes.
-	next map[string]map[int32]int64
+	next map[string]map[int32]position
+	// pending is what the instance's last Poll returned that is not recorded yet.
+	pending []consumerEvent
 }
 
-// RunConsumer runs a consumer as history process p until ctx ends: every poll is recorded with
-// its records in the order sarama returned them.
+// RunConsumer runs a consumer of the run's client as history process p until ctx ends: every
+// poll is recorded with its records in the order the client returned them, and every rebalance
+// and reported truncation as an op of the process between the polls where it happened.
 func RunConsumer(ctx context.Context, env Env, p int, cfg ConsumerConfig) (ConsumerStats, error) {
 	env, err := env.withDefaults()
 	if err != nil {
@@ -118,9 +245,19 @@ func RunConsumer(ctx context.Context, env Env, p int, cfg ConsumerConfig) (Consu
 	if cfg, err = cfg.resolved(p); err != nil {
 		return ConsumerStats{}, err
 	}
-	w := &consumerRun{env: env, cfg: cfg, p: p, proc: history.Client(p), rng: NewRand(env.Seed, p),
-		log:  env.Log.With("workload", "consumer", "process", p, "mode", cfg.Mode, "isolation", cfg.Isolation),
-		next: map[string]map[int32]int64{}}
+	open, err := consumerOpener(env.Client)
+	if err != nil {
+		return ConsumerStats{}, err
+	}
+	return runConsumer(ctx, env, p, cfg, open)
+}
+
+// runConsumer is RunConsumer with its settled env, resolved cfg and client adapter.
+func runConsumer(ctx context.Context, env Env, p int, cfg ConsumerConfig, open openConsumer) (ConsumerStats, error) {
+	w := &consumerRun{env: env, cfg: cfg, p: p, proc: history.Client(p), rng: NewRand(env.Seed, p), open: open,
+		log: env.Log.With("workload", "consumer", "process", p, "client", env.Client, "mode", cfg.Mode,
+			"isolation", cfg.Isolation),
+		next: map[string]map[int32]position{}}
 	w.stats.Process = p
 	for first := true; ctx.Err() == nil && !w.pollsDone(); first = false {
 		if !first {
@@ -136,7 +273,8 @@ func RunConsumer(ctx context.Context, env Env, p int, cfg ConsumerConfig) (Consu
 			return w.stats, err
 		}
 	}
-	w.log.Info("consumer done", "polls", w.stats.Polls, "records", w.stats.Records, "rebalances", w.stats.Rebalances)
+	w.log.Info("consumer done", "polls", w.stats.Polls, "records", w.stats.Records, "rebalances", w.stats.Rebalances,
+		"data_losses", w.stats.DataLosses)
 	return w.stats, nil
 }
 
@@ -149,7 +287,7 @@ func (w *consumerRun) crash() error {
 	return w.note(history.FCrash, map[string]any{"reason": "restart (restart_every)"})
 }
 
-// note records an op that marks a moment: subscribe, a rebalance's assignment, a crash.
+// note records an op that marks a moment: subscribe, an assignment, a truncation, a crash.
 func (w *consumerRun) note(f string, v map[string]any) error {
 	inv, err := w.env.Recorder.Invoke(w.proc, f, raw(v))
 	if err != nil {
@@ -161,17 +299,6 @@ func (w *consumerRun) note(f string, v map[string]any) error {
 	return nil
 }
 
-func (w *consumerRun) saramaConfig() *sarama.Config {
-	cfg := w.env.Sarama(clientID(w.p, "consumer"))
-	cfg.Consumer.IsolationLevel = isolationLevel(w.cfg.Isolation)
-	cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
-	if w.cfg.FromNewest {
-		cfg.Consumer.Offsets.Initial = sarama.OffsetNewest
-	}
-	cfg.Consumer.Return.Errors = true
-	return cfg
-}
-
 // instance runs one consumer instance until ctx ends or until (when not zero) passes.
 func (w *consumerRun) instance(ctx context.Context, until time.Time) error {
 	ictx, cancel := context.WithCancel(ctx)
@@ -181,225 +308,96 @@ func (w *consumerRun) instance(ctx context.Context, until time.Time) error {
 		ictx, dcancel = context.WithDeadline(ictx, until)
 		defer dcancel()
 	}
-	events := make(chan groupEvent)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	// Stopping: end the source's waits, close it, and read its events until its goroutines
-	// are gone, so that none is left blocked on the channel.
-	shutdown := func(closeSource func()) {
-		cancel()
-		close(stop)
-		if closeSource != nil {
-			closeSource()
-		}
-		done := make(chan struct{})
-		go func() { wg.Wait(); close(done) }()
-		for {
-			select {
-			case <-events:
-			case <-done:
-				return
-			}
+	if w.cfg.Mode == Subscribe {
+		if err := w.note(history.FSubscribe, map[string]any{"topics": w.cfg.Topics, "group": w.cfg.Group, "isolation": w.cfg.Isolation}); err != nil {
+			return err
 		}
 	}
-	closeSource, err := w.start(ictx, events, stop, &wg)
+	cc, parts, err := w.open(ictx, w.env, consumerStart{cfg: w.cfg, clientID: clientID(w.p, "consumer"), from: w.next}, w.log)
 	if err != nil {
-		shutdown(nil)
 		if ictx.Err() != nil {
 			return nil // stopped (or due for a restart) while starting
 		}
 		return err
 	}
-	defer shutdown(closeSource)
+	defer cc.Close()
+	if w.cfg.Mode == Assign {
+		// Recorded before any of the instance's records: Poll hands them over only from here.
+		if err := w.note(history.FAssign, map[string]any{"partitions": parts, "topics": w.cfg.Topics, "isolation": w.cfg.Isolation}); err != nil {
+			return err
+		}
+	}
+	w.pending = nil
 	for ictx.Err() == nil && !w.pollsDone() {
-		if err := w.poll(ictx, events); err != nil {
+		if err := w.poll(ictx, cc); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// start starts the source of records (a group member, or partition consumers) feeding events.
-func (w *consumerRun) start(ctx context.Context, events chan groupEvent, stop chan struct{}, wg *sync.WaitGroup) (func(), error) {
-	cfg := w.saramaConfig()
-	if w.cfg.Mode == Subscribe {
-		if err := w.note(history.FSubscribe, map[string]any{"topics": w.cfg.Topics, "group": w.cfg.Group, "isolation": w.cfg.Isolation}); err != nil {
-			return nil, err
-		}
-		group, err := w.openGroup(ctx, cfg)
-		if err != nil {
-			return nil, err
-		}
-		h := &groupHandler{events: events, stop: stop}
-		wg.Go(func() {
-			for ctx.Err() == nil {
-				if err := group.Consume(ctx, w.cfg.Topics, h); err != nil && ctx.Err() == nil {
-					w.log.Warn("consumer group session ended with an error; joining again", "err", err)
-					_ = sleepCtx(ctx, time.Second) // pace the rejoin
-				}
-			}
-		})
-		wg.Go(func() {
-			for gerr := range group.Errors() {
-				w.log.Debug("consumer group", "err", gerr)
-			}
-		})
-		return func() {
-			// Close commits the offsets marked after each recorded poll.
-			if err := group.Close(); err != nil {
-				w.log.Warn("closing the consumer group member", "err", err)
-			}
-		}, nil
-	}
-	return w.startAssign(ctx, cfg, events, stop, wg)
-}
-
-func (w *consumerRun) openGroup(ctx context.Context, cfg *sarama.Config) (sarama.ConsumerGroup, error) {
-	for attempt := 0; ; attempt++ {
-		group, err := sarama.NewConsumerGroup(w.env.Brokers, w.cfg.Group, cfg)
-		if err == nil {
-			return group, nil
-		}
-		w.log.Warn("creating the consumer group member failed; retrying", "err", err)
-		if sleepCtx(ctx, min(time.Duration(attempt+1)*500*time.Millisecond, 5*time.Second)) != nil {
-			return nil, fmt.Errorf("consumer %d: joining group %s: %w (last error: %v)", w.p, w.cfg.Group, ctx.Err(), err)
-		}
-	}
-}
-
-func (w *consumerRun) startAssign(ctx context.Context, cfg *sarama.Config, events chan groupEvent, stop chan struct{}, wg *sync.WaitGroup) (func(), error) {
-	var cons sarama.Consumer
-	var err error
-	for attempt := 0; ; attempt++ {
-		if cons, err = sarama.NewConsumer(w.env.Brokers, cfg); err == nil {
-			break
-		}
-		if sleepCtx(ctx, min(time.Duration(attempt+1)*500*time.Millisecond, 5*time.Second)) != nil {
-			return nil, fmt.Errorf("consumer %d: connecting: %w (last error: %v)", w.p, ctx.Err(), err)
-		}
-	}
-	parts := map[string][]int32{}
-	for _, t := range w.cfg.Topics {
-		if ps, ok := w.cfg.Partitions[t]; ok {
-			parts[t] = ps
-			continue
-		}
-		ps, err := cons.Partitions(t)
-		if err != nil {
-			_ = cons.Close()
-			return nil, fmt.Errorf("consumer %d: partitions of %s: %w", w.p, t, err)
-		}
-		parts[t] = ps
-	}
-	if err := w.note(history.FAssign, map[string]any{"partitions": parts, "topics": w.cfg.Topics, "isolation": w.cfg.Isolation}); err != nil {
-		_ = cons.Close()
-		return nil, err
-	}
-	var pcs []sarama.PartitionConsumer
-	for _, t := range slices.Sorted(maps.Keys(parts)) {
-		for _, p := range parts[t] {
-			from := sarama.OffsetOldest
-			if w.cfg.FromNewest {
-				from = sarama.OffsetNewest
-			}
-			if off, ok := w.next[t][p]; ok {
-				from = off
-			}
-			pc, err := cons.ConsumePartition(t, p, from)
-			if err != nil {
-				for _, pc := range pcs {
-					pc.AsyncClose()
-				}
-				_ = cons.Close()
-				return nil, fmt.Errorf("consumer %d: consuming %s-%d from %d: %w", w.p, t, p, from, err)
-			}
-			pcs = append(pcs, pc)
-			wg.Go(func() {
-				for {
-					select {
-					case m, ok := <-pc.Messages():
-						if !ok {
-							return
-						}
-						select {
-						case events <- groupEvent{kind: evRecord, msg: m}:
-						case <-stop:
-							return
-						}
-					case perr, ok := <-pc.Errors():
-						if ok {
-							w.log.Debug("partition consumer", "err", perr)
-						}
-					case <-stop:
-						return
-					}
-				}
-			})
-		}
-	}
-	return func() {
-		for _, pc := range pcs {
-			pc.AsyncClose()
-		}
-		if err := cons.Close(); err != nil {
-			w.log.Debug("closing the consumer", "err", err)
-		}
-	}, nil
-}
-
-// poll records one poll: the records that arrive within PollWait (at most PollRecords), in
-// arrival order. A rebalance ends the poll early; its assignment is noted after it.
-func (w *consumerRun) poll(ctx context.Context, events chan groupEvent) error {
+// poll records one poll: the records the client returns within PollWait (at most PollRecords),
+// in arrival order, up to the first control event; then the control events that follow them.
+func (w *consumerRun) poll(ctx context.Context, cc consumerClient) error {
 	pl := &history.Poll{Isolation: string(w.cfg.Isolation), Group: w.cfg.Group, Records: []history.Record{}}
 	inv, err := w.env.Recorder.Invoke(w.proc, history.FPoll, history.Payload{Poll: pl})
 	if err != nil {
 		return fmt.Errorf("consumer %d: recording a poll: %w", w.p, err)
 	}
-	timer := time.NewTimer(w.cfg.PollWait)
-	defer timer.Stop()
-	var marks []groupEvent
-	var control *groupEvent
-collect:
-	for len(pl.Records) < w.cfg.PollRecords {
-		select {
-		case ev := <-events:
-			if ev.kind != evRecord {
-				control = &ev
-				break collect
-			}
-			m := ev.msg
-			r := history.Record{Topic: m.Topic, Partition: m.Partition, Value: string(m.Value)}.At(m.Offset)
-			if len(m.Key) > 0 {
-				r.Key = string(m.Key)
-			}
-			pl.Records = append(pl.Records, r)
-			marks = append(marks, ev)
-		case <-timer.C:
-			break collect
-		case <-ctx.Done():
-			break collect
-		}
+	if len(w.pending) == 0 {
+		w.pending = cc.Poll(ctx, w.cfg.PollWait, w.cfg.PollRecords)
 	}
+	n := 0
+	for n < len(w.pending) && n < w.cfg.PollRecords && w.pending[n].kind == ceRecord {
+		pl.Records = append(pl.Records, w.pending[n].rec)
+		n++
+	}
+	recs := w.pending[:n:n]
+	w.pending = w.pending[n:]
 	if _, err := w.env.Recorder.Complete(inv, history.OK, history.Payload{Poll: pl}, ""); err != nil {
 		return fmt.Errorf("consumer %d: recording a poll: %w", w.p, err)
 	}
 	w.stats.Polls++
-	w.stats.Records += int64(len(pl.Records))
-	for _, ev := range marks {
-		if ev.sess != nil {
-			// Committed (by auto-commit, and on close) only once recorded: a restart
-			// resumes after what the history shows this consumer read.
-			ev.sess.MarkMessage(ev.msg, "")
-		} else {
-			if w.next[ev.msg.Topic] == nil {
-				w.next[ev.msg.Topic] = map[int32]int64{}
-			}
-			w.next[ev.msg.Topic][ev.msg.Partition] = ev.msg.Offset + 1
+	w.stats.Records += int64(len(recs))
+	if w.cfg.Mode == Assign {
+		for _, ev := range recs {
+			w.remember(ev.rec.Topic, ev.rec.Partition, position{offset: *ev.rec.Offset + 1, epoch: ev.epoch})
 		}
 	}
-	if control != nil && control.kind == evSetup {
-		w.stats.Rebalances++
-		return w.note(history.FAssign, claimsPayload(control.sess, w.cfg.Group, string(w.cfg.Isolation)))
+	// Only now that the history shows them may the client commit them.
+	cc.Recorded(recs)
+	for len(w.pending) > 0 && w.pending[0].kind != ceRecord {
+		ev := w.pending[0]
+		w.pending = w.pending[1:]
+		if err := w.control(ev); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+func (w *consumerRun) remember(topic string, partition int32, pos position) {
+	if w.next[topic] == nil {
+		w.next[topic] = map[int32]position{}
+	}
+	w.next[topic][partition] = pos
+}
+
+// control records a control event as an op of the process, between the polls where it happened.
+func (w *consumerRun) control(ev consumerEvent) error {
+	switch ev.kind {
+	case ceRebalance:
+		w.stats.Rebalances++
+		return w.note(history.FAssign, ev.claims.payload(w.cfg.Group, string(w.cfg.Isolation)))
+	case ceDataLoss:
+		d := ev.loss
+		w.stats.DataLosses++
+		w.log.Warn("the client found the log truncated under the consumer's position", "topic", d.topic,
+			"partition", d.partition, "offset", d.offset, "epoch", d.epoch, "reset_to", d.resetTo, "reset_epoch", d.resetEpoch)
+		if w.cfg.Mode == Assign {
+			w.remember(d.topic, d.partition, position{offset: d.resetTo, epoch: d.resetEpoch})
+		}
+		return w.note(FDataLoss, d.payload())
+	}
+	return fmt.Errorf("consumer %d: unknown control event %d", w.p, ev.kind)
 }

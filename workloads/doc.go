@@ -11,17 +11,23 @@
 //   - RunProducer: a plain producer (acks 0/1/all, idempotence, in-flight, retries, timeouts,
 //     batching, compression, partition choice), one send at a time or many in flight (async),
 //     optionally re-sending a value after an unknown or failed outcome (application resend).
-//     Outcomes come from SendErrorTable, the one place that says which errors prove a record was
-//     not written.
+//     Each client is an adapter behind producerClient; the recording is shared. Outcomes come
+//     from the client's table, SendErrorTable (sarama) or FranzSendErrorTable (franz-go), the one
+//     place per client that says which errors prove a record was not written.
 //   - RunTxnProducer: transactions of 1..k records over at least two topics, committed or
 //     aborted as the seed says; a fenced or broken instance is replaced (a crash op, then a new
 //     instance with the same transactional.id); zombie mode makes a second instance take the id
-//     in the middle of a transaction.
+//     in the middle of a transaction. Each client is an adapter behind txnProducer; the
+//     recording, zombies and restarts are shared.
 //   - RunProcessor: read-process-write in a consumer group at read_committed, with the offsets
-//     committed in the transaction (KIP-447 group metadata) and a seek back to the committed
-//     offsets after every transaction that did not commit.
+//     committed in the transaction (KIP-447 group metadata) and a rewind to the committed
+//     offsets after every transaction that did not commit (sarama: a new group session;
+//     franz-go's GroupTransactSession rewinds by itself, and after an unknown outcome the
+//     instance is replaced). Each client is an adapter behind rpwMember.
 //   - RunConsumer: assign or subscribe, either isolation level, every poll recorded with its
-//     records in the order returned, rebalances recorded as assign ops.
+//     records in the order returned, rebalances recorded as assign ops, a log truncated under
+//     the consumer's position (reported by clients that validate it, KIP-320) as a data-loss op.
+//     Each client is an adapter behind consumerClient; the recording is shared.
 //   - FinalRead: after the faults healed, every partition scanned from its earliest offset to its
 //     high watermark (read_uncommitted) or last stable offset (read_committed), in final-read ops
 //     of at most ChunkRecords records; a scan that cannot finish is recorded as incomplete.
@@ -34,6 +40,9 @@
 //     "member", "partitions": {topic: [p…]}, "topics", "isolation", "rebalance": true}; a manual
 //     assignment is an assign op without "rebalance"; joining a group is a subscribe op
 //     {"topics", "group", "isolation"}.
+//   - A data-loss op {"topic", "partition", "offset", "epoch", "reset_to", "reset_epoch"} of a
+//     consumer's process notes that its client found the log truncated under its position and
+//     resumes at reset_to (franz-go's ErrDataLoss; sarama does not validate positions).
 //   - A crash op {"reason", "txn_id"?} (invoke, then ok once the process may go on) separates two
 //     instances of one process; a processor's or consumer's next op is the new instance's.
 //   - Final reads run in processes numbered after the configured clients; a zombie's usurper,

@@ -2,8 +2,6 @@ package workloads
 
 import (
 	"context"
-	"maps"
-	"slices"
 
 	"github.com/IBM/sarama"
 	"github.com/verity-kafka/verity/kafkaconf"
@@ -83,17 +81,12 @@ func (h *groupHandler) ConsumeClaim(s sarama.ConsumerGroupSession, claim sarama.
 // claimsPayload is an assign op's value for a group session's assignment: the rebalance as the
 // history notes it.
 func claimsPayload(s sarama.ConsumerGroupSession, group, isolation string) map[string]any {
-	claims := map[string][]int32{}
-	for t, ps := range s.Claims() {
-		ps = slices.Clone(ps)
-		slices.Sort(ps)
-		claims[t] = ps
-	}
-	return map[string]any{
-		"group": group, "generation": s.GenerationID(), "member": s.MemberID(),
-		"partitions": claims, "topics": slices.Sorted(maps.Keys(claims)),
-		"isolation": isolation, "rebalance": true,
-	}
+	return sessionClaims(s).payload(group, isolation)
+}
+
+// sessionClaims is a group session's assignment.
+func sessionClaims(s sarama.ConsumerGroupSession) claims {
+	return claims{generation: s.GenerationID(), member: s.MemberID(), partitions: s.Claims()}
 }
 
 func isolationLevel(i kafkaconf.Isolation) sarama.IsolationLevel {

@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"strconv"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -16,7 +16,7 @@ import (
 )
 
 // Partitioning says how a producer picks each record's partition. The workload always picks it
-// itself, before the invoke is recorded, and hands sarama the record with that partition (the
+// itself, before the invoke is recorded, and hands the client the record with that partition (a
 // manual partitioner), so the invoke already names the partition the record goes to.
 type Partitioning string
 
@@ -33,26 +33,30 @@ const (
 )
 
 // ProducerConfig is one plain (non-transactional) producer instance. The zero value plus Topics
-// is Kafka's default producer as far as sarama can be one: acks=all, idempotent (with one request
-// in flight: sarama allows no more).
+// is Kafka's default producer as far as the run's client can be one: acks=all, idempotent (with
+// one request in flight for sarama, which allows no more; five for franz-go).
 type ProducerConfig struct {
 	// Topics the producer writes; each record goes to one of them, chosen from the seed.
 	Topics []string `json:"topics"`
 	// Delivery is acks, enable.idempotence, max.in.flight.requests.per.connection (sarama:
-	// Net.MaxOpenRequests) and retries (Producer.Retry.Max); unset ones take Kafka's defaults
-	// as kafkaconf.ResolveProducer decides them for sarama (Sarama). Resolved states all four.
+	// Net.MaxOpenRequests; franz-go: MaxProduceRequestsInflightPerBroker) and retries (sarama:
+	// Producer.Retry.Max; franz-go: RecordRetries); unset ones take Kafka's defaults as
+	// kafkaconf.ResolveProducer decides them for the run's client. Resolved states all four.
 	kafkaconf.Delivery
 	// RetryBackoff between retries; default 100ms.
 	RetryBackoff time.Duration `json:"retry_backoff,omitempty"`
 	// RequestTimeout is how long the leader waits for the ISR before answering an acks=all
-	// produce (sarama Producer.Timeout, Kafka's request.timeout.ms role); default 10s.
+	// produce (sarama Producer.Timeout, franz-go ProduceRequestTimeout, Kafka's
+	// request.timeout.ms role); default 10s.
 	RequestTimeout time.Duration `json:"request_timeout,omitempty"`
-	// DeliveryTimeout bounds a send from invoke to outcome (Kafka's delivery.timeout.ms;
-	// sarama has none, so the workload enforces it): a send still unanswered then completes
-	// info, and sarama's late answer is ignored. Default 30s.
+	// DeliveryTimeout bounds a send from invoke to outcome (Kafka's delivery.timeout.ms; sarama
+	// has none, franz-go's RecordDeliveryTimeout cannot fail an idempotent record in flight, so
+	// the workload enforces it): a send still unanswered then completes info, and the client's
+	// late answer is ignored. Default 30s.
 	DeliveryTimeout time.Duration `json:"delivery_timeout,omitempty"`
-	// Linger (sarama Flush.Frequency), BatchMessages (Flush.Messages) and BatchBytes
-	// (Flush.Bytes) shape batches; zero sends as soon as possible.
+	// Linger (sarama Flush.Frequency, franz-go ProducerLinger), BatchMessages (sarama
+	// Flush.Messages; franz-go has none) and BatchBytes (sarama Flush.Bytes, franz-go
+	// ProducerBatchMaxBytes) shape batches; zero sends as soon as possible.
 	Linger        time.Duration `json:"linger,omitempty"`
 	BatchMessages int           `json:"batch_messages,omitempty"`
 	BatchBytes    int           `json:"batch_bytes,omitempty"`
@@ -62,9 +66,9 @@ type ProducerConfig struct {
 	Partitioning Partitioning `json:"partitioning,omitempty"`
 	Partition    int32        `json:"partition,omitempty"`
 	Keys         int          `json:"keys,omitempty"`
-	// Async hands records to sarama without waiting for earlier ones, up to Window (default
-	// 100) in flight; invokes are recorded in the order records are handed to sarama, and
-	// completions carry "of". Otherwise one send at a time.
+	// Async hands records to the client without waiting for earlier ones, up to Window
+	// (default 100) in flight; invokes are recorded in the order records are handed to the
+	// client, and completions carry "of". Otherwise one send at a time.
 	Async  bool `json:"async,omitempty"`
 	Window int  `json:"window,omitempty"`
 	// Rate caps sends per second (0: as fast as the producer goes).
@@ -183,71 +187,20 @@ func compressionCodec(c kafkaconf.Compression) (sarama.CompressionCodec, error) 
 	return 0, fmt.Errorf("producer: %w", err)
 }
 
-// requiredAcks maps Kafka's acks onto sarama's.
-func requiredAcks(a kafkaconf.Acks) sarama.RequiredAcks {
-	switch a {
-	case kafkaconf.AcksNone:
-		return sarama.NoResponse
-	case kafkaconf.AcksLeader:
-		return sarama.WaitForLocal
-	}
-	return sarama.WaitForAll
-}
-
-// saramaConfig applies a resolved c to base. retries counts sarama's retry backoffs: sarama
-// calls Producer.Retry.BackoffFunc before every retry of a batch, so a send whose count did not
-// move while it was in flight went to the brokers at most once (see SendErrorTable).
-func (c ProducerConfig) saramaConfig(base *sarama.Config, retries *atomic.Int64) (*sarama.Config, error) {
-	cfg := base
-	cfg.Producer.RequiredAcks = requiredAcks(*c.Acks)
-	cfg.Producer.Idempotent = *c.Idempotence
-	cfg.Net.MaxOpenRequests = *c.MaxInFlight
-	cfg.Producer.Retry.Max = *c.Retries
-	backoff := c.RetryBackoff
-	cfg.Producer.Retry.Backoff = backoff
-	cfg.Producer.Retry.BackoffFunc = func(int, int) time.Duration {
-		retries.Add(1)
-		return backoff
-	}
-	cfg.Producer.Timeout = c.RequestTimeout
-	ensureReadTimeout(cfg)
-	cfg.Producer.Flush.Frequency = c.Linger
-	cfg.Producer.Flush.Messages = c.BatchMessages
-	cfg.Producer.Flush.Bytes = c.BatchBytes
-	codec, err := compressionCodec(c.Compression)
-	if err != nil {
-		return nil, err
-	}
-	cfg.Producer.Compression = codec
-	cfg.Producer.Partitioner = sarama.NewManualPartitioner
-	cfg.Producer.Return.Successes = true
-	cfg.Producer.Return.Errors = true
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("producer: sarama refuses the configuration: %w", err)
-	}
-	return cfg, nil
-}
-
-// ensureReadTimeout sets the client's socket read timeout 5 s above the leader's ack timeout
-// (Producer.Timeout): below it, when the ISR is slow, sarama would give up on the connection at
-// the moment the leader would have answered REQUEST_TIMED_OUT, failing every request in flight
-// on it; far above it, a request whose answer is lost would hang longer than the request
-// timeout the scenario asked for (Kafka's request.timeout.ms bounds the client's wait).
-func ensureReadTimeout(cfg *sarama.Config) {
-	cfg.Net.ReadTimeout = cfg.Producer.Timeout + 5*time.Second
-}
-
 // ProducerStats counts a producer's outcomes.
 type ProducerStats struct {
 	Process        int
 	OK, Fail, Info int64
 	Resends        int64 // application resends (AppResend)
 	TimedOut       int64 // completed info by DeliveryTimeout
-	Unsent         int64 // completed fail: the run stopped before the record was handed to sarama
+	Unsent         int64 // completed fail: the run stopped before the record was handed to the client
 	Elapsed        time.Duration
 	SendsPerSecond float64
 	Warnings       []string
-	Retries        int64 // sarama's retry backoffs while the producer ran
+	// Retries is the client's retrying while the producer ran, as its adapter can see it:
+	// sarama's retry backoffs; franz-go's produce requests whose write failed (franz-go has no
+	// hook for a batch it sends again after an error answer).
+	Retries int64
 }
 
 // target is where one record goes.
@@ -303,43 +256,125 @@ func (ch *chooser) next() (target, error) {
 	return t, nil
 }
 
-// partitionCounts asks the cluster how many partitions each topic has.
-func partitionCounts(client sarama.Client, topics []string) (map[string]int32, error) {
-	parts := map[string]int32{}
-	for _, t := range topics {
-		ps, err := client.Partitions(t)
-		if err != nil {
-			return nil, fmt.Errorf("partitions of topic %s: %w", t, err)
-		}
-		parts[t] = int32(len(ps))
+// producerClient is what the producer workload needs of a Kafka client. Each client has an
+// adapter (saramaProducer, franzProducer); the recording (invokes in hand-off order, windows,
+// delivery timeouts, application resends, batched history writes) is producerRun's, the same
+// for every client.
+type producerClient interface {
+	// hand gives op's record to the client. Records handed over one after another keep that
+	// order in their partition. hand blocks while the client applies backpressure, but never
+	// stops answers from being queued meanwhile (the client may be waiting for its answers to
+	// be taken before it takes another record). It returns false, having handed nothing over,
+	// when ctx ends first.
+	hand(ctx context.Context, op *sendOp) bool
+	// ready is signalled when answers are waiting; take appends them all to buf. Every record
+	// handed over gets exactly one answer, in any order, even after its send completed by
+	// timeout (the workload drops those).
+	ready() <-chan struct{}
+	take(buf []sendAnswer) []sendAnswer
+	// outcome classifies an answer by the client's send-error table, with what the adapter
+	// knows of how often the record may have gone to the brokers.
+	outcome(a sendAnswer) Outcome
+	// retries is the client's retrying so far (ProducerStats.Retries).
+	retries() int64
+	// close shuts the client down, dropping answers that arrive later, and returns within a
+	// bound even when the cluster no longer answers.
+	close()
+}
+
+// sendAnswer is a client's answer for one record: where the broker put it, or the error.
+type sendAnswer struct {
+	op        *sendOp
+	partition int32
+	offset    int64
+	err       error
+	// unbuffered: the client failed the record before it joined any batch (franz-go), so it
+	// was never sent.
+	unbuffered bool
+}
+
+// handMark is what an adapter notes about a record when it hands it over, to tell from the
+// answer how often the record may have gone to the brokers.
+type handMark struct {
+	// count is the adapter's counter at the hand-off: sarama's retry backoffs, franz-go's
+	// produce requests written.
+	count int64
+	// head: no earlier record of the same partition was still unanswered by the client
+	// (franz-go), so the record's batch is the first its partition has to send.
+	head bool
+}
+
+// answerQueue is an adapter's unbounded queue of answers. The client's side pushes without ever
+// blocking, so that a client holding a record back until its earlier answers are taken (sarama's
+// full channels, franz-go's buffer limit) cannot deadlock with a workload that is waiting to hand
+// it that record; the workload takes everything waiting at once.
+type answerQueue struct {
+	mu      sync.Mutex
+	items   []sendAnswer
+	dropped bool
+	signal  chan struct{} // capacity 1: something was pushed since the last take
+}
+
+func newAnswerQueue() *answerQueue { return &answerQueue{signal: make(chan struct{}, 1)} }
+
+func (q *answerQueue) push(as ...sendAnswer) {
+	q.mu.Lock()
+	if !q.dropped {
+		q.items = append(q.items, as...)
 	}
-	return parts, nil
+	q.mu.Unlock()
+	select {
+	case q.signal <- struct{}{}:
+	default:
+	}
+}
+
+// take appends every waiting answer to buf. The queue keeps buf's old array for the next
+// answers, so that two slices are reused alternately.
+func (q *answerQueue) take(buf []sendAnswer) []sendAnswer {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(buf) == 0 && len(q.items) > 0 {
+		buf, q.items = q.items, buf[:0]
+		return buf
+	}
+	buf = append(buf, q.items...)
+	clear(q.items)
+	q.items = q.items[:0]
+	return buf
+}
+
+// drop discards what is waiting and everything pushed later: the workload has stopped reading.
+func (q *answerQueue) drop() {
+	q.mu.Lock()
+	q.dropped = true
+	q.items = nil
+	q.mu.Unlock()
 }
 
 // sendOp is one send in flight: its invoke, and what decides its outcome.
 type sendOp struct {
-	inv       history.Op
-	rec       history.Record
-	attempt   int   // 0 for the first send of a value, n for its nth application resend
-	retriesAt int64 // sarama's retry count when the record was handed over
-	deadline  time.Time
-	done      bool
+	inv      history.Op
+	rec      history.Record
+	attempt  int      // 0 for the first send of a value, n for its nth application resend
+	mark     handMark // the adapter's note at the hand-off
+	deadline time.Time
+	done     bool
 }
 
 type producerRun struct {
-	env     Env
-	cfg     ProducerConfig
-	p       history.Process
-	log     *slog.Logger
-	values  *Values
-	choose  *chooser
-	prod    sarama.AsyncProducer
-	client  sarama.Client
-	retries atomic.Int64
+	env    Env
+	cfg    ProducerConfig
+	p      history.Process
+	log    *slog.Logger
+	values *Values
+	choose *chooser
+	cl     producerClient
 
 	inflight   []*sendOp // in invoke order: the head has the earliest deadline
 	live       int       // inflight entries not yet done
 	resend     []*sendOp // values waiting to be sent again
+	answers    []sendAnswer
 	stats      ProducerStats
 	timer      *time.Timer  // pacing (Rate, drain deadline)
 	flushTimer *time.Timer  // writing outcomes waiting in done
@@ -370,10 +405,11 @@ func (w *producerRun) flush() error {
 	return nil
 }
 
-// RunProducer runs one producer instance as history process p until ctx ends (or MaxSends
-// records were sent), then waits up to cfg.Drain for the outstanding sends and returns. Each
-// record's value is "p-N". An error means the workload could not go on (no cluster, the history
-// could not be written); outcomes of sends are in the history, not in the error.
+// RunProducer runs one producer instance of the run's client (env.Client) as history process p
+// until ctx ends (or MaxSends records were sent), then waits up to cfg.Drain for the outstanding
+// sends and returns. Each record's value is "p-N". An error means the workload could not go on
+// (no cluster, the history could not be written); outcomes of sends are in the history, not in
+// the error.
 func RunProducer(ctx context.Context, env Env, p int, cfg ProducerConfig) (ProducerStats, error) {
 	env, err := env.withDefaults()
 	if err != nil {
@@ -384,32 +420,29 @@ func RunProducer(ctx context.Context, env Env, p int, cfg ProducerConfig) (Produ
 		return ProducerStats{}, err
 	}
 	w := &producerRun{env: env, cfg: cfg, p: history.Client(p), values: NewValues(p),
-		log: env.Log.With("process", p, "workload", "producer")}
-	w.stats.Process, w.stats.Warnings = p, warnings
-	for _, warn := range warnings {
+		log: env.Log.With("process", p, "workload", "producer", "client", env.Client)}
+	var parts map[string]int32
+	var more []string
+	switch env.Client {
+	case kafkaconf.Sarama:
+		w.cl, parts, err = openSaramaProducer(env, p, cfg, w.log)
+	case kafkaconf.FranzGo:
+		w.cl, parts, more, err = openFranzProducer(ctx, env, p, cfg, w.log)
+	default:
+		err = fmt.Errorf("no producer for client %q", env.Client)
+	}
+	w.stats.Process, w.stats.Warnings = p, append(warnings, more...)
+	for _, warn := range w.stats.Warnings {
 		w.log.Warn(warn)
 	}
-	scfg, err := cfg.saramaConfig(env.Sarama(clientID(p, "producer")), &w.retries)
 	if err != nil {
-		return w.stats, err
-	}
-	if w.client, err = sarama.NewClient(env.Brokers, scfg); err != nil {
-		return w.stats, fmt.Errorf("producer %d: connecting to %v: %w", p, env.Brokers, err)
-	}
-	parts, err := partitionCounts(w.client, cfg.Topics)
-	if err != nil {
-		_ = w.client.Close()
 		return w.stats, fmt.Errorf("producer %d: %w", p, err)
 	}
 	w.choose = newChooser(NewRand(env.Seed, p), cfg, parts)
-	if w.prod, err = sarama.NewAsyncProducerFromClient(w.client); err != nil {
-		_ = w.client.Close()
-		return w.stats, fmt.Errorf("producer %d: creating the sarama producer: %w", p, err)
-	}
 	return w.runAll(ctx)
 }
 
-// runAll runs the workload on w's sarama producer, drains it, closes it, and returns the stats.
+// runAll runs the workload on w's client, drains it, closes it, and returns the stats.
 func (w *producerRun) runAll(ctx context.Context) (ProducerStats, error) {
 	w.batch, _ = w.env.Recorder.(batchRecorder)
 	w.tick = time.NewTicker(max(w.cfg.DeliveryTimeout/20, 10*time.Millisecond))
@@ -417,9 +450,9 @@ func (w *producerRun) runAll(ctx context.Context) (ProducerStats, error) {
 	began := time.Now()
 	runErr := w.run(ctx)
 	drainErr := w.drain(context.WithoutCancel(ctx))
-	w.close()
+	w.cl.close()
 	w.stats.Elapsed = time.Since(began)
-	w.stats.Retries = w.retries.Load()
+	w.stats.Retries = w.cl.retries()
 	if s := w.stats.Elapsed.Seconds(); s > 0 {
 		w.stats.SendsPerSecond = float64(w.stats.OK+w.stats.Fail+w.stats.Info) / s
 	}
@@ -495,9 +528,9 @@ func (w *producerRun) run(ctx context.Context) error {
 // records) per history write.
 const maxBatch = 64
 
-// send records the invokes of ops, then hands their records to sarama in that order: the invoke
-// order is the hand-off order, as history.md asks of an async producer. With a recorder that
-// can (a *history.Writer), an async producer records all the invokes with one write, before
+// send records the invokes of ops, then hands their records to the client in that order: the
+// invoke order is the hand-off order, as history.md asks of an async producer. With a recorder
+// that can (a *history.Writer), an async producer records all the invokes with one write, before
 // the first hand-over; one-at-a-time mode sends one record per call.
 func (w *producerRun) send(ctx context.Context, ops []*sendOp) error {
 	if err := w.flush(); err != nil {
@@ -525,41 +558,24 @@ func (w *producerRun) send(ctx context.Context, ops []*sendOp) error {
 			op.inv = inv
 		}
 	}
-	retriesAt, deadline := w.retries.Load(), time.Now().Add(w.cfg.DeliveryTimeout)
+	deadline := time.Now().Add(w.cfg.DeliveryTimeout)
 	for _, op := range ops {
-		op.retriesAt, op.deadline = retriesAt, deadline
+		op.deadline = deadline
 		w.inflight = append(w.inflight, op)
 		w.live++
 	}
 	for i, op := range ops {
-		msg := &sarama.ProducerMessage{Topic: op.rec.Topic, Partition: op.rec.Partition,
-			Value: sarama.StringEncoder(op.rec.Value), Metadata: op}
-		if op.rec.Key != "" {
-			msg.Key = sarama.StringEncoder(op.rec.Key)
+		if w.cl.hand(ctx, op) {
+			continue
 		}
-		for handed := false; !handed; {
-			select {
-			case w.prod.Input() <- msg:
-				handed = true
-			case m := <-w.prod.Successes():
-				if err := w.outcomes(m, nil); err != nil {
-					return err
-				}
-			case pe := <-w.prod.Errors():
-				if err := w.outcomes(pe.Msg, pe.Err); err != nil {
-					return err
-				}
-			case <-ctx.Done():
-				// Never handed to sarama: certainly not written.
-				for _, op := range ops[i:] {
-					w.stats.Unsent++
-					if err := w.complete(op, history.Fail, nil, -1, 0, "not sent: the workload stopped before handing the record to the client"); err != nil {
-						return err
-					}
-				}
-				return w.flush()
+		// Never handed to the client: certainly not written.
+		for _, op := range ops[i:] {
+			w.stats.Unsent++
+			if err := w.complete(op, history.Fail, nil, -1, 0, "not sent: the workload stopped before handing the record to the client"); err != nil {
+				return err
 			}
 		}
+		break
 	}
 	return w.flush()
 }
@@ -584,10 +600,8 @@ func (w *producerRun) await(ctx context.Context, until time.Time) error {
 		defer w.flushTimer.Stop()
 	}
 	select {
-	case m := <-w.prod.Successes():
-		return w.outcomes(m, nil)
-	case pe := <-w.prod.Errors():
-		return w.outcomes(pe.Msg, pe.Err)
+	case <-w.cl.ready():
+		return w.outcomes()
 	case <-w.tick.C:
 		return w.expire()
 	case <-flushNow:
@@ -611,28 +625,17 @@ func resetTimer(t *time.Timer, d time.Duration) *time.Timer {
 	return t
 }
 
-// outcomes records sarama's answer for msg and, in async mode, every other answer already
-// waiting, so that a burst of acknowledgements (one produce response acknowledges a whole batch)
-// is recorded with one write. Recording them a few microseconds after their arrival only widens
-// each op's interval.
-func (w *producerRun) outcomes(msg *sarama.ProducerMessage, sendErr error) error {
-	if err := w.outcome(msg, sendErr); err != nil || !w.cfg.Async {
-		return err
-	}
-	for range 4 * maxBatch {
-		select {
-		case m := <-w.prod.Successes():
-			if err := w.outcome(m, nil); err != nil {
-				return err
-			}
-		case pe := <-w.prod.Errors():
-			if err := w.outcome(pe.Msg, pe.Err); err != nil {
-				return err
-			}
-		default:
-			return nil
+// outcomes records every answer waiting, so that a burst of acknowledgements (one produce
+// response acknowledges a whole batch) is recorded with one write. Recording them a few
+// microseconds after their arrival only widens each op's interval.
+func (w *producerRun) outcomes() error {
+	w.answers = w.cl.take(w.answers[:0])
+	for i := range w.answers {
+		if err := w.outcome(w.answers[i]); err != nil {
+			return err
 		}
 	}
+	clear(w.answers)
 	return nil
 }
 
@@ -661,19 +664,18 @@ func (w *producerRun) expire() error {
 	return nil
 }
 
-// outcome records sarama's answer for msg.
-func (w *producerRun) outcome(msg *sarama.ProducerMessage, sendErr error) error {
-	op, _ := msg.Metadata.(*sendOp)
+// outcome records the client's answer for one record.
+func (w *producerRun) outcome(a sendAnswer) error {
+	op := a.op
 	if op == nil || op.done {
 		return nil // completed already, by its delivery timeout
 	}
-	once := *w.cfg.Retries == 0 || w.retries.Load() == op.retriesAt
-	o := ClassifySend(sendErr, SendContext{AcksAll: *w.cfg.Acks == kafkaconf.AcksAll, Once: once})
-	off := msg.Offset
+	o := w.cl.outcome(a)
+	off := a.offset
 	if *w.cfg.Acks == kafkaconf.AcksNone {
 		off = -1 // acks=0: the broker assigns an offset it never reports
 	}
-	return w.complete(op, o.Type, sendErr, off, msg.Partition, "")
+	return w.complete(op, o.Type, a.err, off, a.partition, "")
 }
 
 // complete records op's completion (ok with the broker's partition and offset) and queues an
@@ -739,36 +741,19 @@ func (w *producerRun) drain(ctx context.Context) error {
 	return w.flush()
 }
 
-// close shuts sarama down. Answers for sends already completed by timeout may still arrive:
-// they are read and dropped until sarama closes its channels, in the background if that takes
-// long (a cluster that no longer answers), so that the workload returns.
-func (w *producerRun) close() {
-	w.prod.AsyncClose()
+// closeProducerWithin runs closeFn, waiting for it at most bound: a client closing against a cluster
+// that no longer answers is left to finish in the background, so that the workload returns.
+func closeProducerWithin(log *slog.Logger, what string, bound time.Duration, closeFn func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		succ, errs := w.prod.Successes(), w.prod.Errors()
-		for succ != nil || errs != nil {
-			select {
-			case _, ok := <-succ:
-				if !ok {
-					succ = nil
-				}
-			case _, ok := <-errs:
-				if !ok {
-					errs = nil
-				}
-			}
-		}
-		if w.client != nil {
-			_ = w.client.Close()
-		}
+		closeFn()
 	}()
-	t := time.NewTimer(10 * time.Second)
+	t := time.NewTimer(bound)
 	defer t.Stop()
 	select {
 	case <-done:
 	case <-t.C:
-		w.log.Warn("sarama producer still closing after 10s; left to finish in the background")
+		log.Warn(what+" still closing; left to finish in the background", "waited", bound)
 	}
 }

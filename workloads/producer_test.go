@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,19 +19,28 @@ import (
 // mockRun builds a producer workload around sarama's mock producer, recording into buf.
 func mockRun(t *testing.T, cfg ProducerConfig, buf *bytes.Buffer) (*producerRun, *mocks.AsyncProducer, *history.Writer) {
 	t.Helper()
+	mcfg := mocks.NewTestConfig()
+	mcfg.Producer.Return.Successes = true
+	mp := mocks.NewAsyncProducer(t, mcfg)
+	run, w := saramaRun(t, cfg, buf, mp)
+	return run, mp, w
+}
+
+// saramaRun builds a producer workload around prod, through the sarama adapter.
+func saramaRun(t *testing.T, cfg ProducerConfig, buf *bytes.Buffer, prod sarama.AsyncProducer) (*producerRun, *history.Writer) {
+	t.Helper()
 	cfg, _, err := cfg.Resolved(Sarama())
 	require.NoError(t, err)
 	w, err := history.NewWriter(buf, history.Header{Seed: 1})
 	require.NoError(t, err)
-	mcfg := mocks.NewTestConfig()
-	mcfg.Producer.Return.Successes = true
-	mp := mocks.NewAsyncProducer(t, mcfg)
 	env, err := Env{Brokers: []string{"mock"}, Recorder: w, Seed: 1}.withDefaults()
 	require.NoError(t, err)
-	run := &producerRun{env: env, cfg: cfg, p: history.Client(4), values: NewValues(4), prod: mp,
-		choose: newChooser(NewRand(1, 4), cfg, map[string]int32{"t": 3}), log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	run := &producerRun{env: env, cfg: cfg, p: history.Client(4), values: NewValues(4),
+		cl: newSaramaProducer(prod, nil, new(atomic.Int64), cfg, log), log: log,
+		choose: newChooser(NewRand(1, 4), cfg, map[string]int32{"t": 3})}
 	run.stats.Process = 4
-	return run, mp, w
+	return run, w
 }
 
 func readOps(t *testing.T, buf *bytes.Buffer) []history.Op {
@@ -174,9 +184,8 @@ func (p *slowProducer) AsyncClose()                               { close(p.stop
 
 func TestDeliveryTimeoutCompletesInfoAndIgnoresLateAnswers(t *testing.T) {
 	var buf bytes.Buffer
-	run, _, w := mockRun(t, ProducerConfig{Topics: []string{"t"}, MaxSends: 3, DeliveryTimeout: 50 * time.Millisecond,
-		Drain: time.Second}, &buf)
-	run.prod = newSlowProducer()
+	run, w := saramaRun(t, ProducerConfig{Topics: []string{"t"}, MaxSends: 3, DeliveryTimeout: 50 * time.Millisecond,
+		Drain: time.Second}, &buf, newSlowProducer())
 	st, err := run.runAll(context.Background())
 	require.NoError(t, err)
 	require.NoError(t, w.Close())

@@ -8,8 +8,8 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/IBM/sarama"
 	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/kafkaconf"
 )
 
 // ProcessorConfig is a read-process-write processor: it consumes Input in a consumer group at
@@ -30,9 +30,9 @@ type ProcessorConfig struct {
 	// processor then seeks back to the committed offsets and processes the inputs again.
 	AbortProbability float64 `json:"abort_probability,omitempty"`
 	// CrashEvery, when set, crashes the processor about that often (0.5x to 1.5x, from the
-	// seed), in the middle of a transaction: outputs sent, offsets added, no commit. A new
-	// instance (same process, same transactional.id) takes over and resumes from the
-	// committed offsets.
+	// seed), in the middle of a transaction: outputs sent, offsets added (franz-go adds them
+	// only as it commits: there, outputs only), no commit. A new instance (same process, same
+	// transactional.id) takes over and resumes from the committed offsets.
 	CrashEvery time.Duration `json:"crash_every,omitempty"`
 	// MaxSteps stops the processor after this many transactions (0: until its context ends).
 	MaxSteps int `json:"max_steps,omitempty"`
@@ -68,7 +68,11 @@ type ProcessorStats struct {
 	Committed, Failed, Unknown int64
 	Aborted                    int64 // on purpose (part of Failed)
 	InputsCommitted            int64
-	Crashes, Sessions          int64
+	Crashes                    int64
+	// Sessions counts the group sessions of the processor's members: with sarama, its
+	// Consume calls (every generation, and every seek back); with franz-go, the generations
+	// joined.
+	Sessions int64
 }
 
 type processor struct {
@@ -91,6 +95,45 @@ type errCrash struct{ reason string }
 
 func (e errCrash) Error() string { return e.reason }
 
+// rpwMember is one instance of a processor, as the processor needs it of a client: a member of
+// the input's consumer group reading at read_committed, and a transactional producer whose
+// transactions carry the offsets consumed with the member's group metadata (KIP-447). An
+// instance is opened with the processor's transactional.id, which fences the earlier instance.
+// Only the goroutine that runs the processor calls its methods: a member hands over what the
+// client's own goroutines see (records, rebalances) through next.
+type rpwMember interface {
+	// next waits for the next event: a batch of inputs (at most BatchRecords, gathered for at
+	// most BatchWait from its first record) or a rebalance to note. It returns the zero event
+	// when ctx ends, and an error (errCrash to replace the instance) when it cannot go on.
+	next(ctx context.Context) (rpwEvent, error)
+	// begin starts a transaction.
+	begin() error
+	// send produces the outputs in the transaction and waits for their acknowledgements, as
+	// txnProducer.send.
+	send(out []history.Record, deadline time.Time) error
+	// addOffsets puts the offsets after the last batch's inputs into the transaction, with
+	// the group metadata of the session that consumed them.
+	addOffsets() error
+	// commit and abort end the transaction, as txnProducer's.
+	commit() (history.Type, string)
+	abort() error
+	// rewind, after a transaction that did not commit (outcome t), makes the next batch start
+	// at the group's committed offsets; errCrash when only a new instance can.
+	rewind(t history.Type) error
+	// ready and status, as txnProducer's.
+	ready() bool
+	status() string
+	// close leaves the group and closes the client without ending the transaction.
+	close()
+}
+
+// rpwEvent is what a member's next returns: assign, the payload of an assign op noting a
+// rebalance's new assignment; or input, a batch of records consumed, in order, with offsets.
+type rpwEvent struct {
+	assign map[string]any
+	input  []history.Record
+}
+
 // RunProcessor runs a read-process-write processor as history process p until ctx ends.
 func RunProcessor(ctx context.Context, env Env, p int, cfg ProcessorConfig) (ProcessorStats, error) {
 	env, err := env.withDefaults()
@@ -103,12 +146,7 @@ func RunProcessor(ctx context.Context, env Env, p int, cfg ProcessorConfig) (Pro
 	w := &processor{env: env, cfg: cfg, p: p, proc: history.Client(p), rng: NewRand(env.Seed, p), values: NewValues(p),
 		log: env.Log.With("workload", "rpw", "process", p)}
 	w.stats.Process = p
-	client, err := sarama.NewClient(env.Brokers, env.Sarama(clientID(p, "rpw-meta")))
-	if err != nil {
-		return w.stats, fmt.Errorf("processor %d: connecting: %w", p, err)
-	}
-	parts, err := partitionCounts(client, []string{cfg.Output})
-	_ = client.Close()
+	parts, err := topicPartitions(ctx, env, clientID(p, "rpw-meta"), []string{cfg.Output})
 	if err != nil {
 		return w.stats, fmt.Errorf("processor %d: %w", p, err)
 	}
@@ -162,7 +200,7 @@ func (w *processor) crash(reason string) error {
 func (w *processor) fence(ctx context.Context) {
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*w.cfg.Timeout)
 	defer cancel()
-	tc, err := openTxnClient(fctx, w.env, w.p, "rpw", w.cfg.TxnID, w.cfg.TxnClientConfig, w.log)
+	tc, err := openTxnProducer(fctx, w.env, w.p, "rpw", w.cfg.TxnID, w.cfg.TxnClientConfig, w.log)
 	if err != nil {
 		w.log.Warn("could not abort the crashed instance's transaction; the coordinator will after its timeout", "err", err)
 		return
@@ -170,172 +208,60 @@ func (w *processor) fence(ctx context.Context) {
 	tc.close()
 }
 
-// instance runs one instance (a group member and a transactional producer) until ctx ends or it
-// must be replaced (errCrash).
-func (w *processor) instance(ctx context.Context) (err error) {
-	tc, err := openTxnClient(ctx, w.env, w.p, "rpw", w.cfg.TxnID, w.cfg.TxnClientConfig, w.log)
+// open starts an instance of the run's client.
+func (w *processor) open(ctx context.Context) (rpwMember, error) {
+	switch w.env.Client {
+	case kafkaconf.FranzGo:
+		m, err := openFranzMember(ctx, w)
+		if err != nil {
+			return nil, err
+		}
+		return m, nil
+	case kafkaconf.Sarama, "":
+		m, err := openSaramaMember(ctx, w)
+		if err != nil {
+			return nil, err
+		}
+		return m, nil
+	}
+	return nil, fmt.Errorf("processor %d: no processor for client %q", w.p, w.env.Client)
+}
+
+// instance runs one instance until ctx ends, MaxSteps are done, or it must be replaced (errCrash).
+func (w *processor) instance(ctx context.Context) error {
+	m, err := w.open(ctx)
 	if err != nil {
 		return err
 	}
-	defer tc.close()
-	ccfg := w.env.Sarama(clientID(w.p, "rpw-consumer"))
-	ccfg.Consumer.IsolationLevel = sarama.ReadCommitted
-	ccfg.Consumer.Offsets.Initial = sarama.OffsetOldest
-	// Offsets move only inside transactions (AddOffsetsToTxn): never by auto-commit.
-	ccfg.Consumer.Offsets.AutoCommit.Enable = false
-	ccfg.Consumer.Return.Errors = true
-	group, err := sarama.NewConsumerGroup(w.env.Brokers, w.cfg.Group, ccfg)
-	if err != nil {
-		return errCrash{reason: "creating the consumer group member: " + err.Error()}
-	}
-	stop := make(chan struct{})
-	defer func() {
-		close(stop)
-		if cerr := group.Close(); cerr != nil {
-			w.log.Warn("closing the consumer group member", "err", cerr)
-		}
-	}()
-	go func() {
-		for gerr := range group.Errors() {
-			w.log.Debug("consumer group", "err", gerr)
-		}
-	}()
-	events := make(chan groupEvent)
-	h := &groupHandler{events: events, stop: stop}
+	defer m.close()
 	for ctx.Err() == nil && !w.stepsDone() {
-		err := w.session(ctx, group, h, events, tc)
+		ev, err := m.next(ctx)
 		switch {
-		case errors.Is(err, errSeekBack):
-			// A new session: the group hands the partitions back from the committed offsets.
-		case errors.Is(err, errStepsDone):
-			return nil
 		case err != nil:
 			return err
+		case ev.assign != nil:
+			if err := w.note(history.FAssign, ev.assign); err != nil {
+				return err
+			}
+		case len(ev.input) > 0:
+			if err := w.step(m, ev.input); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
-// errStepsDone ends a processor that has run MaxSteps steps.
-var errStepsDone = errors.New("max steps reached")
-
 func (w *processor) stepsDone() bool { return w.cfg.MaxSteps > 0 && w.steps >= w.cfg.MaxSteps }
 
-// session runs one Consume call: one group generation. It returns nil to start another (a
-// rebalance, or a seek back to the committed offsets after a transaction that did not commit),
-// or an error to end the instance.
-func (w *processor) session(ctx context.Context, group sarama.ConsumerGroup, h *groupHandler, events chan groupEvent, tc *txnClient) error {
-	w.stats.Sessions++
-	sctx, cancel := context.WithCancel(ctx)
-	errc := make(chan error, 1)
-	go func() { errc <- group.Consume(sctx, []string{w.cfg.Input}, h) }()
-	// Before returning, end the session and read every event until Consume returns: its
-	// claims must not outlive it, and none of its records may reach the next session.
-	finished := false
-	defer func() {
-		cancel()
-		for !finished {
-			select {
-			case <-events:
-			case <-errc:
-				finished = true
-			}
-		}
-	}()
-
-	var sess sarama.ConsumerGroupSession
-	var batch []*sarama.ConsumerMessage
-	var due <-chan time.Time
-	var timer *time.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		in := batch
-		batch, due = nil, nil
-		if err := w.step(sess, in, tc); err != nil {
-			return err
-		}
-		if w.stepsDone() {
-			return errStepsDone
-		}
-		return nil
-	}
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case err := <-errc:
-			finished = true
-			if err != nil && !errors.Is(err, context.Canceled) {
-				w.log.Warn("consumer group session ended with an error; joining again", "err", err)
-				// Pace the rejoin: the coordinator may be unavailable for a while.
-				_ = sleepCtx(ctx, time.Second)
-			}
-			return nil
-		case <-due:
-			if err := flush(); err != nil {
-				return err
-			}
-		case ev := <-events:
-			switch ev.kind {
-			case evSetup:
-				sess, batch, due = ev.sess, nil, nil
-				if err := w.note(history.FAssign, claimsPayload(ev.sess, w.cfg.Group, history.ReadCommitted)); err != nil {
-					return err
-				}
-			case evCleanup:
-				// The generation ended (a rebalance): a batch not yet processed is read
-				// again by the next session from the committed offsets.
-				sess, batch, due = nil, nil, nil
-			case evRecord:
-				if ev.sess != sess || sess == nil {
-					continue
-				}
-				if len(batch) == 0 {
-					if timer == nil {
-						timer = time.NewTimer(w.cfg.BatchWait)
-					} else {
-						timer.Reset(w.cfg.BatchWait)
-					}
-					due = timer.C
-				}
-				batch = append(batch, ev.msg)
-				if len(batch) >= w.cfg.BatchRecords {
-					if err := flush(); err != nil {
-						return err
-					}
-				}
-			}
-		}
-	}
-}
-
-// errSeekBack ends the session so that the next one starts from the committed offsets: after a
-// transaction that did not commit, the consumer's position is past inputs whose processing was
-// rolled back, and sarama (like the Java consumer, KAFKA-17582) does not rewind by itself.
-var errSeekBack = errors.New("seek back to the committed offsets")
-
 // step processes one batch in one transaction and records it as an rpw op.
-func (w *processor) step(sess sarama.ConsumerGroupSession, batch []*sarama.ConsumerMessage, tc *txnClient) error {
+func (w *processor) step(m rpwMember, in []history.Record) error {
 	w.steps++
-	in := make([]history.Record, len(batch))
-	out := make([]history.Record, len(batch))
-	offsets := map[int32]int64{}
-	for i, m := range batch {
-		in[i] = history.Record{Topic: m.Topic, Partition: m.Partition, Value: string(m.Value)}.At(m.Offset)
-		if len(m.Key) > 0 {
-			in[i].Key = string(m.Key)
-		}
+	out := make([]history.Record, len(in))
+	for i, r := range in {
 		// The transformation: one output per input, keyed by the input's value so that a
 		// reader can see which input it came from.
-		out[i] = history.Record{Topic: w.cfg.Output, Partition: m.Partition % max(w.outParts, 1), Key: string(m.Value), Value: w.values.Next()}
-		offsets[m.Partition] = max(offsets[m.Partition], m.Offset+1)
+		out[i] = history.Record{Topic: w.cfg.Output, Partition: r.Partition % max(w.outParts, 1), Key: r.Value, Value: w.values.Next()}
 	}
 	abort := w.rng.Float64() < w.cfg.AbortProbability
 	crash := !w.nextCrash.IsZero() && !time.Now().Before(w.nextCrash)
@@ -365,36 +291,29 @@ func (w *processor) step(sess sarama.ConsumerGroupSession, batch []*sarama.Consu
 		return nil
 	}
 
-	if err := tc.begin(); err != nil {
+	if err := m.begin(); err != nil {
 		if cerr := complete(history.Fail, txnNotSent+"begin: "+ErrorText(err)); cerr != nil {
 			return cerr
 		}
 		return errCrash{reason: "begin transaction: " + ErrorText(err)}
 	}
-	if err := tc.send(out, time.Now().Add(w.cfg.DeliveryTimeout)); err != nil {
-		aerr := tc.abort()
+	if err := m.send(out, time.Now().Add(w.cfg.DeliveryTimeout)); err != nil {
+		aerr := m.abort()
 		if cerr := complete(history.Fail, txnNotSent+"an output failed: "+ErrorText(err)+abortNote(aerr)); cerr != nil {
 			return cerr
 		}
-		return w.after(tc)
+		return w.after(m, history.Fail)
 	}
-	// KIP-447: the offsets go with the member's generation, so that a member fenced by a
-	// rebalance cannot commit them (the plain AddOffsetsToTxn sends generation -1, which
-	// fences nothing).
-	po := map[string][]*sarama.PartitionOffsetMetadata{}
-	for part, off := range offsets {
-		po[w.cfg.Input] = append(po[w.cfg.Input], &sarama.PartitionOffsetMetadata{Partition: part, Offset: off})
-	}
-	if err := tc.prod.AddOffsetsToTxnWithGroupMetadata(po, sarama.NewConsumerGroupMetadataFromSession(sess, w.cfg.Group, nil)); err != nil {
-		aerr := tc.abort()
+	if err := m.addOffsets(); err != nil {
+		aerr := m.abort()
 		if cerr := complete(history.Fail, txnNotSent+"adding offsets: "+ErrorText(err)+abortNote(aerr)); cerr != nil {
 			return cerr
 		}
-		return w.after(tc)
+		return w.after(m, history.Fail)
 	}
 	if crash {
 		// Crash mid-transaction: the commit is never requested. The next instance's
-		// InitProducerId aborts the open transaction.
+		// initialisation of the transactional.id aborts the open transaction.
 		w.scheduleCrash()
 		if err := complete(history.Fail, txnNotSent+"the instance crashed before committing"); err != nil {
 			return err
@@ -402,32 +321,32 @@ func (w *processor) step(sess sarama.ConsumerGroupSession, batch []*sarama.Consu
 		return errCrash{reason: "crash mid-transaction (crash_every)"}
 	}
 	if abort {
-		aerr := tc.abort()
+		aerr := m.abort()
 		if err := complete(history.Fail, txnAborted); err != nil {
 			return err
 		}
 		if aerr != nil {
 			return errCrash{reason: "abort failed: " + ErrorText(aerr)}
 		}
-		return w.after(tc)
+		return w.after(m, history.Fail)
 	}
-	t, text := tc.commit()
+	t, text := m.commit()
 	if err := complete(t, text); err != nil {
 		return err
 	}
 	if t == history.OK {
 		return nil
 	}
-	return w.after(tc)
+	return w.after(m, t)
 }
 
-// after a step that did not commit: seek back (a new session), or replace the instance when its
-// producer can no longer be used.
-func (w *processor) after(tc *txnClient) error {
-	if !tc.ready() {
-		return errCrash{reason: "the producer is not ready for another transaction (" + tc.prod.TxnStatus().String() + ")"}
+// after a step that did not commit (outcome t): rewind to the committed offsets, or replace the
+// instance when its producer can no longer be used.
+func (w *processor) after(m rpwMember, t history.Type) error {
+	if !m.ready() {
+		return errCrash{reason: "the producer is not ready for another transaction (" + m.status() + ")"}
 	}
-	return errSeekBack
+	return m.rewind(t)
 }
 
 // note records an op that only marks a moment (a rebalance's assignment).

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/IBM/sarama"
 	"github.com/verity-kafka/verity/history"
 )
 
@@ -131,7 +130,7 @@ type txnRun struct {
 // txnInstance is one process running the workload: its history process, and its client.
 type txnInstance struct {
 	p      int
-	tc     *txnClient
+	tc     txnProducer
 	values *Values
 	// firstOp, when set, is closed once the instance has recorded its first op (a usurper
 	// signalling its zombie, see transaction).
@@ -159,13 +158,7 @@ func RunTxnProducer(ctx context.Context, env Env, p int, cfg TxnConfig) (TxnStat
 	w := &txnRun{env: env, cfg: cfg, rng: NewRand(env.Seed, p), values: map[int]*Values{},
 		log: env.Log.With("workload", "txn", "txn_id", cfg.TxnID)}
 	w.stats.Process = p
-	client, err := sarama.NewClient(env.Brokers, env.Sarama(clientID(p, "txn-meta")))
-	if err != nil {
-		return w.stats, fmt.Errorf("transactional producer %d: connecting: %w", p, err)
-	}
-	w.parts, err = partitionCounts(client, cfg.Topics)
-	_ = client.Close()
-	if err != nil {
+	if w.parts, err = topicPartitions(ctx, env, clientID(p, "txn-meta"), cfg.Topics); err != nil {
 		return w.stats, fmt.Errorf("transactional producer %d: %w", p, err)
 	}
 	for t, n := range w.parts {
@@ -216,7 +209,7 @@ func (w *txnRun) loop(ctx context.Context, p int, zombies *sync.WaitGroup) error
 			inst.signal()
 			old := inst
 			inst = nil // restart closes it
-			if inst, err = w.restart(ctx, old, "the producer is not ready for another transaction ("+old.tc.prod.TxnStatus().String()+")"); err != nil {
+			if inst, err = w.restart(ctx, old, "the producer is not ready for another transaction ("+old.tc.status()+")"); err != nil {
 				return err
 			}
 		}
@@ -229,7 +222,7 @@ func (w *txnRun) loop(ctx context.Context, p int, zombies *sync.WaitGroup) error
 
 // open starts an instance as process p.
 func (w *txnRun) open(ctx context.Context, p int) (*txnInstance, error) {
-	tc, err := openTxnClient(ctx, w.env, p, "txn", w.cfg.TxnID, w.cfg.TxnClientConfig, w.log.With("process", p))
+	tc, err := openTxnProducer(ctx, w.env, p, "txn", w.cfg.TxnID, w.cfg.TxnClientConfig, w.log.With("process", p))
 	if err != nil {
 		return nil, fmt.Errorf("transactional producer %d: %w", p, err)
 	}
@@ -256,7 +249,7 @@ func (w *txnRun) restart(ctx context.Context, inst *txnInstance, reason string) 
 	}
 	inst.tc.close()
 	// The restart is not interrupted by the end of the run: an instance must be up to
-	// finish the workload cleanly, and openTxnClient gives up only when its context ends.
+	// finish the workload cleanly, and openTxnProducer gives up only when its context ends.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*w.cfg.Timeout)
 	defer cancel()
 	next, err := w.open(rctx, inst.p)
@@ -360,8 +353,9 @@ func (w *txnRun) transaction(ctx context.Context, inst *txnInstance, pl txnPlan,
 		}
 		switch {
 		case sendErr != nil:
-			// A record failed: sarama is in an error state in which it does not send the
-			// commit, so the transaction is certainly not committed; abort it.
+			// A record failed: the commit is not requested (sarama would not send it from its
+			// error state; franz-go would commit the records that succeeded), so the
+			// transaction is certainly not committed; abort it.
 			aerr := inst.tc.abort()
 			return done(history.Fail, txnNotSent+"a record failed: "+ErrorText(sendErr)+abortNote(aerr))
 		case pl.abort:

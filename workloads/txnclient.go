@@ -50,8 +50,68 @@ func (c TxnClientConfig) withDefaults() TxnClientConfig {
 	return c
 }
 
-// txnClient is one instance of a transactional producer: a sarama client and producer that
-// called InitProducerId for its transactional.id (which fences every earlier instance).
+// txnProducer is one instance of a transactional producer: what the transactional workload (and
+// the processor's output side) needs of a client, whichever it is. An instance is opened for a
+// transactional.id by openTxnProducer, which initialises the id and so fences every earlier
+// instance of it (their open transaction is aborted, their later requests refused).
+type txnProducer interface {
+	// begin starts a transaction.
+	begin() error
+	// send writes recs in the current transaction and waits until each is acknowledged or
+	// failed, or until deadline. It fills in the partitions and offsets of acknowledged
+	// records and returns the first error (a record still unanswered at the deadline is one).
+	send(recs []history.Record, deadline time.Time) error
+	// commit ends the current transaction with a commit, and says what is known of its
+	// outcome by the rules at txnAborted in errors.go: ok, fail or info, with the error text.
+	commit() (history.Type, string)
+	// abort ends the current transaction with an abort.
+	abort() error
+	// ready says whether the instance can begin another transaction; otherwise it must be
+	// replaced by a new one.
+	ready() bool
+	// status describes the instance's transactional state, for the reason of a restart.
+	status() string
+	// close shuts the instance down without ending its transaction: an open one is aborted by
+	// the next instance's initialisation, or by the coordinator after the transaction timeout.
+	close()
+}
+
+// openTxnProducer opens an instance of the run's client for txnID as process p, retrying until
+// ctx ends: initialising may fail while the coordinator moves or while an earlier instance's
+// transaction is being completed.
+func openTxnProducer(ctx context.Context, env Env, p int, role, txnID string, c TxnClientConfig, log *slog.Logger) (txnProducer, error) {
+	switch env.Client {
+	case kafkaconf.FranzGo:
+		fc, err := openFranzTxn(ctx, env, p, role, txnID, c, log)
+		if err != nil {
+			return nil, err
+		}
+		return fc, nil
+	case kafkaconf.Sarama, "":
+		tc, err := openTxnClient(ctx, env, p, role, txnID, c, log)
+		if err != nil {
+			return nil, err
+		}
+		return tc, nil
+	}
+	return nil, fmt.Errorf("no transactional producer for client %q", env.Client)
+}
+
+// topicPartitions asks the cluster, with the run's client, how many partitions each topic has.
+func topicPartitions(ctx context.Context, env Env, id string, topics []string) (map[string]int32, error) {
+	if env.Client == kafkaconf.FranzGo {
+		return txnFranzPartitions(ctx, env, id, topics)
+	}
+	client, err := sarama.NewClient(env.Brokers, env.Sarama(id))
+	if err != nil {
+		return nil, fmt.Errorf("connecting to %v: %w", env.Brokers, err)
+	}
+	defer client.Close()
+	return partitionCounts(client, topics)
+}
+
+// txnClient is the sarama adapter of txnProducer: a sarama client and async producer that called
+// InitProducerId for its transactional.id (which fences every earlier instance).
 type txnClient struct {
 	id      string
 	client  sarama.Client
@@ -228,10 +288,8 @@ func (tc *txnClient) ready() bool {
 	return st&sarama.ProducerTxnFlagReady != 0 && st&sarama.ProducerTxnFlagInError == 0
 }
 
-// fatal says whether err leaves the instance unusable (fenced, or sarama's fatal state).
-func (tc *txnClient) fatal() bool {
-	return tc.prod.TxnStatus()&sarama.ProducerTxnFlagFatalError != 0
-}
+// status is sarama's transaction status flags.
+func (tc *txnClient) status() string { return tc.prod.TxnStatus().String() }
 
 // close shuts the instance down without ending its transaction (an open one is aborted by the
 // next instance's InitProducerId, or by the coordinator after the transaction timeout). It

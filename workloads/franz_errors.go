@@ -1,0 +1,202 @@
+package workloads
+
+import (
+	"context"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/verity-kafka/verity/history"
+)
+
+// FranzSendErrorRule is one row of franz-go's send-error table: what an error that franz-go
+// ends a produce with says about whether the record was written.
+type FranzSendErrorRule struct {
+	// Err is matched with errors.Is (a *kerr.Error or a kgo sentinel). Nil rows match by Match
+	// instead.
+	Err error
+	// Match, when set, decides instead of Err (for error types rather than values).
+	Match func(error) bool
+	// Name is how the error is known: Kafka's protocol name for broker errors.
+	Name string
+	// Once, when set, is the outcome of a broker answer that the error can only be: an answer
+	// about the record's own batch (Kafka never sends this code in a metadata response, and
+	// franz-go fails batches with it only from produce responses), when that batch went out at
+	// most once. Fail when that attempt certainly appended nothing, Info when it may have.
+	// Unset: franz-go can also fail a record with this error for another reason (a metadata
+	// load, a limit of its own), which says nothing of what its requests did.
+	Once history.Type
+	// OnceAcksAll, when set, replaces Once for acks=all producers (as SendErrorRule's).
+	OnceAcksAll history.Type
+	// Deterministic errors come from the batch itself or from settings that no retry changes
+	// (its size, the producer's configuration): every attempt met the same answer, so none
+	// appended it. They prove the record unwritten only when its batch is the one the error
+	// is about (FranzSendContext.Head): franz-go fails every later batch of the partition with
+	// the first one's error, and those may be in flight.
+	Deterministic bool
+	// Idle errors are franz-go's own verdicts (timeouts, retry limits, cancellation), which it
+	// gives a partition's first batch only while no request carries it: when no produce
+	// request at all was written while the record was in the client, and its batch was the
+	// first, nothing carried it.
+	Idle bool
+	// Why says, for the reader of this table and of a history, why the outcome follows.
+	Why string
+}
+
+// FranzSendContext is what ClassifyFranzSend needs to know besides the error: what the
+// franz-go adapter saw of the record while the client had it.
+type FranzSendContext struct {
+	// AcksAll: the producer waits for the ISR (acks=all / -1).
+	AcksAll bool
+	// Buffered: franz-go put the record into a batch (HookProduceRecordPartitioned). A record
+	// it failed before that was never sent.
+	Buffered bool
+	// Head: no earlier record of the record's partition was unanswered when it was handed
+	// over, so from then on its batch was the partition's first, and an error franz-go gives
+	// the partition's first batch is about the record's.
+	Head bool
+	// Writes are the produce requests the client wrote, to any broker, from the hand-over to
+	// the answer (HookBrokerWrite, which franz-go calls after each write and before it reads
+	// the answer). 0: no request carried the record; at most 1: it went out at most once.
+	Writes int64
+}
+
+// FranzSendErrorTable is where Verity decides what a failed franz-go produce means, with the
+// principle of SendErrorTable: fail only when the record was certainly not written, info when
+// it may have been (the default for anything not listed). franz-go needs more care than sarama:
+//
+//   - it retries a batch until RecordRetries or RecordDeliveryTimeout and returns only how the
+//     batch ended; an earlier attempt may have been appended. kgo.Record carries no attempt
+//     count, so the adapter counts the produce requests the whole client writes while the
+//     record is in it: at most one means the record went out at most once;
+//   - it fails every buffered batch of a partition with the error that ended the first one
+//     (failAllRecords), batches already in flight included, so an error is about a record's
+//     batch only when that batch was its partition's first (FranzSendContext.Head);
+//   - it fails batches with errors from metadata loads too (a leader not available), even
+//     while a non-idempotent batch is in flight, so such codes prove nothing about the
+//     record's requests, and a broker answer counts only as franz-go passes it on: the bare
+//     *kerr.Error, not wrapped in an error of its own.
+//
+// A record franz-go failed before buffering it (a full buffer with TryProduce, a cancelled wait
+// in Produce, a record too large for a batch) is fail whatever the error. Connection errors,
+// kgo.ErrClientClosed (which also fails batches in flight) and everything unlisted are info.
+func FranzSendErrorTable() []FranzSendErrorRule {
+	return []FranzSendErrorRule{
+		{Err: kerr.NotEnoughReplicas, Name: "NOT_ENOUGH_REPLICAS", Once: history.Fail,
+			Why: "the leader compares the ISR with min.insync.replicas before it appends, and refused the batch"},
+		{Err: kerr.NotEnoughReplicasAfterAppend, Name: "NOT_ENOUGH_REPLICAS_AFTER_APPEND", Once: history.Info,
+			Why: "the leader appended the batch, then the ISR shrank below min.insync.replicas: the record is in the leader's log and may survive"},
+		{Err: kerr.RequestTimedOut, Name: "REQUEST_TIMED_OUT", Once: history.Info,
+			Why: "the leader appended the batch but the followers did not confirm within the request timeout"},
+		{Err: kerr.NotLeaderForPartition, Name: "NOT_LEADER_OR_FOLLOWER", Once: history.Fail, OnceAcksAll: history.Info,
+			Why: "a broker that is not the leader appends nothing; but with acks=all the leader may have appended and then lost leadership while it waited for the followers"},
+		{Err: kerr.FencedLeaderEpoch, Name: "FENCED_LEADER_EPOCH", Once: history.Fail,
+			Why: "the request named an old leader epoch and was refused before any append"},
+		{Err: kerr.KafkaStorageError, Name: "KAFKA_STORAGE_ERROR", Once: history.Info,
+			Why: "the log directory failed, possibly during the append"},
+		{Err: kerr.CorruptMessage, Name: "CORRUPT_MESSAGE", Once: history.Fail,
+			Why: "the broker checks the CRC before it appends (franz-go does not retry it)"},
+		{Err: kerr.OutOfOrderSequenceNumber, Name: "OUT_OF_ORDER_SEQUENCE_NUMBER", Once: history.Fail,
+			Why: "the idempotent producer's sequence has a gap at the leader, which refused this batch (franz-go passes it on only when told to stop on data loss)"},
+		{Err: kerr.UnknownProducerID, Name: "UNKNOWN_PRODUCER_ID", Once: history.Fail,
+			Why: "the leader has no state for this producer id and refused the batch"},
+		{Err: kerr.InvalidProducerEpoch, Name: "INVALID_PRODUCER_EPOCH", Once: history.Fail,
+			Why: "a newer epoch of this producer id exists; the batch was refused"},
+		{Err: kerr.MessageTooLarge, Name: "MESSAGE_TOO_LARGE", Deterministic: true,
+			Why: "the batch exceeds the topic's max.message.bytes (or franz-go's own limit, before any request); every attempt is refused before the append"},
+		{Err: kerr.RecordListTooLarge, Name: "RECORD_LIST_TOO_LARGE", Deterministic: true,
+			Why: "the batch exceeds the segment size; refused before the append"},
+		{Err: kerr.InvalidRecord, Name: "INVALID_RECORD", Deterministic: true,
+			Why: "the broker validates records before it appends"},
+		{Err: kerr.InvalidTimestamp, Name: "INVALID_TIMESTAMP", Deterministic: true,
+			Why: "the timestamp is outside message.timestamp.*.max.ms; refused before the append"},
+		{Err: kerr.InvalidRequiredAcks, Name: "INVALID_REQUIRED_ACKS", Deterministic: true,
+			Why: "invalid producer configuration; refused before the append"},
+		{Err: kerr.UnsupportedCompressionType, Name: "UNSUPPORTED_COMPRESSION_TYPE", Deterministic: true,
+			Why: "invalid producer configuration; refused before the append"},
+		{Err: kerr.TopicAuthorizationFailed, Name: "TOPIC_AUTHORIZATION_FAILED", Deterministic: true,
+			Why: "not authorised; every produce to the topic is refused before the append"},
+		{Err: kerr.ClusterAuthorizationFailed, Name: "CLUSTER_AUTHORIZATION_FAILED", Deterministic: true,
+			Why: "not authorised (to write idempotently); refused before the append"},
+		{Err: kerr.InvalidTopicException, Name: "INVALID_TOPIC_EXCEPTION", Deterministic: true,
+			Why: "the topic name is invalid or internal; refused before the append"},
+		{Err: kerr.UnsupportedVersion, Name: "UNSUPPORTED_VERSION", Deterministic: true,
+			Why: "the broker does not speak the request's version; nothing appended"},
+		{Err: kerr.LeaderNotAvailable, Name: "LEADER_NOT_AVAILABLE",
+			Why: "also a metadata load error, with which franz-go fails a partition's batches even while one is in flight (without idempotence)"},
+		{Err: kerr.UnknownTopicOrPartition, Name: "UNKNOWN_TOPIC_OR_PARTITION",
+			Why: "also a metadata load error (franz-go fails a partition's batches after UnknownTopicRetries of them), batches in flight included"},
+		{Err: kerr.UnknownTopicID, Name: "UNKNOWN_TOPIC_ID",
+			Why: "also a metadata load error, as UNKNOWN_TOPIC_OR_PARTITION"},
+		{Err: kgo.ErrRecordTimeout, Name: "client: record timeout", Idle: true,
+			Why: "RecordDeliveryTimeout passed; franz-go fails a partition's first batch so only between attempts, after any number of them"},
+		{Err: kgo.ErrRecordRetries, Name: "client: record retries", Idle: true,
+			Why: "RecordRetries attempts failed; franz-go fails a partition's first batch so only between attempts, after they all went out"},
+		{Err: kgo.ErrAborting, Name: "client: aborting buffered records", Idle: true,
+			Why: "AbortBufferedRecords; franz-go fails a partition's first batch so only between attempts"},
+		{Err: context.Canceled, Name: "client: context canceled", Idle: true,
+			Why: "the record's context ended; franz-go fails a partition's first batch so only between attempts"},
+		{Err: context.DeadlineExceeded, Name: "client: context deadline exceeded", Idle: true,
+			Why: "the record's context ended; franz-go fails a partition's first batch so only between attempts"},
+		{Err: kgo.ErrMaxBuffered, Name: "client: max buffered", Idle: true,
+			Why: "the client was full and would not wait (TryProduce, manual flushing): the record was never buffered"},
+		{Err: kgo.ErrClientClosed, Name: "client: client closed",
+			Why: "the client closed; franz-go fails every buffered record with it, those in flight too"},
+		{Match: isNetworkError, Name: "network error or timeout",
+			Why: "the connection failed or timed out after the request may have reached the broker"},
+	}
+}
+
+// franzSendErrorTable is FranzSendErrorTable built once: ClassifyFranzSend runs on every
+// failed send.
+var franzSendErrorTable = FranzSendErrorTable()
+
+// ClassifyFranzSend decides the outcome of a franz-go send that ended with err, by
+// FranzSendErrorTable.
+func ClassifyFranzSend(err error, sc FranzSendContext) Outcome {
+	if err == nil {
+		return Outcome{Type: history.OK}
+	}
+	if !sc.Buffered {
+		return Outcome{Type: history.Fail, Rule: "client: never buffered",
+			Why: "franz-go failed the record before it joined a batch: no request carried it"}
+	}
+	for _, r := range franzSendErrorTable {
+		if !r.matches(err) {
+			continue
+		}
+		o := Outcome{Type: history.Info, Rule: r.Name, Why: r.Why}
+		once := r.Once
+		if sc.AcksAll && r.OnceAcksAll != "" {
+			once = r.OnceAcksAll
+		}
+		switch {
+		case r.Deterministic && sc.Head:
+			o.Type = history.Fail
+		case r.Deterministic:
+			o.Why = "franz-go fails every batch of a partition with its first batch's error, and this record's batch was not the first: it may have been in flight (" + r.Why + ")"
+		case once != "" && sc.Head && sc.Writes <= 1 && err == r.Err:
+			o.Type = once
+		case once != "" && !sc.Head:
+			o.Why = "franz-go fails every batch of a partition with its first batch's error, and this record's batch was not the first: it may have been in flight (" + r.Why + ")"
+		case once != "" && err != r.Err:
+			o.Why = "franz-go wrapped the error: it did not come as the broker's answer about this batch (" + r.Why + ")"
+		case once != "":
+			o.Why = "the client wrote more than one produce request while the record was in it: an earlier attempt may have been appended (" + r.Why + ")"
+		case r.Idle && sc.Head && sc.Writes == 0:
+			o.Type = history.Fail
+			o.Why = "no produce request was written while the record was in the client, and its batch was its partition's first: nothing carried it (" + r.Why + ")"
+		case r.Idle:
+			o.Why = "the record may have gone out before franz-go gave up on it (" + r.Why + ")"
+		}
+		return o
+	}
+	return Outcome{Type: history.Info, Why: "an error this table does not list: the record may have been written"}
+}
+
+func (r FranzSendErrorRule) matches(err error) bool {
+	if r.Match != nil {
+		return r.Match(err)
+	}
+	return errors.Is(err, r.Err)
+}
