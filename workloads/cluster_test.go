@@ -22,16 +22,59 @@ import (
 	"github.com/verity-kafka/verity/kafkaconf"
 )
 
-// TestOnCluster runs the workloads against one real 3-node cluster, shared by its subtests
-// (each uses topics of its own): a 60 s mixed run, a zombie, and the recording overhead figures.
+// TestOnCluster runs every workload role of every client against one real 3-node cluster,
+// shared by its subtests (each with topics of its own), with sarama's final read as the
+// measure: producers of every kind, transactions with zombies and fencing under each transaction
+// protocol the client speaks, read-process-write, consumers in both modes at both isolation
+// levels; then the recording overhead figures, and last a log truncated under the consumers by
+// an unclean election (it kills a broker).
 func TestOnCluster(t *testing.T) {
 	c := harnesstest.Start(t, harness.Spec{Nodes: 3})
 	log := slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
 
-	t.Run("mixed 60s healthy", func(t *testing.T) { testMixed(t, c, log) })
-	t.Run("zombie is fenced", func(t *testing.T) { testZombie(t, c, log) })
-	t.Run("fenced from outside: crash and new instance", func(t *testing.T) { testFencedRestart(t, c, log) })
-	t.Run("recording overhead", func(t *testing.T) { testOverhead(t, c, log) })
+	t.Run("sarama", func(t *testing.T) {
+		t.Run("mixed 60s healthy", func(t *testing.T) { testMixed(t, c, log) })
+		t.Run("zombie is fenced", func(t *testing.T) { testZombie(t, c, kafkaconf.Sarama, "sarama", "") })
+		t.Run("fenced from outside: crash and new instance", func(t *testing.T) {
+			testFencedRestart(t, c, kafkaconf.Sarama, "sarama", "")
+		})
+		t.Run("consumers: assign and subscribe, both isolations, groups with restarts", func(t *testing.T) {
+			testConsumers(t, c, log, kafkaconf.Sarama, "sc")
+		})
+	})
+	t.Run("franz-go", func(t *testing.T) {
+		t.Run("every kind of producer, through Run", func(t *testing.T) { testFranzProducers(t, c, log) })
+		t.Run("refused below min.insync.replicas", func(t *testing.T) { testFranzRefusals(t, c, log) })
+		t.Run("client link cut: ok or info, fail only when unwritten", func(t *testing.T) { testFranzProducerCut(t, c, log) })
+		t.Run("EndTxn is announced in franz-go's log", func(t *testing.T) { testFranzEndAnnounced(t, c) })
+		for _, pc := range []struct {
+			name      string
+			cap, want kafkaconf.TxnProtocol
+		}{
+			{"default", "", kafkaconf.TxnProtocolV2},
+			{"capped-v1", kafkaconf.TxnProtocolV1, kafkaconf.TxnProtocolV1},
+		} {
+			t.Run("transactions "+pc.name, func(t *testing.T) {
+				name := "franz-" + pc.name
+				t.Run("commits and aborts", func(t *testing.T) { testFranzTxns(t, c, name, pc.cap, pc.want) })
+				t.Run("zombie is fenced", func(t *testing.T) { testZombie(t, c, kafkaconf.FranzGo, name, pc.cap) })
+				t.Run("fenced from outside", func(t *testing.T) { testFencedRestart(t, c, kafkaconf.FranzGo, name, pc.cap) })
+				t.Run("processor", func(t *testing.T) { testFranzProcessor(t, c, name, pc.cap, pc.want) })
+			})
+		}
+		t.Run("consumers: assign and subscribe, both isolations, groups with restarts", func(t *testing.T) {
+			testConsumers(t, c, log, kafkaconf.FranzGo, "fc")
+		})
+	})
+	t.Run("recording overhead", func(t *testing.T) {
+		t.Run("sarama", func(t *testing.T) { testOverhead(t, c, log) })
+		t.Run("franz-go", func(t *testing.T) { testFranzOverhead(t, c, log) })
+	})
+	t.Run("truncation under the position is recorded as data loss", func(t *testing.T) {
+		// Debug: the clients' view of the failover (franz-go's group and fetch log, sarama's
+		// partition consumer errors) is what explains a failure here.
+		testFranzDataLoss(t, c, slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	})
 }
 
 type testLog struct{ t *testing.T }
@@ -279,69 +322,6 @@ func readHeader(t *testing.T, path string) history.Header {
 	return r.Header()
 }
 
-// testZombie: a second instance initialises the transactional.id while the first is in the middle
-// of a transaction. The first instance's later records and its commit must fail, and nothing it
-// writes after the fence may be visible as committed.
-func testZombie(t *testing.T, c *harness.Cluster, log *slog.Logger) {
-	ctx := withTimeout(t, 4*time.Minute)
-	topics := []harness.TopicSpec{topic("zombie-a", 2), topic("zombie-b", 2)}
-	for _, tp := range topics {
-		require.NoError(t, c.CreateTopic(ctx, tp))
-	}
-	path := filepath.Join(t.TempDir(), "history.jsonl")
-	w, err := history.Create(path, history.Header{Seed: 7})
-	require.NoError(t, err)
-	env := Env{Brokers: c.Bootstrap(), Recorder: w, Seed: 7, Processes: NewProcesses(100), Log: log}
-	st, err := RunTxnProducer(ctx, env, 1, TxnConfig{Topics: []string{"zombie-a", "zombie-b"}, MaxRecords: 3,
-		ZombieProbability: 1, MaxZombies: 1, MaxTxns: 4})
-	require.NoError(t, err)
-	t.Logf("txn stats: %+v", st)
-	require.Equal(t, int64(1), st.Zombies)
-	require.Equal(t, []int{1, 100}, st.Processes, "the usurper is a new history process")
-	fr, err := FinalRead(ctx, env, 50, FinalReadConfig{Topics: []string{"zombie-a", "zombie-b"}})
-	require.NoError(t, err)
-	require.True(t, fr.AllComplete())
-	require.NoError(t, w.Close())
-
-	v := readBack(t, path)
-	v.requireComplete(t, topics, history.ReadUncommitted, history.ReadCommitted)
-	var zombieTxns, usurperTxns []history.Op
-	usurperFirst := int64(-1)
-	for _, o := range v.ops {
-		if o.F != history.FTxn {
-			continue
-		}
-		switch {
-		case o.Process.ID == 100 && o.Type == history.Invoke && usurperFirst < 0:
-			usurperFirst = o.Index
-		case o.Process.ID == 1 && o.Type != history.Invoke:
-			zombieTxns = append(zombieTxns, o)
-		case o.Process.ID == 100 && o.Type != history.Invoke:
-			usurperTxns = append(usurperTxns, o)
-		}
-	}
-	require.Len(t, zombieTxns, 2, "the interrupted transaction and one more attempt")
-	require.Len(t, usurperTxns, 3)
-	for _, o := range zombieTxns {
-		require.NotEqual(t, history.OK, o.Type, "a fenced instance's transaction must not commit (op %d: %s)", o.Index, o.Error)
-		t.Logf("zombie txn op %d: %s %q", o.Index, o.Type, o.Error)
-		for _, r := range o.Value.Txn.Records {
-			for k, val := range v.final[history.ReadCommitted] {
-				require.NotEqual(t, r.Value, val, "zombie record %s visible as committed at %v", r.Value, k)
-			}
-		}
-	}
-	later := zombieTxns[1]
-	require.Equal(t, history.Fail, later.Type, "the fenced instance's later commit fails")
-	require.Greater(t, later.Index, usurperFirst, "the later attempt began after the usurper took the id")
-	for _, o := range usurperTxns {
-		require.Equal(t, history.OK, o.Type, "the usurper commits (op %d: %s)", o.Index, o.Error)
-		for _, r := range o.Value.Txn.Records {
-			require.Equal(t, r.Value, v.final[history.ReadCommitted][at(r)])
-		}
-	}
-}
-
 // watchRecorder counts completed ops by f and type and wakes waiters on every completion.
 type watchRecorder struct {
 	Recorder
@@ -382,74 +362,6 @@ func (r *watchRecorder) await(t *testing.T, ctx context.Context, what string, co
 			t.Fatalf("waiting for %s: %v (counts %v)", what, ctx.Err(), r.counts)
 		}
 	}
-}
-
-// testFencedRestart: another instance initialises the workload's transactional.id while it runs.
-// The workload's instance is fenced; it records a crash, a new instance takes the id over, and
-// the workload goes on committing.
-func testFencedRestart(t *testing.T, c *harness.Cluster, log *slog.Logger) {
-	ctx := withTimeout(t, 3*time.Minute)
-	topics := []harness.TopicSpec{topic("fence-a", 2), topic("fence-b", 2)}
-	for _, tp := range topics {
-		require.NoError(t, c.CreateTopic(ctx, tp))
-	}
-	path := filepath.Join(t.TempDir(), "history.jsonl")
-	w, err := history.Create(path, history.Header{Seed: 3})
-	require.NoError(t, err)
-	rec := newWatchRecorder(w)
-	env, err := Env{Brokers: c.Bootstrap(), Recorder: rec, Seed: 3, Log: log}.withDefaults()
-	require.NoError(t, err)
-	cfg := TxnConfig{Topics: []string{"fence-a", "fence-b"}, TxnID: "fence-me", MaxRecords: 3, Gap: 20 * time.Millisecond}
-	wctx, stop := context.WithCancel(ctx)
-	defer stop()
-	type result struct {
-		st  TxnStats
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		st, err := RunTxnProducer(wctx, env, 1, cfg)
-		done <- result{st, err}
-	}()
-	rec.await(t, ctx, "5 commits", func() bool { return rec.count("txn/ok") >= 5 })
-	// The outsider: InitProducerId for the same transactional.id fences the workload's instance.
-	outsider, err := openTxnClient(ctx, env, 99, "outsider", cfg.TxnID, cfg.TxnClientConfig.withDefaults(), log)
-	require.NoError(t, err)
-	outsider.close()
-	rec.await(t, ctx, "a crash op", func() bool { return rec.count("crash/ok") >= 1 })
-	before := rec.count("txn/ok")
-	rec.await(t, ctx, "5 commits by the new instance", func() bool { return rec.count("txn/ok") >= before+5 })
-	stop()
-	res := <-done
-	require.NoError(t, res.err)
-	t.Logf("stats: %+v", res.st)
-	require.GreaterOrEqual(t, res.st.Crashes, int64(1))
-	_, err = FinalRead(ctx, env, 50, FinalReadConfig{Topics: []string{"fence-a", "fence-b"}})
-	require.NoError(t, err)
-	require.NoError(t, w.Close())
-
-	v := readBack(t, path)
-	v.requireComplete(t, topics, history.ReadUncommitted, history.ReadCommitted)
-	crashAt := int64(-1)
-	for _, o := range v.ops {
-		switch {
-		case o.F == history.FCrash && o.Type == history.Invoke && crashAt < 0:
-			crashAt = o.Index
-			t.Logf("crash op %d: %s", o.Index, o.Value.Raw)
-		case o.F == history.FTxn && o.Type == history.OK:
-			for _, r := range o.Value.Txn.Records {
-				require.Equal(t, r.Value, v.final[history.ReadCommitted][at(r)], "committed record %s visible", r.Value)
-			}
-		case o.F == history.FTxn && o.Type == history.Fail:
-			t.Logf("txn op %d failed: %s", o.Index, o.Error)
-			for _, r := range o.Value.Txn.Records {
-				for k, val := range v.final[history.ReadCommitted] {
-					require.NotEqual(t, r.Value, val, "record %s of a failed transaction visible at %v", r.Value, k)
-				}
-			}
-		}
-	}
-	require.Positive(t, crashAt)
 }
 
 // testOverhead measures the idempotent producer workload with history recording against the

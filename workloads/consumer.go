@@ -140,17 +140,6 @@ type position struct {
 	epoch  int32 // the leader epoch of the record before offset; -1 when unknown
 }
 
-// consumerOpener is the run's client's consumer.
-func consumerOpener(c kafkaconf.ClientName) (openConsumer, error) {
-	switch c {
-	case kafkaconf.Sarama:
-		return openSaramaConsumer, nil
-	case kafkaconf.FranzGo:
-		return openFranzConsumer, nil
-	}
-	return nil, fmt.Errorf("consumer: no adapter for client %q", c)
-}
-
 type consumerEventKind uint8
 
 const (
@@ -245,11 +234,11 @@ func RunConsumer(ctx context.Context, env Env, p int, cfg ConsumerConfig) (Consu
 	if cfg, err = cfg.resolved(p); err != nil {
 		return ConsumerStats{}, err
 	}
-	open, err := consumerOpener(env.Client)
+	a, err := adaptersOf(env.Client)
 	if err != nil {
 		return ConsumerStats{}, err
 	}
-	return runConsumer(ctx, env, p, cfg, open)
+	return runConsumer(ctx, env, p, cfg, a.consumer)
 }
 
 // runConsumer is RunConsumer with its settled env, resolved cfg and client adapter.

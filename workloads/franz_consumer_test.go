@@ -17,33 +17,12 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/stretchr/testify/require"
 	"github.com/verity-kafka/verity/harness"
-	"github.com/verity-kafka/verity/harness/harnesstest"
 	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/kafkaconf"
 	"github.com/verity-kafka/verity/verify"
 	"github.com/verity-kafka/verity/verify/guarantee"
 	"github.com/verity-kafka/verity/verify/results"
 )
-
-// TestFranzConsumerOnCluster runs franz-go consumers against one real 3-node cluster, over records
-// the sarama producers write: assign and subscribe mode at both isolation levels with restarts
-// and groups of several members (and sarama's consumers through the same checks); then a log
-// truncated under the consumers by an unclean election (the last subtest: it kills a broker).
-func TestFranzConsumerOnCluster(t *testing.T) {
-	c := harnesstest.Start(t, harness.Spec{Nodes: 3})
-	log := slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-
-	t.Run("assign and subscribe, both isolations, groups with restarts", func(t *testing.T) {
-		testConsumers(t, c, log, kafkaconf.FranzGo, "fc")
-	})
-	// The same workload and checks with sarama's adapter, which the franz-go one is held to.
-	t.Run("sarama: the same", func(t *testing.T) { testConsumers(t, c, log, kafkaconf.Sarama, "sc") })
-	t.Run("truncation under the position is recorded as data loss", func(t *testing.T) {
-		// Debug: the clients' view of the failover (franz-go's group and fetch log, sarama's
-		// partition consumer errors) is what explains a failure here.
-		testFranzDataLoss(t, c, slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	})
-}
 
 // mixedRun records a run whose producers are sarama's and whose consumers are franz-go's (or
 // sarama's, for comparison) into one history, with the header Run would write for the spec.

@@ -18,26 +18,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/verity-kafka/verity/harness"
-	"github.com/verity-kafka/verity/harness/harnesstest"
 	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/kafkaconf"
 	"github.com/verity-kafka/verity/verify"
 	"github.com/verity-kafka/verity/verify/results"
 )
-
-// TestFranzProducerOnCluster runs franz-go's plain producer workload against one real 3-node
-// cluster, shared by its subtests (each with topics of its own): every kind of producer through
-// Run, refusals below min.insync.replicas, sends during cuts of the client's link to a leader,
-// and the recording overhead figures.
-func TestFranzProducerOnCluster(t *testing.T) {
-	c := harnesstest.Start(t, harness.Spec{Nodes: 3})
-	log := slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-
-	t.Run("every kind of producer, through Run", func(t *testing.T) { testFranzProducers(t, c, log) })
-	t.Run("refused below min.insync.replicas", func(t *testing.T) { testFranzRefusals(t, c, log) })
-	t.Run("client link cut: ok or info, fail only when unwritten", func(t *testing.T) { testFranzProducerCut(t, c, log) })
-	t.Run("recording overhead", func(t *testing.T) { testFranzOverhead(t, c, log) })
-}
 
 // fpSends are a history's send ops of one process: completions by type, invokes by value.
 type fpSends struct {

@@ -423,13 +423,9 @@ func RunProducer(ctx context.Context, env Env, p int, cfg ProducerConfig) (Produ
 		log: env.Log.With("process", p, "workload", "producer", "client", env.Client)}
 	var parts map[string]int32
 	var more []string
-	switch env.Client {
-	case kafkaconf.Sarama:
-		w.cl, parts, err = openSaramaProducer(env, p, cfg, w.log)
-	case kafkaconf.FranzGo:
-		w.cl, parts, more, err = openFranzProducer(ctx, env, p, cfg, w.log)
-	default:
-		err = fmt.Errorf("no producer for client %q", env.Client)
+	a, err := adaptersOf(env.Client)
+	if err == nil {
+		w.cl, parts, more, err = a.producer(ctx, env, p, cfg, w.log)
 	}
 	w.stats.Process, w.stats.Warnings = p, append(warnings, more...)
 	for _, warn := range w.stats.Warnings {

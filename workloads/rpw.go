@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/verity-kafka/verity/history"
-	"github.com/verity-kafka/verity/kafkaconf"
 )
 
 // ProcessorConfig is a read-process-write processor: it consumes Input in a consumer group at
@@ -210,21 +209,11 @@ func (w *processor) fence(ctx context.Context) {
 
 // open starts an instance of the run's client.
 func (w *processor) open(ctx context.Context) (rpwMember, error) {
-	switch w.env.Client {
-	case kafkaconf.FranzGo:
-		m, err := openFranzMember(ctx, w)
-		if err != nil {
-			return nil, err
-		}
-		return m, nil
-	case kafkaconf.Sarama, "":
-		m, err := openSaramaMember(ctx, w)
-		if err != nil {
-			return nil, err
-		}
-		return m, nil
+	a, err := adaptersOf(w.env.Client)
+	if err != nil {
+		return nil, fmt.Errorf("processor %d: %w", w.p, err)
 	}
-	return nil, fmt.Errorf("processor %d: no processor for client %q", w.p, w.env.Client)
+	return a.member(ctx, w)
 }
 
 // instance runs one instance until ctx ends, MaxSteps are done, or it must be replaced (errCrash).

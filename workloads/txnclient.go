@@ -80,34 +80,11 @@ type txnProducer interface {
 // ctx ends: initialising may fail while the coordinator moves or while an earlier instance's
 // transaction is being completed.
 func openTxnProducer(ctx context.Context, env Env, p int, role, txnID string, c TxnClientConfig, log *slog.Logger) (txnProducer, error) {
-	switch env.Client {
-	case kafkaconf.FranzGo:
-		fc, err := openFranzTxn(ctx, env, p, role, txnID, c, log)
-		if err != nil {
-			return nil, err
-		}
-		return fc, nil
-	case kafkaconf.Sarama, "":
-		tc, err := openTxnClient(ctx, env, p, role, txnID, c, log)
-		if err != nil {
-			return nil, err
-		}
-		return tc, nil
-	}
-	return nil, fmt.Errorf("no transactional producer for client %q", env.Client)
-}
-
-// topicPartitions asks the cluster, with the run's client, how many partitions each topic has.
-func topicPartitions(ctx context.Context, env Env, id string, topics []string) (map[string]int32, error) {
-	if env.Client == kafkaconf.FranzGo {
-		return txnFranzPartitions(ctx, env, id, topics)
-	}
-	client, err := sarama.NewClient(env.Brokers, env.Sarama(id))
+	a, err := adaptersOf(env.Client)
 	if err != nil {
-		return nil, fmt.Errorf("connecting to %v: %w", env.Brokers, err)
+		return nil, err
 	}
-	defer client.Close()
-	return partitionCounts(client, topics)
+	return a.txn(ctx, env, p, role, txnID, c, log)
 }
 
 // txnClient is the sarama adapter of txnProducer: a sarama client and async producer that called
