@@ -2,6 +2,7 @@ package workloads
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -157,7 +158,13 @@ func (c *saramaConsumer) startAssign(ctx context.Context, env Env, st consumerSt
 							return
 						}
 					case perr, ok := <-pc.Errors():
-						if ok {
+						switch {
+						case ok && errors.Is(perr.Err, sarama.ErrOffsetOutOfRange):
+							// sarama stops the partition's consumer here rather than reset
+							// (it validates no position, KIP-320): say why its polls end.
+							log.Warn("sarama stopped consuming a partition whose log no longer holds the position (truncated?)",
+								"topic", perr.Topic, "partition", perr.Partition, "err", perr.Err)
+						case ok:
 							log.Debug("partition consumer", "err", perr)
 						}
 					case <-c.stop:
