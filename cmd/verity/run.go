@@ -28,6 +28,7 @@ func scenarioFlags() []cli.Flag {
 		&cli.StringFlag{Name: "file", Aliases: []string{"f"}, Usage: "scenario YAML `FILE` instead of a built-in"},
 		&cli.StringFlag{Name: "out", Usage: "write the artifacts into `DIR` (default: verity-out/<scenario>-<time>)"},
 		&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "log what the harness, workloads and nemesis do to stderr"},
+		&cli.BoolFlag{Name: "debug", Usage: "log everything to stderr, down to each request the franz-go clients write (for investigating a client)"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress lines on stderr"},
 	}
 }
@@ -98,7 +99,10 @@ func loadScenario(cmd *cli.Command) (scenarios.Resolved, error) {
 
 func logger(cmd *cli.Command, stderr io.Writer) *slog.Logger {
 	level := slog.LevelError + 1 // nothing: progress lines and the verdict say what a user needs
-	if cmd.Bool("verbose") {
+	switch {
+	case cmd.Bool("debug"):
+		level = slog.LevelDebug - 4 // below debug: the clients' wire-level lines
+	case cmd.Bool("verbose"):
 		level = slog.LevelInfo
 	}
 	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
