@@ -7,14 +7,11 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/IBM/sarama"
 	"github.com/stretchr/testify/require"
 	"github.com/verity-kafka/verity/harness"
 	"github.com/verity-kafka/verity/harness/harnesstest"
@@ -67,8 +64,9 @@ func TestOnCluster(t *testing.T) {
 		})
 	})
 	t.Run("recording overhead", func(t *testing.T) {
-		t.Run("sarama", func(t *testing.T) { testOverhead(t, c, log) })
-		t.Run("franz-go", func(t *testing.T) { testFranzOverhead(t, c, log) })
+		for _, cl := range kafkaconf.Clients() {
+			t.Run(string(cl.Name), func(t *testing.T) { testOverhead(t, c, cl.Name) })
+		}
 	})
 	t.Run("truncation under the position is recorded as data loss", func(t *testing.T) {
 		// Debug: the clients' view of the failover (franz-go's group and fetch log, sarama's
@@ -364,84 +362,6 @@ func (r *watchRecorder) await(t *testing.T, ctx context.Context, what string, co
 	}
 }
 
-// testOverhead measures the idempotent producer workload with history recording against the
-// same sarama producer without it, alternating on one topic of the same cluster, and logs the
-// figures (no assertion on wall-clock numbers). The machine is shared, so the rounds alternate
-// (A B B A A B) and every round's rate is logged; the time spent inside the recorder is measured
-// too, which load elsewhere on the machine disturbs much less.
-func testOverhead(t *testing.T, c *harness.Cluster, log *slog.Logger) {
-	ctx := withTimeout(t, 5*time.Minute)
-	tp := topic("overhead", 3)
-	require.NoError(t, c.CreateTopic(ctx, tp))
-	const round = 4 * time.Second
-	for _, mode := range []struct {
-		name   string
-		async  bool
-		window int
-	}{{"async, 500 in flight", true, 500}, {"one at a time", false, 1}} {
-		cfg := ProducerConfig{Topics: []string{tp.Name}, Async: mode.async, Window: mode.window}
-		// A warm-up that is not counted: the first seconds on a fresh topic are slow (the
-		// brokers' JIT, new segments).
-		wctx, cancel := context.WithTimeout(ctx, 2*round)
-		_, _, err := bareProducer(wctx, c.Bootstrap(), 9, cfg)
-		cancel()
-		require.NoError(t, err)
-		var recOps, bareOps, events, bytes, writes int64
-		var recTime, bareTime, inRecorder time.Duration
-		var rounds []string
-		var pairs []float64 // recorded/bare of adjacent rounds
-		var last float64
-		for i, recorded := range []bool{true, false, false, true, true, false, false, true} {
-			rctx, cancel := context.WithTimeout(ctx, round)
-			var rate float64
-			if recorded {
-				path := filepath.Join(t.TempDir(), fmt.Sprintf("overhead-%d.jsonl", i))
-				w, err := history.Create(path, history.Header{Seed: 1})
-				require.NoError(t, err)
-				tr := &timedRecorder{w: w}
-				st, err := RunProducer(rctx, Env{Brokers: c.Bootstrap(), Recorder: tr, Seed: 1, Log: log}, 10+i, cfg)
-				cancel()
-				require.NoError(t, err)
-				require.NoError(t, w.Close())
-				n := st.OK + st.Fail + st.Info
-				recOps += n
-				recTime += st.Elapsed
-				inRecorder += tr.spent
-				writes += tr.writes
-				events += w.Count()
-				bytes += w.Bytes()
-				rate = float64(n) / st.Elapsed.Seconds()
-				rounds = append(rounds, fmt.Sprintf("rec %.0f", rate))
-			} else {
-				n, el, err := bareProducer(rctx, c.Bootstrap(), 10+i, cfg)
-				cancel()
-				require.NoError(t, err)
-				bareOps += n
-				bareTime += el
-				rate = float64(n) / el.Seconds()
-				rounds = append(rounds, fmt.Sprintf("bare %.0f", rate))
-			}
-			if i%2 == 1 {
-				if recorded {
-					pairs = append(pairs, rate/last)
-				} else {
-					pairs = append(pairs, last/rate)
-				}
-			}
-			last = rate
-		}
-		slices.Sort(pairs)
-		rec := float64(recOps) / recTime.Seconds()
-		bare := float64(bareOps) / bareTime.Seconds()
-		t.Logf("idempotent producer, %s: %.0f sends/s with history recording, %.0f without: ratio %.3f, "+
-			"median of adjacent pairs %.3f (rounds: %s); recorder time %.2f µs per send (%.1f%% of the recorded rounds' "+
-			"wall time, %.1f events per write); %.1f history bytes per event, %.1f per send (invoke + completion)",
-			mode.name, rec, bare, rec/bare, (pairs[1]+pairs[2])/2, strings.Join(rounds, ", "),
-			float64(inRecorder.Microseconds())/float64(recOps), 100*inRecorder.Seconds()/recTime.Seconds(),
-			float64(events)/float64(writes), float64(bytes)/float64(events), float64(bytes)/float64(recOps))
-	}
-}
-
 // timedRecorder measures the time spent recording.
 type timedRecorder struct {
 	w      *history.Writer
@@ -479,75 +399,4 @@ func (r *timedRecorder) CompleteAsync(inv history.Op, ty history.Type, v history
 	r.spent += time.Since(t)
 	r.writes++
 	return op, err
-}
-
-// bareProducer is RunProducer's sarama producer with the same configuration and the same
-// window, values and partition choices, without a history: the baseline of the overhead figure.
-func bareProducer(ctx context.Context, brokers []string, p int, cfg ProducerConfig) (int64, time.Duration, error) {
-	cfg, _, err := cfg.Resolved(Sarama())
-	if err != nil {
-		return 0, 0, err
-	}
-	var retries atomic.Int64
-	scfg, err := cfg.saramaConfig(harness.SaramaConfig(clientID(p, "bare")), &retries)
-	if err != nil {
-		return 0, 0, err
-	}
-	client, err := sarama.NewClient(brokers, scfg)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer client.Close()
-	parts, err := partitionCounts(client, cfg.Topics)
-	if err != nil {
-		return 0, 0, err
-	}
-	prod, err := sarama.NewAsyncProducerFromClient(client)
-	if err != nil {
-		return 0, 0, err
-	}
-	ch := newChooser(NewRand(1, p), cfg, parts)
-	values := NewValues(p)
-	began := time.Now()
-	var done, live int64
-	handle := func() {
-		select {
-		case <-prod.Successes():
-		case <-prod.Errors():
-		}
-		done++
-		live--
-	}
-	for ctx.Err() == nil {
-		for live >= int64(cfg.Window) {
-			handle()
-		}
-		tg, err := ch.next()
-		if err != nil {
-			return 0, 0, err
-		}
-		msg := &sarama.ProducerMessage{Topic: tg.topic, Partition: tg.partition, Value: sarama.StringEncoder(values.Next())}
-		for sent := false; !sent; {
-			select {
-			case prod.Input() <- msg:
-				sent = true
-				live++
-			case <-prod.Successes():
-				done++
-				live--
-			case pe := <-prod.Errors():
-				_ = pe
-				done++
-				live--
-			}
-		}
-	}
-	for live > 0 {
-		handle()
-	}
-	elapsed := time.Since(began)
-	if err := prod.Close(); err != nil {
-		return 0, 0, err
-	}
-	return done, elapsed, nil
 }

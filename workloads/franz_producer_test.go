@@ -507,16 +507,16 @@ func (r *fpNoRecorder) AppendBatch(ops []history.Op) ([]history.Op, error) {
 	return ops, nil
 }
 
-// testFranzOverhead measures franz-go's producer workload recording into a history against the
+// testOverhead measures client's producer workload recording into a history against the
 // same workload recording nothing (fpNoRecorder), alternating on one topic of the same cluster,
 // and logs the figures (no assertion on wall-clock numbers: the machine is shared). The brokers
 // warm up for several rounds first (their rate climbs for a while on a fresh cluster); then the
 // rounds alternate (A B B A …) so that a drift of the machine's load weighs on both alike. Besides
 // sends per second, the process's CPU time per send is compared: the brokers run elsewhere, so
 // it is the client's and the recorder's cost, which the load of the machine disturbs much less.
-func testFranzOverhead(t *testing.T, c *harness.Cluster, log *slog.Logger) {
+func testOverhead(t *testing.T, c *harness.Cluster, client kafkaconf.ClientName) {
 	ctx := withTimeout(t, 10*time.Minute)
-	tp := topic("fp-overhead", 3)
+	tp := topic("overhead-"+string(client), 3)
 	require.NoError(t, c.CreateTopic(ctx, tp))
 	quiet := slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	const round = 4 * time.Second
@@ -528,7 +528,7 @@ func testFranzOverhead(t *testing.T, c *harness.Cluster, log *slog.Logger) {
 	}{{"async, 500 in flight", true, 500}, {"one at a time", false, 1}} {
 		cfg := ProducerConfig{Topics: []string{tp.Name}, Async: mode.async, Window: mode.window}
 		env := func(r Recorder) Env {
-			return Env{Brokers: c.Bootstrap(), Recorder: r, Seed: 1, Client: kafkaconf.FranzGo, Log: quiet}
+			return Env{Brokers: c.Bootstrap(), Recorder: r, Seed: 1, Client: client, Log: quiet}
 		}
 		var warm []string
 		for range 3 {
@@ -592,10 +592,10 @@ func testFranzOverhead(t *testing.T, c *harness.Cluster, log *slog.Logger) {
 		bare := float64(bareOps) / bareTime.Seconds()
 		recCPUPer := float64(recCPU.Microseconds()) / float64(recOps)
 		bareCPUPer := float64(bareCPU.Microseconds()) / float64(bareOps)
-		t.Logf("franz-go idempotent producer, %s: %.0f sends/s with history recording, %.0f without: ratio %.3f, "+
+		t.Logf("%s idempotent producer, %s: %.0f sends/s with history recording, %.0f without: ratio %.3f, "+
 			"median of adjacent pairs %.3f (warm-up %s; rounds: %s); CPU %.1f µs per send recorded, %.1f without (ratio %.3f); "+
 			"recorder time %.2f µs per send (%.1f%% of the recorded rounds' wall time, %.1f events per write); %.1f history bytes per event",
-			mode.name, rec, bare, rec/bare, fpMedian(pairs), strings.Join(warm, ", "), strings.Join(rounds, ", "),
+			client, mode.name, rec, bare, rec/bare, fpMedian(pairs), strings.Join(warm, ", "), strings.Join(rounds, ", "),
 			recCPUPer, bareCPUPer, bareCPUPer/recCPUPer,
 			float64(inRecorder.Microseconds())/float64(recOps), 100*inRecorder.Seconds()/recTime.Seconds(),
 			float64(events)/float64(writes), float64(bytes)/float64(events))
