@@ -71,30 +71,58 @@ func reap(ctx context.Context, e *engine, runID string) (Removed, error) {
 
 // Leftovers counts what is labelled for runID (every run if empty) without removing it.
 func Leftovers(ctx context.Context, runID string) (Removed, error) {
-	e, err := connect(ctx)
+	byRun, err := LeftoversByRun(ctx)
 	if err != nil {
 		return Removed{}, err
 	}
-	defer e.Close()
-	label := Label
-	if runID != "" {
-		label += "=" + runID
-	}
-	f := make(client.Filters).Add("label", label)
 	var n Removed
+	for id, r := range byRun {
+		if runID == "" || id == runID {
+			n.Containers += r.Containers
+			n.Networks += r.Networks
+			n.Volumes += r.Volumes
+		}
+	}
+	return n, nil
+}
+
+// LeftoversByRun counts what is labelled io.verity.run, by run ID, without removing it.
+func LeftoversByRun(ctx context.Context) (map[string]Removed, error) {
+	e, err := connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer e.Close()
+	f := make(client.Filters).Add("label", Label)
+	byRun := map[string]Removed{}
 	cs, err := e.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
 	if err != nil {
-		return n, fmt.Errorf("listing containers: %w", err)
+		return nil, fmt.Errorf("listing containers: %w", err)
+	}
+	for _, c := range cs.Items {
+		r := byRun[c.Labels[Label]]
+		r.Containers++
+		byRun[c.Labels[Label]] = r
 	}
 	ns, err := e.NetworkList(ctx, client.NetworkListOptions{Filters: f})
 	if err != nil {
-		return n, fmt.Errorf("listing networks: %w", err)
+		return nil, fmt.Errorf("listing networks: %w", err)
+	}
+	for _, n := range ns.Items {
+		r := byRun[n.Labels[Label]]
+		r.Networks++
+		byRun[n.Labels[Label]] = r
 	}
 	vs, err := e.VolumeList(ctx, client.VolumeListOptions{Filters: f})
 	if err != nil {
-		return n, fmt.Errorf("listing volumes: %w", err)
+		return nil, fmt.Errorf("listing volumes: %w", err)
 	}
-	return Removed{len(cs.Items), len(ns.Items), len(vs.Items)}, nil
+	for _, v := range vs.Items {
+		r := byRun[v.Labels[Label]]
+		r.Volumes++
+		byRun[v.Labels[Label]] = r
+	}
+	return byRun, nil
 }
 
 func isGone(err error) bool { return cerrdefs.IsNotFound(err) }

@@ -29,6 +29,10 @@ func TestRunInterruptLeavesNothing(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
+	before, err := harness.LeftoversByRun(ctx)
+	if err != nil {
+		t.Fatalf("listing runs before: %v", err)
+	}
 	cmd := exec.CommandContext(ctx, bin, "run", "--duration", "2m", "--out", t.TempDir())
 	cmd.Env = append(os.Environ(), "TESTCONTAINERS_RYUK_DISABLED=true")
 	stderr, err := cmd.StderrPipe()
@@ -74,8 +78,8 @@ func TestRunInterruptLeavesNothing(t *testing.T) {
 	}
 	lctx, lcancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer lcancel()
-	left, err := harness.Leftovers(lctx, "")
-	if err != nil || left != (harness.Removed{}) {
-		t.Errorf("after Ctrl-C: leftovers %+v (%v)", left, err)
+	left, err := harnesstest.LeftSince(lctx, before)
+	if err != nil || len(left) > 0 {
+		t.Errorf("after Ctrl-C: leftovers %v (%v)", left, err)
 	}
 }

@@ -5,9 +5,12 @@ package harnesstest
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -118,27 +121,61 @@ func (w testWriter) Write(p []byte) (int, error) {
 }
 
 // Main is TestMain for a package whose tests start clusters: it runs the tests, then fails the
-// package if anything labelled io.verity.run is left, since every test must remove what it
-// started. Packages that start clusters run one at a time (go test -p 1, as make test does), so
-// any label found belongs to this package's runs.
+// package if a run that was not there before the tests is still labelled io.verity.run, since
+// every test must remove what it started. Runs already there (another Verity run on the same
+// engine, or an earlier crash's leftovers) are not this package's and are only mentioned; a
+// Verity run started on the same engine while the tests run would be counted.
 //
 //	func TestMain(m *testing.M) { os.Exit(harnesstest.Main(m)) }
 func Main(m *testing.M) int {
+	flag.Parse() // testing.Short needs the flags before m.Run parses them
+	var before map[string]harness.Removed
+	checking := !testing.Short() && harness.Ping(context.Background()) == nil
+	if checking {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		var err error
+		before, err = harness.LeftoversByRun(ctx)
+		cancel()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "checking for leftovers before the tests: %v\n", err)
+			return 1
+		}
+		if len(before) > 0 {
+			fmt.Fprintf(os.Stderr, "runs labelled %s before the tests, not counted as theirs: %s\n", harness.Label, strings.Join(slices.Sorted(maps.Keys(before)), ", "))
+		}
+	}
 	code := m.Run()
-	if testing.Short() || harness.Ping(context.Background()) != nil {
+	if !checking {
 		return code
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	left, err := harness.Leftovers(ctx, "")
-	switch {
-	case err != nil:
+	left, err := LeftSince(ctx, before)
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "checking for leftovers: %v\n", err)
 		return 1
-	case left != (harness.Removed{}):
-		fmt.Fprintf(os.Stderr, "FAIL: leftovers labelled %s after the tests: %+v (run `make clean`)\n", harness.Label, left)
+	}
+	if len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "FAIL: leftovers labelled %s after the tests: %s (run `make clean`)\n", harness.Label, strings.Join(left, "; "))
 		return 1
 	}
-	fmt.Fprintf(os.Stderr, "no container, network or volume labelled %s is left\n", harness.Label)
+	fmt.Fprintf(os.Stderr, "no container, network or volume of these tests' runs is left\n")
 	return code
+}
+
+// LeftSince describes each run labelled io.verity.run now that was not in before (a
+// harness.LeftoversByRun taken earlier), sorted; none when everything started since is removed.
+func LeftSince(ctx context.Context, before map[string]harness.Removed) ([]string, error) {
+	after, err := harness.LeftoversByRun(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var left []string
+	for id, r := range after {
+		if _, ok := before[id]; !ok {
+			left = append(left, fmt.Sprintf("%s %+v", id, r))
+		}
+	}
+	slices.Sort(left)
+	return left, nil
 }
