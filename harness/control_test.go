@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"slices"
@@ -62,6 +63,43 @@ func TestNodeAndLinkControls(t *testing.T) {
 		})
 		require.NoError(t, err, "wiped node %d should format anew (%d formats seen), refill (%d bytes) and rejoin the ISR", victim, formats, size)
 		t.Logf("wiped node %d: storage formatted anew, refilled to %d bytes, ISR %v", victim, size, back.ISR)
+	})
+
+	t.Run("a killed node's address refuses at once, as a crashed process's host does", func(t *testing.T) {
+		victim := fs[0]
+		addr := c.Bootstrap()[slices.Index(c.Brokers(), victim)]
+		require.NoError(t, c.Kill(ctx, victim))
+		into := func(refused bool) {
+			for _, l := range c.Links() {
+				if l.To == victim {
+					r, err := c.Refused(l)
+					require.NoError(t, err)
+					require.Equal(t, refused, r, "link %s into node %d: refused", l, victim)
+				}
+			}
+		}
+		into(true)
+		// Toxiproxy dials the upstream inside its accept loop: with the proxy still listening,
+		// one dial to the dead container could hang and leave every later connection
+		// unanswered in the backlog (seen in runs, not on every kill). Refusing proxies close
+		// each connection at once.
+		for i := range 2 {
+			conn, err := net.DialTimeout("tcp", addr, 10*time.Second)
+			if err != nil {
+				t.Logf("connection %d to killed node %d (%s): %v", i, victim, addr, err)
+				continue
+			}
+			require.NoError(t, conn.SetReadDeadline(time.Now().Add(20*time.Second)))
+			_, err = conn.Read(make([]byte, 1))
+			conn.Close()
+			var ne net.Error
+			require.False(t, errors.As(err, &ne) && ne.Timeout(), "connection %d to killed node %d: nothing answered and nothing closed it (%v): clients would see a black hole, not a crash", i, victim, err)
+			t.Logf("connection %d to killed node %d (%s): %v", i, victim, addr, err)
+		}
+		require.NoError(t, c.Start(ctx, victim))
+		into(false)
+		_, err := c.WaitPartition(ctx, tp, 0, func(p harness.PartitionState) bool { return has(p.ISR, victim) })
+		require.NoError(t, err, "node %d started again should rejoin the ISR", victim)
 	})
 
 	t.Run("latency toxic on the client link slows produce by at least its delay", func(t *testing.T) {

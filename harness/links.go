@@ -142,7 +142,7 @@ func (c *Cluster) Heal(ctx context.Context, l Link) error {
 				return fmt.Errorf("removing %s: %w", t, err)
 			}
 		}
-		if !p.Enabled {
+		if !p.Enabled && c.nodeState(l.To) != NodeStopped {
 			return p.Enable()
 		}
 		return nil
@@ -154,6 +154,17 @@ func (c *Cluster) Heal(ctx context.Context, l Link) error {
 	delete(c.cuts, l)
 	c.mu.Unlock()
 	return ctx.Err()
+}
+
+// Refused reports whether the proxies carrying link l refuse new connections at once: the link
+// is cut to refuse, or its node is stopped.
+func (c *Cluster) Refused(l Link) (bool, error) {
+	refused := true
+	err := c.eachProxy(l, "reading", func(p *toxiproxy.Proxy) error {
+		refused = refused && !p.Enabled
+		return nil
+	})
+	return refused, err
 }
 
 // Partition cuts, both ways, every link between nodes of different groups. Every node must be in
@@ -249,6 +260,12 @@ func (c *Cluster) HealAll(ctx context.Context) error {
 	c.mu.Lock()
 	clear(c.cuts)
 	c.mu.Unlock()
+	// ResetState enabled every proxy, those of stopped nodes too: they must refuse (setInbound).
+	for id, st := range c.NodeStates() {
+		if st == NodeStopped {
+			errs = append(errs, c.setInbound(id, false))
+		}
+	}
 	return errors.Join(append(errs, ctx.Err())...)
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	toxiproxy "github.com/Shopify/toxiproxy/v2/client"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 )
@@ -40,7 +41,10 @@ func (c *Cluster) Kill(ctx context.Context, id int) error {
 		return fmt.Errorf("killing node %d: %w", id, err)
 	}
 	c.setNodeState(id, NodeStopped)
-	return c.waitContainer(ctx, n, false)
+	if err := c.waitContainer(ctx, n, false); err != nil {
+		return err
+	}
+	return c.setInbound(id, false)
 }
 
 // Stop sends SIGTERM (a clean shutdown) and waits until the node has stopped.
@@ -54,7 +58,7 @@ func (c *Cluster) Stop(ctx context.Context, id int) error {
 		return fmt.Errorf("stopping node %d: %w", id, err)
 	}
 	c.setNodeState(id, NodeStopped)
-	return nil
+	return c.setInbound(id, false)
 }
 
 // Start starts a stopped or killed node with the data it had, and returns once its process runs
@@ -68,7 +72,41 @@ func (c *Cluster) Start(ctx context.Context, id int) error {
 		return fmt.Errorf("starting node %d: %w", id, err)
 	}
 	c.setNodeState(id, NodeRunning)
+	if err := c.setInbound(id, true); err != nil {
+		return err
+	}
 	return c.waitContainer(ctx, n, true)
+}
+
+// setInbound disables (on stop) or enables (on start) the proxies of every link into node id.
+//
+// A stopped node's proxies must refuse: Toxiproxy dials the upstream inside its accept loop,
+// without a timeout, and a dial to a container that is gone hangs until the container is back;
+// meanwhile every new connection to that proxy completes its handshake in the kernel's backlog
+// and then nothing answers. Clients would see a black hole where a crashed process on a live
+// host refuses at once, and the run would measure the clients' handling of the wrong fault. A
+// link cut to refuse stays disabled when its node starts again.
+func (c *Cluster) setInbound(id int, enabled bool) error {
+	cuts := c.Cuts()
+	var errs []error
+	for _, l := range c.Links() {
+		if l.To != id || (enabled && cuts[l] == CutRefuse) {
+			continue
+		}
+		errs = append(errs, c.eachProxy(l, "switching the proxies of", func(p *toxiproxy.Proxy) error {
+			switch {
+			case enabled && !p.Enabled:
+				return p.Enable()
+			case !enabled && p.Enabled:
+				return p.Disable()
+			}
+			return nil
+		}))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("node %d: %w", id, err)
+	}
+	return nil
 }
 
 // Restart stops node id cleanly (SIGTERM) and starts it again; hard kills it (SIGKILL) instead.
