@@ -147,7 +147,7 @@ func (a *adminClient) createTopic(t TopicSpec) error {
 	return err
 }
 
-// CreateTopic creates a topic and waits until every partition has a leader and its full ISR.
+// CreateTopic creates a topic and waits until every partition has its full ISR and a leader that serves it.
 // A topic that already exists is left as it is.
 func (c *Cluster) CreateTopic(ctx context.Context, t TopicSpec) error {
 	if t.Partitions <= 0 {
@@ -177,6 +177,15 @@ func (c *Cluster) CreateTopic(ctx context.Context, t TopicSpec) error {
 	})
 	if err != nil {
 		return fmt.Errorf("waiting for topic %s to have leaders and full ISRs: %w", t.Name, err)
+	}
+	// The metadata names a leader before that broker has loaded the partition's log; until it
+	// has, a client that fetches or lists offsets there is told the partition does not exist
+	// (sarama's partition consumer gives up on that at once). A leader that answers ListOffsets
+	// has it.
+	for p := range t.Partitions {
+		if _, err := c.Offsets(ctx, t.Name, p); err != nil {
+			return fmt.Errorf("waiting for the leader of %s-%d to serve it: %w", t.Name, p, err)
+		}
 	}
 	return nil
 }
