@@ -157,7 +157,7 @@ func (c *Cluster) Heal(ctx context.Context, l Link) error {
 }
 
 // Refused reports whether the proxies carrying link l refuse new connections at once: the link
-// is cut to refuse, or its node is stopped.
+// is cut to refuse, or its node was killed.
 func (c *Cluster) Refused(l Link) (bool, error) {
 	refused := true
 	err := c.eachProxy(l, "reading", func(p *toxiproxy.Proxy) error {
@@ -242,7 +242,8 @@ func (c *Cluster) Cuts() map[Link]CutKind {
 	return out
 }
 
-// HealAll removes every cut and every toxic from every link.
+// HealAll removes every cut and every toxic from every link, and enables every proxy, a killed
+// node's too (Restore starts the node right after).
 func (c *Cluster) HealAll(ctx context.Context) error {
 	var errs []error
 	boxes := []*proxyBox{c.clientProxy}
@@ -260,12 +261,6 @@ func (c *Cluster) HealAll(ctx context.Context) error {
 	c.mu.Lock()
 	clear(c.cuts)
 	c.mu.Unlock()
-	// ResetState enabled every proxy, those of stopped nodes too: they must refuse (setInbound).
-	for id, st := range c.NodeStates() {
-		if st == NodeStopped {
-			errs = append(errs, c.setInbound(id, false))
-		}
-	}
 	return errors.Join(append(errs, ctx.Err())...)
 }
 

@@ -37,14 +37,17 @@ func (c *Cluster) Kill(ctx context.Context, id int) error {
 			return fmt.Errorf("killing node %d: unpausing it first: %w", id, err)
 		}
 	}
-	if _, err := c.eng.ContainerKill(ctx, n.container.GetContainerID(), client.ContainerKillOptions{Signal: "KILL"}); err != nil {
+	// The proxies refuse first, while the upstream still answers: once the container is gone a
+	// dial can hang inside the proxy's accept loop, and disabling that proxy then hangs too.
+	// Connections drop at the kill either way.
+	if err := c.setInbound(id, false); err != nil {
 		return fmt.Errorf("killing node %d: %w", id, err)
 	}
-	c.setNodeState(id, NodeStopped)
-	if err := c.waitContainer(ctx, n, false); err != nil {
-		return err
+	if _, err := c.eng.ContainerKill(ctx, n.container.GetContainerID(), client.ContainerKillOptions{Signal: "KILL"}); err != nil {
+		return fmt.Errorf("killing node %d: %w", id, errors.Join(err, c.setInbound(id, true)))
 	}
-	return c.setInbound(id, false)
+	c.setNodeState(id, NodeStopped)
+	return c.waitContainer(ctx, n, false)
 }
 
 // Stop sends SIGTERM (a clean shutdown) and waits until the node has stopped.
@@ -58,7 +61,7 @@ func (c *Cluster) Stop(ctx context.Context, id int) error {
 		return fmt.Errorf("stopping node %d: %w", id, err)
 	}
 	c.setNodeState(id, NodeStopped)
-	return c.setInbound(id, false)
+	return nil
 }
 
 // Start starts a stopped or killed node with the data it had, and returns once its process runs
@@ -78,14 +81,16 @@ func (c *Cluster) Start(ctx context.Context, id int) error {
 	return c.waitContainer(ctx, n, true)
 }
 
-// setInbound disables (on stop) or enables (on start) the proxies of every link into node id.
+// setInbound disables (on a kill) or enables (on start) the proxies of every link into node id.
 //
-// A stopped node's proxies must refuse: Toxiproxy dials the upstream inside its accept loop,
-// without a timeout, and a dial to a container that is gone hangs until the container is back;
-// meanwhile every new connection to that proxy completes its handshake in the kernel's backlog
-// and then nothing answers. Clients would see a black hole where a crashed process on a live
-// host refuses at once, and the run would measure the clients' handling of the wrong fault. A
-// link cut to refuse stays disabled when its node starts again.
+// A killed node's proxies must refuse: Toxiproxy dials the upstream inside its accept loop,
+// without a timeout, and a dial to a container that is gone can hang until the container is
+// back; meanwhile every new connection to that proxy completes its handshake in the kernel's
+// backlog and then nothing answers. Clients would see a black hole where a crashed process on
+// a live host refuses at once, and the run would measure the clients' handling of the wrong
+// fault. A link cut to refuse stays disabled when its node starts again. A clean stop keeps
+// its proxies: the broker closes its listeners itself, and its controlled shutdown needs its
+// peers.
 func (c *Cluster) setInbound(id int, enabled bool) error {
 	cuts := c.Cuts()
 	var errs []error
