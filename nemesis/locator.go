@@ -435,6 +435,11 @@ func (k *KafkaLocator) Silent(ctx context.Context) map[int]error {
 		}
 		return out
 	}
+	// The pooled client's broker list is as old as its last refresh, which may have come while
+	// a broker was fenced (KRaft leaves fenced brokers out of metadata): refresh it first.
+	if err := cl.RefreshMetadata(); err != nil {
+		k.log.Debug("refreshing metadata before asking every broker", "err", err)
+	}
 	addrs := map[int]string{}
 	for _, b := range cl.Brokers() {
 		addrs[int(b.ID())] = b.Addr()
