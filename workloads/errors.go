@@ -61,55 +61,20 @@ type SendErrorRule struct {
 // larger than Producer.MaxMessageBytes, a transaction that is not in progress) are fail.
 // Connection errors and timeouts are info: the request may have reached the broker.
 func SendErrorTable() []SendErrorRule {
-	return []SendErrorRule{
-		{Err: sarama.ErrNotEnoughReplicas, Name: "NOT_ENOUGH_REPLICAS", Once: history.Fail,
-			Why: "the leader compares the ISR with min.insync.replicas before it appends, and refused the batch"},
-		{Err: sarama.ErrNotEnoughReplicasAfterAppend, Name: "NOT_ENOUGH_REPLICAS_AFTER_APPEND", Once: history.Info,
-			Why: "the leader appended the batch, then the ISR shrank below min.insync.replicas: the record is in the leader's log and may survive"},
-		{Err: sarama.ErrRequestTimedOut, Name: "REQUEST_TIMED_OUT", Once: history.Info,
-			Why: "the leader appended the batch but the followers did not confirm within the request timeout"},
-		{Err: sarama.ErrNotLeaderForPartition, Name: "NOT_LEADER_OR_FOLLOWER", Once: history.Fail, OnceAcksAll: history.Info,
-			Why: "a broker that is not the leader appends nothing; but with acks=all the leader may have appended and then lost leadership while it waited for the followers"},
+	var rows []SendErrorRule
+	for _, a := range brokerAnswers() {
+		rows = append(rows, SendErrorRule{Err: sarama.KError(a.Err.Code), Name: a.Name, Once: a.Once,
+			OnceAcksAll: a.OnceAcksAll, Deterministic: a.Deterministic, Why: a.Why})
+	}
+	return append(rows, []SendErrorRule{
 		{Err: sarama.ErrLeaderNotAvailable, Name: "LEADER_NOT_AVAILABLE", Once: history.Fail,
 			Why: "no leader: the broker refused the batch before any append"},
 		{Err: sarama.ErrUnknownTopicOrPartition, Name: "UNKNOWN_TOPIC_OR_PARTITION", Once: history.Fail,
 			Why: "the broker does not host the partition and appended nothing"},
-		{Err: sarama.ErrFencedLeaderEpoch, Name: "FENCED_LEADER_EPOCH", Once: history.Fail,
-			Why: "the request named an old leader epoch and was refused before any append"},
-		{Err: sarama.ErrKafkaStorageError, Name: "KAFKA_STORAGE_ERROR", Once: history.Info,
-			Why: "the log directory failed, possibly during the append"},
-		{Err: sarama.ErrInvalidMessage, Name: "CORRUPT_MESSAGE", Once: history.Fail,
-			Why: "the broker checks the CRC before it appends"},
-		{Err: sarama.ErrMessageSizeTooLarge, Name: "MESSAGE_TOO_LARGE", Once: history.Fail, Deterministic: true,
-			Why: "the record exceeds the topic's max.message.bytes; every attempt is refused before the append"},
-		{Err: sarama.ErrMessageSetSizeTooLarge, Name: "RECORD_LIST_TOO_LARGE", Once: history.Fail, Deterministic: true,
-			Why: "the batch exceeds the segment size; refused before the append"},
-		{Err: sarama.ErrInvalidRecord, Name: "INVALID_RECORD", Once: history.Fail, Deterministic: true,
-			Why: "the broker validates records before it appends"},
-		{Err: sarama.ErrInvalidTimestamp, Name: "INVALID_TIMESTAMP", Once: history.Fail, Deterministic: true,
-			Why: "the timestamp is outside message.timestamp.*.max.ms; refused before the append"},
-		{Err: sarama.ErrInvalidRequiredAcks, Name: "INVALID_REQUIRED_ACKS", Once: history.Fail, Deterministic: true,
-			Why: "invalid producer configuration; refused before the append"},
-		{Err: sarama.ErrUnsupportedCompressionType, Name: "UNSUPPORTED_COMPRESSION_TYPE", Once: history.Fail, Deterministic: true,
-			Why: "invalid producer configuration; refused before the append"},
-		{Err: sarama.ErrTopicAuthorizationFailed, Name: "TOPIC_AUTHORIZATION_FAILED", Once: history.Fail, Deterministic: true,
-			Why: "not authorised; refused before the append"},
-		{Err: sarama.ErrClusterAuthorizationFailed, Name: "CLUSTER_AUTHORIZATION_FAILED", Once: history.Fail, Deterministic: true,
-			Why: "not authorised; refused before the append"},
 		{Err: sarama.ErrTransactionalIDAuthorizationFailed, Name: "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", Once: history.Fail, Deterministic: true,
 			Why: "not authorised; refused before the append"},
-		{Err: sarama.ErrInvalidTopic, Name: "INVALID_TOPIC_EXCEPTION", Once: history.Fail, Deterministic: true,
-			Why: "the topic name is invalid or internal; refused before the append"},
-		{Err: sarama.ErrUnsupportedVersion, Name: "UNSUPPORTED_VERSION", Once: history.Fail, Deterministic: true,
-			Why: "the broker does not speak the request's version; nothing appended"},
-		{Err: sarama.ErrOutOfOrderSequenceNumber, Name: "OUT_OF_ORDER_SEQUENCE_NUMBER", Once: history.Fail,
-			Why: "the idempotent producer's sequence has a gap at the leader, which refused this batch"},
-		{Err: sarama.ErrInvalidProducerEpoch, Name: "INVALID_PRODUCER_EPOCH", Once: history.Fail,
-			Why: "a newer epoch of this producer id exists (fenced); the batch was refused"},
 		{Err: sarama.ErrProducerFenced, Name: "PRODUCER_FENCED", Once: history.Fail,
 			Why: "another instance initialised this transactional.id; the batch was refused"},
-		{Err: sarama.ErrUnknownProducerID, Name: "UNKNOWN_PRODUCER_ID", Once: history.Fail,
-			Why: "the leader has no state for this producer id and refused the batch"},
 		{Err: sarama.ErrInvalidTxnState, Name: "INVALID_TXN_STATE", Once: history.Fail,
 			Why: "the partition is not part of the transaction; refused before the append"},
 		{Err: sarama.ErrTransactionNotReady, Name: "client: transaction not ready", Once: history.Fail, Deterministic: true,
@@ -128,6 +93,66 @@ func SendErrorTable() []SendErrorRule {
 			Why: "the connection broke; the request may have reached the broker"},
 		{Match: isNetworkError, Name: "network error or timeout", Once: history.Info,
 			Why: "the connection failed or timed out after the request may have reached the broker"},
+	}...)
+}
+
+// brokerAnswer is what an error code in a produce response says about the batch it answers.
+// That is Kafka's fact, the same whichever client carried the request; each client's table
+// reads it through its own error values.
+type brokerAnswer struct {
+	Err               *kerr.Error // the code, by franz-go's value for it
+	Name              string
+	Once, OnceAcksAll history.Type
+	Deterministic     bool
+	Why               string
+}
+
+// brokerAnswers are the produce-response codes that both clients pass on only as the broker's
+// answer about a batch (fields as SendErrorRule's). Codes a client also uses for other things
+// (franz-go fails batches with LEADER_NOT_AVAILABLE after a metadata load) are in that client's
+// table instead.
+func brokerAnswers() []brokerAnswer {
+	return []brokerAnswer{
+		{Err: kerr.NotEnoughReplicas, Name: "NOT_ENOUGH_REPLICAS", Once: history.Fail,
+			Why: "the leader compares the ISR with min.insync.replicas before it appends, and refused the batch"},
+		{Err: kerr.NotEnoughReplicasAfterAppend, Name: "NOT_ENOUGH_REPLICAS_AFTER_APPEND", Once: history.Info,
+			Why: "the leader appended the batch, then the ISR shrank below min.insync.replicas: the record is in the leader's log and may survive"},
+		{Err: kerr.RequestTimedOut, Name: "REQUEST_TIMED_OUT", Once: history.Info,
+			Why: "the leader appended the batch but the followers did not confirm within the request timeout"},
+		{Err: kerr.NotLeaderForPartition, Name: "NOT_LEADER_OR_FOLLOWER", Once: history.Fail, OnceAcksAll: history.Info,
+			Why: "a broker that is not the leader appends nothing; but with acks=all the leader may have appended and then lost leadership while it waited for the followers"},
+		{Err: kerr.FencedLeaderEpoch, Name: "FENCED_LEADER_EPOCH", Once: history.Fail,
+			Why: "the request named an old leader epoch and was refused before any append"},
+		{Err: kerr.KafkaStorageError, Name: "KAFKA_STORAGE_ERROR", Once: history.Info,
+			Why: "the log directory failed, possibly during the append"},
+		{Err: kerr.CorruptMessage, Name: "CORRUPT_MESSAGE", Once: history.Fail,
+			Why: "the broker checks the CRC before it appends"},
+		{Err: kerr.MessageTooLarge, Name: "MESSAGE_TOO_LARGE", Once: history.Fail, Deterministic: true,
+			Why: "the batch exceeds the topic's max.message.bytes; every attempt is refused before the append"},
+		{Err: kerr.RecordListTooLarge, Name: "RECORD_LIST_TOO_LARGE", Once: history.Fail, Deterministic: true,
+			Why: "the batch exceeds the segment size; refused before the append"},
+		{Err: kerr.InvalidRecord, Name: "INVALID_RECORD", Once: history.Fail, Deterministic: true,
+			Why: "the broker validates records before it appends"},
+		{Err: kerr.InvalidTimestamp, Name: "INVALID_TIMESTAMP", Once: history.Fail, Deterministic: true,
+			Why: "the timestamp is outside message.timestamp.*.max.ms; refused before the append"},
+		{Err: kerr.InvalidRequiredAcks, Name: "INVALID_REQUIRED_ACKS", Once: history.Fail, Deterministic: true,
+			Why: "invalid producer configuration; refused before the append"},
+		{Err: kerr.UnsupportedCompressionType, Name: "UNSUPPORTED_COMPRESSION_TYPE", Once: history.Fail, Deterministic: true,
+			Why: "invalid producer configuration; refused before the append"},
+		{Err: kerr.TopicAuthorizationFailed, Name: "TOPIC_AUTHORIZATION_FAILED", Once: history.Fail, Deterministic: true,
+			Why: "not authorised; refused before the append"},
+		{Err: kerr.ClusterAuthorizationFailed, Name: "CLUSTER_AUTHORIZATION_FAILED", Once: history.Fail, Deterministic: true,
+			Why: "not authorised (to write idempotently); refused before the append"},
+		{Err: kerr.InvalidTopicException, Name: "INVALID_TOPIC_EXCEPTION", Once: history.Fail, Deterministic: true,
+			Why: "the topic name is invalid or internal; refused before the append"},
+		{Err: kerr.UnsupportedVersion, Name: "UNSUPPORTED_VERSION", Once: history.Fail, Deterministic: true,
+			Why: "the broker does not speak the request's version; nothing appended"},
+		{Err: kerr.OutOfOrderSequenceNumber, Name: "OUT_OF_ORDER_SEQUENCE_NUMBER", Once: history.Fail,
+			Why: "the idempotent producer's sequence has a gap at the leader, which refused this batch"},
+		{Err: kerr.InvalidProducerEpoch, Name: "INVALID_PRODUCER_EPOCH", Once: history.Fail,
+			Why: "a newer epoch of this producer id exists (fenced); the batch was refused"},
+		{Err: kerr.UnknownProducerID, Name: "UNKNOWN_PRODUCER_ID", Once: history.Fail,
+			Why: "the leader has no state for this producer id and refused the batch"},
 	}
 }
 

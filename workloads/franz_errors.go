@@ -81,47 +81,16 @@ type FranzSendContext struct {
 // in Produce, a record too large for a batch) is fail whatever the error. Connection errors,
 // kgo.ErrClientClosed (which also fails batches in flight) and everything unlisted are info.
 func FranzSendErrorTable() []FranzSendErrorRule {
-	return []FranzSendErrorRule{
-		{Err: kerr.NotEnoughReplicas, Name: "NOT_ENOUGH_REPLICAS", Once: history.Fail,
-			Why: "the leader compares the ISR with min.insync.replicas before it appends, and refused the batch"},
-		{Err: kerr.NotEnoughReplicasAfterAppend, Name: "NOT_ENOUGH_REPLICAS_AFTER_APPEND", Once: history.Info,
-			Why: "the leader appended the batch, then the ISR shrank below min.insync.replicas: the record is in the leader's log and may survive"},
-		{Err: kerr.RequestTimedOut, Name: "REQUEST_TIMED_OUT", Once: history.Info,
-			Why: "the leader appended the batch but the followers did not confirm within the request timeout"},
-		{Err: kerr.NotLeaderForPartition, Name: "NOT_LEADER_OR_FOLLOWER", Once: history.Fail, OnceAcksAll: history.Info,
-			Why: "a broker that is not the leader appends nothing; but with acks=all the leader may have appended and then lost leadership while it waited for the followers"},
-		{Err: kerr.FencedLeaderEpoch, Name: "FENCED_LEADER_EPOCH", Once: history.Fail,
-			Why: "the request named an old leader epoch and was refused before any append"},
-		{Err: kerr.KafkaStorageError, Name: "KAFKA_STORAGE_ERROR", Once: history.Info,
-			Why: "the log directory failed, possibly during the append"},
-		{Err: kerr.CorruptMessage, Name: "CORRUPT_MESSAGE", Once: history.Fail,
-			Why: "the broker checks the CRC before it appends (franz-go does not retry it)"},
-		{Err: kerr.OutOfOrderSequenceNumber, Name: "OUT_OF_ORDER_SEQUENCE_NUMBER", Once: history.Fail,
-			Why: "the idempotent producer's sequence has a gap at the leader, which refused this batch (franz-go passes it on only when told to stop on data loss)"},
-		{Err: kerr.UnknownProducerID, Name: "UNKNOWN_PRODUCER_ID", Once: history.Fail,
-			Why: "the leader has no state for this producer id and refused the batch"},
-		{Err: kerr.InvalidProducerEpoch, Name: "INVALID_PRODUCER_EPOCH", Once: history.Fail,
-			Why: "a newer epoch of this producer id exists; the batch was refused"},
-		{Err: kerr.MessageTooLarge, Name: "MESSAGE_TOO_LARGE", Deterministic: true,
-			Why: "the batch exceeds the topic's max.message.bytes (or franz-go's own limit, before any request); every attempt is refused before the append"},
-		{Err: kerr.RecordListTooLarge, Name: "RECORD_LIST_TOO_LARGE", Deterministic: true,
-			Why: "the batch exceeds the segment size; refused before the append"},
-		{Err: kerr.InvalidRecord, Name: "INVALID_RECORD", Deterministic: true,
-			Why: "the broker validates records before it appends"},
-		{Err: kerr.InvalidTimestamp, Name: "INVALID_TIMESTAMP", Deterministic: true,
-			Why: "the timestamp is outside message.timestamp.*.max.ms; refused before the append"},
-		{Err: kerr.InvalidRequiredAcks, Name: "INVALID_REQUIRED_ACKS", Deterministic: true,
-			Why: "invalid producer configuration; refused before the append"},
-		{Err: kerr.UnsupportedCompressionType, Name: "UNSUPPORTED_COMPRESSION_TYPE", Deterministic: true,
-			Why: "invalid producer configuration; refused before the append"},
-		{Err: kerr.TopicAuthorizationFailed, Name: "TOPIC_AUTHORIZATION_FAILED", Deterministic: true,
-			Why: "not authorised; every produce to the topic is refused before the append"},
-		{Err: kerr.ClusterAuthorizationFailed, Name: "CLUSTER_AUTHORIZATION_FAILED", Deterministic: true,
-			Why: "not authorised (to write idempotently); refused before the append"},
-		{Err: kerr.InvalidTopicException, Name: "INVALID_TOPIC_EXCEPTION", Deterministic: true,
-			Why: "the topic name is invalid or internal; refused before the append"},
-		{Err: kerr.UnsupportedVersion, Name: "UNSUPPORTED_VERSION", Deterministic: true,
-			Why: "the broker does not speak the request's version; nothing appended"},
+	var rows []FranzSendErrorRule
+	for _, a := range brokerAnswers() {
+		r := FranzSendErrorRule{Err: a.Err, Name: a.Name, Once: a.Once, OnceAcksAll: a.OnceAcksAll,
+			Deterministic: a.Deterministic, Why: a.Why}
+		if a.Deterministic {
+			r.Once, r.OnceAcksAll = "", "" // decided by Head, whatever the attempts
+		}
+		rows = append(rows, r)
+	}
+	return append(rows, []FranzSendErrorRule{
 		{Err: kerr.LeaderNotAvailable, Name: "LEADER_NOT_AVAILABLE",
 			Why: "also a metadata load error, with which franz-go fails a partition's batches even while one is in flight (without idempotence)"},
 		{Err: kerr.UnknownTopicOrPartition, Name: "UNKNOWN_TOPIC_OR_PARTITION",
@@ -144,7 +113,7 @@ func FranzSendErrorTable() []FranzSendErrorRule {
 			Why: "the client closed; franz-go fails every buffered record with it, those in flight too"},
 		{Match: isNetworkError, Name: "network error or timeout",
 			Why: "the connection failed or timed out after the request may have reached the broker"},
-	}
+	}...)
 }
 
 // franzSendErrorTable is FranzSendErrorTable built once: ClassifyFranzSend runs on every
