@@ -18,7 +18,8 @@ import (
 // SendErrorRule is one row of the send-error table: what an error that a produce ends with says
 // about whether its record was written.
 type SendErrorRule struct {
-	// Err is matched with errors.Is (a sarama.KError or a sarama sentinel). Nil rows match by
+	// Err is matched with errors.Is (the client's value: a sarama.KError, a *kerr.Error, a
+	// sentinel). Nil rows match by
 	// Match instead.
 	Err error
 	// Match, when set, decides instead of Err (for error types rather than values).
@@ -36,6 +37,11 @@ type SendErrorRule struct {
 	// changes (its size, the producer's configuration): every attempt met the same answer, so
 	// none of them appended the record and Once holds even after retries.
 	Deterministic bool
+	// Idle (franz-go's table only) errors are the client's own verdicts (timeouts, retry
+	// limits, cancellation), given a partition's first batch only while no request carries it:
+	// when no produce request at all was written while the record was in the client, and its
+	// batch was the first, nothing carried it.
+	Idle bool
 	// Why says, for the reader of this table and of a history, why the outcome follows.
 	Why string
 }
@@ -61,10 +67,9 @@ type SendErrorRule struct {
 // larger than Producer.MaxMessageBytes, a transaction that is not in progress) are fail.
 // Connection errors and timeouts are info: the request may have reached the broker.
 func SendErrorTable() []SendErrorRule {
-	var rows []SendErrorRule
-	for _, a := range brokerAnswers() {
-		rows = append(rows, SendErrorRule{Err: sarama.KError(a.Err.Code), Name: a.Name, Once: a.Once,
-			OnceAcksAll: a.OnceAcksAll, Deterministic: a.Deterministic, Why: a.Why})
+	rows := brokerAnswers()
+	for i := range rows {
+		rows[i].Err = sarama.KError(rows[i].Err.(*kerr.Error).Code)
 	}
 	return append(rows, []SendErrorRule{
 		{Err: sarama.ErrLeaderNotAvailable, Name: "LEADER_NOT_AVAILABLE", Once: history.Fail,
@@ -96,23 +101,13 @@ func SendErrorTable() []SendErrorRule {
 	}...)
 }
 
-// brokerAnswer is what an error code in a produce response says about the batch it answers.
-// That is Kafka's fact, the same whichever client carried the request; each client's table
-// reads it through its own error values.
-type brokerAnswer struct {
-	Err               *kerr.Error // the code, by franz-go's value for it
-	Name              string
-	Once, OnceAcksAll history.Type
-	Deterministic     bool
-	Why               string
-}
-
-// brokerAnswers are the produce-response codes that both clients pass on only as the broker's
-// answer about a batch (fields as SendErrorRule's). Codes a client also uses for other things
-// (franz-go fails batches with LEADER_NOT_AVAILABLE after a metadata load) are in that client's
-// table instead.
-func brokerAnswers() []brokerAnswer {
-	return []brokerAnswer{
+// brokerAnswers are what the produce-response codes that both clients pass on only as the
+// broker's answer about a batch say about its append: Kafka's fact, the same whichever client
+// carried the request, written once with franz-go's error values (kerr); each client's table
+// reads it through its own. Codes a client also uses for other things (franz-go fails batches
+// with LEADER_NOT_AVAILABLE after a metadata load) are in that client's table instead.
+func brokerAnswers() []SendErrorRule {
+	return []SendErrorRule{
 		{Err: kerr.NotEnoughReplicas, Name: "NOT_ENOUGH_REPLICAS", Once: history.Fail,
 			Why: "the leader compares the ISR with min.insync.replicas before it appends, and refused the batch"},
 		{Err: kerr.NotEnoughReplicasAfterAppend, Name: "NOT_ENOUGH_REPLICAS_AFTER_APPEND", Once: history.Info,

@@ -2,46 +2,11 @@ package workloads
 
 import (
 	"context"
-	"errors"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/verity-kafka/verity/history"
 )
-
-// FranzSendErrorRule is one row of franz-go's send-error table: what an error that franz-go
-// ends a produce with says about whether the record was written.
-type FranzSendErrorRule struct {
-	// Err is matched with errors.Is (a *kerr.Error or a kgo sentinel). Nil rows match by Match
-	// instead.
-	Err error
-	// Match, when set, decides instead of Err (for error types rather than values).
-	Match func(error) bool
-	// Name is how the error is known: Kafka's protocol name for broker errors.
-	Name string
-	// Once, when set, is the outcome of a broker answer that the error can only be: an answer
-	// about the record's own batch (Kafka never sends this code in a metadata response, and
-	// franz-go fails batches with it only from produce responses), when that batch went out at
-	// most once. Fail when that attempt certainly appended nothing, Info when it may have.
-	// Unset: franz-go can also fail a record with this error for another reason (a metadata
-	// load, a limit of its own), which says nothing of what its requests did.
-	Once history.Type
-	// OnceAcksAll, when set, replaces Once for acks=all producers (as SendErrorRule's).
-	OnceAcksAll history.Type
-	// Deterministic errors come from the batch itself or from settings that no retry changes
-	// (its size, the producer's configuration): every attempt met the same answer, so none
-	// appended it. They prove the record unwritten only when its batch is the one the error
-	// is about (FranzSendContext.Head): franz-go fails every later batch of the partition with
-	// the first one's error, and those may be in flight.
-	Deterministic bool
-	// Idle errors are franz-go's own verdicts (timeouts, retry limits, cancellation), which it
-	// gives a partition's first batch only while no request carries it: when no produce
-	// request at all was written while the record was in the client, and its batch was the
-	// first, nothing carried it.
-	Idle bool
-	// Why says, for the reader of this table and of a history, why the outcome follows.
-	Why string
-}
 
 // FranzSendContext is what ClassifyFranzSend needs to know besides the error: what the
 // franz-go adapter saw of the record while the client had it.
@@ -77,20 +42,26 @@ type FranzSendContext struct {
 //     record's requests, and a broker answer counts only as franz-go passes it on: the bare
 //     *kerr.Error, not wrapped in an error of its own.
 //
+// The rows read as follows. Once, when set, is the outcome of a broker answer the error can only
+// be (Kafka never sends the code in a metadata response, and franz-go fails batches with it
+// only from produce responses) when that batch went out at most once; unset, franz-go can also
+// fail a record with the error for another reason (a metadata load, a limit of its own), which
+// says nothing of what its requests did. Deterministic errors prove the record unwritten only
+// when its batch is the one the error is about (FranzSendContext.Head). Idle errors are
+// franz-go's own verdicts, which it gives a partition's first batch only while no request
+// carries it.
+//
 // A record franz-go failed before buffering it (a full buffer with TryProduce, a cancelled wait
 // in Produce, a record too large for a batch) is fail whatever the error. Connection errors,
 // kgo.ErrClientClosed (which also fails batches in flight) and everything unlisted are info.
-func FranzSendErrorTable() []FranzSendErrorRule {
-	var rows []FranzSendErrorRule
-	for _, a := range brokerAnswers() {
-		r := FranzSendErrorRule{Err: a.Err, Name: a.Name, Once: a.Once, OnceAcksAll: a.OnceAcksAll,
-			Deterministic: a.Deterministic, Why: a.Why}
-		if a.Deterministic {
-			r.Once, r.OnceAcksAll = "", "" // decided by Head, whatever the attempts
+func FranzSendErrorTable() []SendErrorRule {
+	rows := brokerAnswers()
+	for i := range rows {
+		if rows[i].Deterministic {
+			rows[i].Once, rows[i].OnceAcksAll = "", "" // decided by Head, whatever the attempts
 		}
-		rows = append(rows, r)
 	}
-	return append(rows, []FranzSendErrorRule{
+	return append(rows, []SendErrorRule{
 		{Err: kerr.LeaderNotAvailable, Name: "LEADER_NOT_AVAILABLE",
 			Why: "also a metadata load error, with which franz-go fails a partition's batches even while one is in flight (without idempotence)"},
 		{Err: kerr.UnknownTopicOrPartition, Name: "UNKNOWN_TOPIC_OR_PARTITION",
@@ -142,12 +113,10 @@ func ClassifyFranzSend(err error, sc FranzSendContext) Outcome {
 		switch {
 		case r.Deterministic && sc.Head:
 			o.Type = history.Fail
-		case r.Deterministic:
+		case (r.Deterministic || once != "") && !sc.Head:
 			o.Why = "franz-go fails every batch of a partition with its first batch's error, and this record's batch was not the first: it may have been in flight (" + r.Why + ")"
-		case once != "" && sc.Head && sc.Writes <= 1 && err == r.Err:
+		case once != "" && sc.Writes <= 1 && err == r.Err:
 			o.Type = once
-		case once != "" && !sc.Head:
-			o.Why = "franz-go fails every batch of a partition with its first batch's error, and this record's batch was not the first: it may have been in flight (" + r.Why + ")"
 		case once != "" && err != r.Err:
 			o.Why = "franz-go wrapped the error: it did not come as the broker's answer about this batch (" + r.Why + ")"
 		case once != "":
@@ -161,11 +130,4 @@ func ClassifyFranzSend(err error, sc FranzSendContext) Outcome {
 		return o
 	}
 	return Outcome{Type: history.Info, Why: "an error this table does not list: the record may have been written"}
-}
-
-func (r FranzSendErrorRule) matches(err error) bool {
-	if r.Match != nil {
-		return r.Match(err)
-	}
-	return errors.Is(err, r.Err)
 }

@@ -51,23 +51,22 @@ type franzMember struct {
 // openFranzMember opens the group transact session and initialises its transactional.id,
 // retrying the initialisation until ctx ends (as openTxnClient).
 func openFranzMember(ctx context.Context, w *processor) (*franzMember, error) {
-	var last error
-	for attempt := 0; ; attempt++ {
+	m, err := initWithRetry(ctx, w.log, w.cfg.TxnID, func() (*franzMember, bool, error) {
 		m, err := newFranzMember(w)
 		if err != nil {
 			// A configuration franz-go refuses: no retry changes it.
-			return nil, fmt.Errorf("processor %d: creating the group transact session: %w", w.p, err)
+			return nil, false, fmt.Errorf("creating the group transact session: %w", err)
 		}
-		if err = franzInitProducerID(ctx, m.cl, w.cfg.Timeout); err == nil {
-			return m, nil
+		if err = franzInitProducerID(ctx, m.cl, w.cfg.Timeout); err != nil {
+			closeFranz(m.sess, w.log, w.cfg.TxnID)
+			return nil, true, err
 		}
-		closeFranz(m.sess, w.log, w.cfg.TxnID)
-		last = err
-		w.log.Warn("initialising the transactional producer failed; retrying", "txn_id", w.cfg.TxnID, "err", err)
-		if sleepCtx(ctx, min(time.Duration(attempt+1)*500*time.Millisecond, 5*time.Second)) != nil {
-			return nil, fmt.Errorf("processor %d: initialising transactional.id %s: %w (last error: %v)", w.p, w.cfg.TxnID, ctx.Err(), last)
-		}
+		return m, true, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("processor %d: %w", w.p, err)
 	}
+	return m, nil
 }
 
 // newFranzMember creates the group transact session: the group member joins in the background.

@@ -107,21 +107,29 @@ type txnResult struct {
 // txnTag rides in a record's Metadata: which transaction and which record of it.
 type txnTag struct{ seq, idx int }
 
-// openTxnClient creates an instance for txnID, retrying until ctx ends: initialising may fail
-// while the coordinator moves or a previous instance's transaction is being completed.
+// openTxnClient creates an instance for txnID, retrying until ctx ends (initWithRetry).
 func openTxnClient(ctx context.Context, env Env, p int, role, txnID string, c TxnClientConfig, log *slog.Logger) (*txnClient, error) {
-	var last error
-	for attempt := 0; ; attempt++ {
+	return initWithRetry(ctx, log, txnID, func() (*txnClient, bool, error) {
 		tc, err := openTxnClientOnce(env, p, role, txnID, c, log)
-		if err == nil {
-			return tc, nil
+		return tc, true, err
+	})
+}
+
+// initWithRetry calls open until it succeeds, fails for good (retry false) or ctx ends:
+// initialising a transactional id may fail while the coordinator moves or a previous
+// instance's transaction is being completed.
+func initWithRetry[T any](ctx context.Context, log *slog.Logger, txnID string, open func() (_ T, retry bool, _ error)) (T, error) {
+	for attempt := 0; ; attempt++ {
+		v, retry, err := open()
+		if err == nil || !retry {
+			return v, err
 		}
-		last = err
 		log.Warn("initialising the transactional producer failed; retrying", "txn_id", txnID, "err", err)
 		// Backoff before asking the coordinator again, bounded so a healed cluster is
 		// noticed quickly.
 		if sleepCtx(ctx, min(time.Duration(attempt+1)*500*time.Millisecond, 5*time.Second)) != nil {
-			return nil, fmt.Errorf("initialising transactional.id %s: %w (last error: %v)", txnID, ctx.Err(), last)
+			var zero T
+			return zero, fmt.Errorf("initialising transactional.id %s: %w (last error: %v)", txnID, ctx.Err(), err)
 		}
 	}
 }

@@ -52,25 +52,18 @@ func franzTxnOpts(env Env, p int, role, txnID string, c TxnClientConfig, lg kgo.
 // openFranzTxn opens a franz-go instance for txnID, retrying the initialisation until ctx ends
 // (as openTxnClient).
 func openFranzTxn(ctx context.Context, env Env, p int, role, txnID string, c TxnClientConfig, log *slog.Logger) (*franzTxn, error) {
-	var last error
-	for attempt := 0; ; attempt++ {
+	return initWithRetry(ctx, log, txnID, func() (*franzTxn, bool, error) {
 		cl, err := kgo.NewClient(franzTxnOpts(env, p, role, txnID, c, newFranzLog(log, nil))...)
 		if err != nil {
 			// A configuration franz-go refuses: no retry changes it.
-			return nil, fmt.Errorf("creating a franz-go client for transactional.id %s: %w", txnID, err)
+			return nil, false, fmt.Errorf("creating a franz-go client for transactional.id %s: %w", txnID, err)
 		}
-		if err = franzInitProducerID(ctx, cl, c.Timeout); err == nil {
-			return &franzTxn{id: txnID, cl: cl, c: c, log: log}, nil
+		if err = franzInitProducerID(ctx, cl, c.Timeout); err != nil {
+			closeFranz(cl, log, txnID)
+			return nil, true, err
 		}
-		closeFranz(cl, log, txnID)
-		last = err
-		log.Warn("initialising the transactional producer failed; retrying", "txn_id", txnID, "err", err)
-		// Backoff before asking the coordinator again, bounded so a healed cluster is
-		// noticed quickly.
-		if sleepCtx(ctx, min(time.Duration(attempt+1)*500*time.Millisecond, 5*time.Second)) != nil {
-			return nil, fmt.Errorf("initialising transactional.id %s: %w (last error: %v)", txnID, ctx.Err(), last)
-		}
-	}
+		return &franzTxn{id: txnID, cl: cl, c: c, log: log}, true, nil
+	})
 }
 
 // franzInitProducerID makes cl send InitProducerId for its transactional.id now. franz-go
@@ -213,18 +206,7 @@ func (f *franzTxn) close() { closeFranz(f.cl, f.log, f.id) }
 
 // closeFranz closes cl without ending its transaction, waiting up to 10 s (as sarama's close).
 func closeFranz(cl interface{ Close() }, log *slog.Logger, txnID string) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		cl.Close()
-	}()
-	t := time.NewTimer(10 * time.Second)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
-		log.Warn("franz-go client still closing after 10s; left to finish in the background", "txn_id", txnID)
-	}
+	closeProducerWithin(log.With("txn_id", txnID), "franz-go client", 10*time.Second, cl.Close)
 }
 
 // franzSend produces recs in cl's current transaction and waits until each is acknowledged or
@@ -250,8 +232,6 @@ func franzSend(cl *kgo.Client, recs []history.Record, deadline time.Time) (int, 
 		}
 		cl.Produce(ctx, kr, func(kr *kgo.Record, err error) { results <- result{idx: i, rec: kr, err: err} })
 	}
-	timer := time.NewTimer(time.Until(deadline))
-	defer timer.Stop()
 	var first error
 	acked := 0
 	for left := len(recs); left > 0; left-- {
@@ -266,7 +246,7 @@ func franzSend(cl *kgo.Client, recs []history.Record, deadline time.Time) (int, 
 			acked++
 			recs[res.idx].Partition = res.rec.Partition
 			recs[res.idx] = recs[res.idx].At(res.rec.Offset)
-		case <-timer.C:
+		case <-ctx.Done():
 			if first == nil {
 				first = fmt.Errorf("%d of %d records unanswered after the delivery timeout", left, len(recs))
 			}
