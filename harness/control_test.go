@@ -86,6 +86,8 @@ func TestNodeAndLinkControls(t *testing.T) {
 		for i := range 2 {
 			conn, err := net.DialTimeout("tcp", addr, 10*time.Second)
 			if err != nil {
+				var ne net.Error
+				require.False(t, errors.As(err, &ne) && ne.Timeout(), "connection %d to killed node %d: the dial timed out (%v): a black hole, not a crash", i, victim, err)
 				t.Logf("connection %d to killed node %d (%s): %v", i, victim, addr, err)
 				continue
 			}

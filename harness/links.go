@@ -243,7 +243,7 @@ func (c *Cluster) Cuts() map[Link]CutKind {
 }
 
 // HealAll removes every cut and every toxic from every link, and enables every proxy, a killed
-// node's too (Restore starts the node right after).
+// node's too: Restore starts the nodes before it.
 func (c *Cluster) HealAll(ctx context.Context) error {
 	var errs []error
 	boxes := []*proxyBox{c.clientProxy}

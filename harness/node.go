@@ -228,7 +228,9 @@ func (c *Cluster) waitContainer(ctx context.Context, n *Node, running bool) erro
 // Restore undoes every fault: heals every link, resumes paused nodes and starts stopped ones. It
 // does not wait for the cluster to be healthy again (WaitHealthy does).
 func (c *Cluster) Restore(ctx context.Context) error {
-	err := c.HealAll(ctx)
+	// Nodes first: HealAll enables every proxy, and one in front of a killed node would dial a
+	// container that is gone (see setInbound).
+	var err error
 	for id, s := range c.NodeStates() {
 		switch s {
 		case NodePaused:
@@ -237,6 +239,7 @@ func (c *Cluster) Restore(ctx context.Context) error {
 			err = errors.Join(err, c.Start(ctx, id))
 		}
 	}
+	err = errors.Join(err, c.HealAll(ctx))
 	if err != nil {
 		return fmt.Errorf("restoring the cluster: %w", err)
 	}

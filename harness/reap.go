@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
@@ -23,43 +24,66 @@ func Reap(ctx context.Context, runID string) (Removed, error) {
 	return reap(ctx, e, runID)
 }
 
-func reap(ctx context.Context, e *engine, runID string) (Removed, error) {
-	var rm Removed
+// labelledThing is one container, network or volume labelled io.verity.run.
+type labelledThing struct{ ID, Name, Run string }
+
+// labelled is what carries io.verity.run=runID (any run if empty).
+type labelled struct{ containers, networks, volumes []labelledThing }
+
+func listLabelled(ctx context.Context, e *engine, runID string) (labelled, error) {
+	var l labelled
 	label := Label
 	if runID != "" {
 		label += "=" + runID
 	}
 	f := make(client.Filters).Add("label", label)
-	var errs []error
-
 	cs, err := e.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
 	if err != nil {
-		return rm, fmt.Errorf("listing containers labelled %s: %w", label, err)
+		return l, fmt.Errorf("listing containers labelled %s: %w", label, err)
 	}
-	for _, ctr := range cs.Items {
-		_, err := e.ContainerRemove(ctx, ctr.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+	for _, c := range cs.Items {
+		l.containers = append(l.containers, labelledThing{c.ID, strings.Join(c.Names, ","), c.Labels[Label]})
+	}
+	ns, err := e.NetworkList(ctx, client.NetworkListOptions{Filters: f})
+	if err != nil {
+		return l, fmt.Errorf("listing networks labelled %s: %w", label, err)
+	}
+	for _, n := range ns.Items {
+		l.networks = append(l.networks, labelledThing{n.ID, n.Name, n.Labels[Label]})
+	}
+	vs, err := e.VolumeList(ctx, client.VolumeListOptions{Filters: f})
+	if err != nil {
+		return l, fmt.Errorf("listing volumes labelled %s: %w", label, err)
+	}
+	for _, v := range vs.Items {
+		l.volumes = append(l.volumes, labelledThing{v.Name, v.Name, v.Labels[Label]})
+	}
+	return l, nil
+}
+
+func reap(ctx context.Context, e *engine, runID string) (Removed, error) {
+	var rm Removed
+	l, err := listLabelled(ctx, e, runID)
+	if err != nil {
+		return rm, err
+	}
+	var errs []error
+	for _, c := range l.containers {
+		_, err := e.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
 		if err != nil && !isGone(err) {
-			errs = append(errs, fmt.Errorf("removing container %v: %w", ctr.Names, err))
+			errs = append(errs, fmt.Errorf("removing container %s: %w", c.Name, err))
 			continue
 		}
 		rm.Containers++
 	}
-	ns, err := e.NetworkList(ctx, client.NetworkListOptions{Filters: f})
-	if err != nil {
-		return rm, errors.Join(append(errs, fmt.Errorf("listing networks labelled %s: %w", label, err))...)
-	}
-	for _, n := range ns.Items {
+	for _, n := range l.networks {
 		if _, err := e.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{}); err != nil && !isGone(err) {
 			errs = append(errs, fmt.Errorf("removing network %s: %w", n.Name, err))
 			continue
 		}
 		rm.Networks++
 	}
-	vs, err := e.VolumeList(ctx, client.VolumeListOptions{Filters: f})
-	if err != nil {
-		return rm, errors.Join(append(errs, fmt.Errorf("listing volumes labelled %s: %w", label, err))...)
-	}
-	for _, v := range vs.Items {
+	for _, v := range l.volumes {
 		if _, err := e.VolumeRemove(ctx, v.Name, client.VolumeRemoveOptions{Force: true}); err != nil && !isGone(err) {
 			errs = append(errs, fmt.Errorf("removing volume %s: %w", v.Name, err))
 			continue
@@ -71,19 +95,13 @@ func reap(ctx context.Context, e *engine, runID string) (Removed, error) {
 
 // Leftovers counts what is labelled for runID (every run if empty) without removing it.
 func Leftovers(ctx context.Context, runID string) (Removed, error) {
-	byRun, err := LeftoversByRun(ctx)
+	e, err := connect(ctx)
 	if err != nil {
 		return Removed{}, err
 	}
-	var n Removed
-	for id, r := range byRun {
-		if runID == "" || id == runID {
-			n.Containers += r.Containers
-			n.Networks += r.Networks
-			n.Volumes += r.Volumes
-		}
-	}
-	return n, nil
+	defer e.Close()
+	l, err := listLabelled(ctx, e, runID)
+	return Removed{len(l.containers), len(l.networks), len(l.volumes)}, err
 }
 
 // LeftoversByRun counts what is labelled io.verity.run, by run ID, without removing it.
@@ -93,34 +111,25 @@ func LeftoversByRun(ctx context.Context) (map[string]Removed, error) {
 		return nil, err
 	}
 	defer e.Close()
-	f := make(client.Filters).Add("label", Label)
+	l, err := listLabelled(ctx, e, "")
+	if err != nil {
+		return nil, err
+	}
 	byRun := map[string]Removed{}
-	cs, err := e.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
-	if err != nil {
-		return nil, fmt.Errorf("listing containers: %w", err)
-	}
-	for _, c := range cs.Items {
-		r := byRun[c.Labels[Label]]
+	for _, c := range l.containers {
+		r := byRun[c.Run]
 		r.Containers++
-		byRun[c.Labels[Label]] = r
+		byRun[c.Run] = r
 	}
-	ns, err := e.NetworkList(ctx, client.NetworkListOptions{Filters: f})
-	if err != nil {
-		return nil, fmt.Errorf("listing networks: %w", err)
-	}
-	for _, n := range ns.Items {
-		r := byRun[n.Labels[Label]]
+	for _, n := range l.networks {
+		r := byRun[n.Run]
 		r.Networks++
-		byRun[n.Labels[Label]] = r
+		byRun[n.Run] = r
 	}
-	vs, err := e.VolumeList(ctx, client.VolumeListOptions{Filters: f})
-	if err != nil {
-		return nil, fmt.Errorf("listing volumes: %w", err)
-	}
-	for _, v := range vs.Items {
-		r := byRun[v.Labels[Label]]
+	for _, v := range l.volumes {
+		r := byRun[v.Run]
 		r.Volumes++
-		byRun[v.Labels[Label]] = r
+		byRun[v.Run] = r
 	}
 	return byRun, nil
 }

@@ -425,36 +425,21 @@ func (k *KafkaLocator) MinISR(ctx context.Context, topic string) (int, error) {
 
 // Silent opens a new connection to every broker's client address and asks it for metadata;
 // it returns the brokers that did not answer. A new connection, not the client's pooled one,
-// so that a broker restarted since is really asked.
+// so that a broker restarted since is really asked; and the addresses are the cluster's own
+// (Bootstrap lists them in Brokers' order), not those of the pooled client's metadata, which
+// leaves out a broker that was fenced when it was last refreshed.
 func (k *KafkaLocator) Silent(ctx context.Context) map[int]error {
 	out := map[int]error{}
-	cl, _, err := k.conn()
-	if err != nil {
-		for _, id := range k.c.Brokers() {
-			out[id] = err
-		}
-		return out
-	}
-	// The pooled client's broker list is as old as its last refresh, which may have come while
-	// a broker was fenced (KRaft leaves fenced brokers out of metadata): refresh it first.
-	if err := cl.RefreshMetadata(); err != nil {
-		k.log.Debug("refreshing metadata before asking every broker", "err", err)
-	}
-	addrs := map[int]string{}
-	for _, b := range cl.Brokers() {
-		addrs[int(b.ID())] = b.Addr()
-	}
-	ids := k.c.Brokers()
+	ids, addrs := k.c.Brokers(), k.c.Bootstrap()
 	errs := make([]error, len(ids))
 	var wg sync.WaitGroup
 	for i, id := range ids {
 		wg.Go(func() {
-			addr, ok := addrs[id]
-			if !ok {
-				errs[i] = fmt.Errorf("broker %d is not in the cluster's metadata", id)
+			if i >= len(addrs) {
+				errs[i] = fmt.Errorf("broker %d has no client address", id)
 				return
 			}
-			b := sarama.NewBroker(addr)
+			b := sarama.NewBroker(addrs[i])
 			if err := b.Open(saramaConfig()); err != nil {
 				errs[i] = err
 				return

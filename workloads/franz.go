@@ -120,7 +120,7 @@ func franzPartitionCounts(ctx context.Context, cl *kgo.Client, topics []string) 
 
 // franzLog forwards a franz-go client's log to slog, one level lower (franz-go's info lines come
 // per transaction and per group session: detail for Verity; its debug lines, every request
-// written with its version, go to slog at franzTrace). onEnd, when set, is told each time
+// written with its version, go to slog at WireLevel). onEnd, when set, is told each time
 // franz-go is about to send EndTxn, and whether it commits: the processor's way to know whether a
 // GroupTransactSession.End that did not commit had sent the commit (see franzMember.commit).
 type franzLog struct {
@@ -129,14 +129,15 @@ type franzLog struct {
 	onEnd func(commit bool)
 }
 
-// franzTrace is the slog level of franz-go's debug lines.
-const franzTrace = slog.LevelDebug - 4
+// WireLevel is the slog level of the clients' wire-level lines (franz-go's debug lines), below
+// slog's debug: verity run --debug shows them.
+const WireLevel = slog.LevelDebug - 4
 
 func newFranzLog(log *slog.Logger, onEnd func(commit bool)) *franzLog {
 	ctx := context.Background()
 	level := kgo.LogLevelWarn
 	switch {
-	case log.Enabled(ctx, franzTrace):
+	case log.Enabled(ctx, WireLevel):
 		level = kgo.LogLevelDebug
 	case onEnd != nil || log.Enabled(ctx, slog.LevelDebug):
 		level = kgo.LogLevelInfo
@@ -155,7 +156,7 @@ func (l *franzLog) Log(level kgo.LogLevel, msg string, keyvals ...any) {
 			}
 		}
 	}
-	sl := franzTrace
+	sl := WireLevel
 	switch level {
 	case kgo.LogLevelError, kgo.LogLevelWarn:
 		sl = slog.LevelWarn

@@ -25,6 +25,27 @@ import (
 )
 
 // fpSends are a history's send ops of one process: completions by type, invokes by value.
+// fpRequireRefused: a producer sending one at a time with two application resends, every send
+// refused with code: none unknown (noInfo says why), more than 10 failed, none in the log, no
+// value sent more than three times and some resent.
+func fpRequireRefused(t *testing.T, s *fpSends, inLog map[string]bool, code, noInfo string) {
+	t.Helper()
+	require.Empty(t, s.byType[history.Info], noInfo)
+	require.Greater(t, len(s.byType[history.Fail]), 10)
+	for _, o := range s.byType[history.Fail] {
+		require.Contains(t, o.Error, code, "op %d", o.Index)
+	}
+	thrice := 0
+	for val, n := range s.invokes {
+		require.LessOrEqual(t, n, 3, "value %s: one send and two resends at most", val)
+		require.False(t, inLog[val], "value %s: refused, yet in the log", val)
+		if n == 3 {
+			thrice++
+		}
+	}
+	require.Positive(t, thrice, "values were resent")
+}
+
 type fpSends struct {
 	async    bool
 	invokes  map[string]int
@@ -190,20 +211,7 @@ func testFranzProducers(t *testing.T, c *harness.Cluster, log *slog.Logger) {
 	// Refused one at a time: each send failed, and each value was sent three times.
 	s5 := sends[5]
 	require.Empty(t, s5.byType[history.OK])
-	require.Empty(t, s5.byType[history.Info], "refused before the append, whatever the attempts: fail, not info")
-	require.Greater(t, len(s5.byType[history.Fail]), 10)
-	for _, o := range s5.byType[history.Fail] {
-		require.Contains(t, o.Error, "MESSAGE_TOO_LARGE", "op %d", o.Index)
-	}
-	thrice := 0
-	for val, n := range s5.invokes {
-		require.LessOrEqual(t, n, 3, "value %s: one send and two resends at most", val)
-		require.False(t, inLog[val])
-		if n == 3 {
-			thrice++
-		}
-	}
-	require.Positive(t, thrice, "values were resent")
+	fpRequireRefused(t, s5, inLog, "MESSAGE_TOO_LARGE", "refused before the append, whatever the attempts: fail, not info")
 	require.Equal(t, res.Producers[5].Resends, int64(len(s5.byType[history.Fail])-len(s5.invokes)), "every resend is a new invoke of a failed value")
 	// Refused, async: nothing acknowledged; the first batch's records fail, later ones may be
 	// info (fpRequireSound checked that no fail is in the log).
@@ -334,20 +342,7 @@ func testFranzRefusals(t *testing.T, c *harness.Cluster, log *slog.Logger) {
 		require.Empty(t, s.byType[history.OK], "process %d: nothing is acknowledged below min.insync.replicas", p)
 	}
 	s0 := sends[0]
-	require.Empty(t, s0.byType[history.Info], "the only attempt was refused before the append: fail, not info")
-	require.Greater(t, len(s0.byType[history.Fail]), 10)
-	for _, o := range s0.byType[history.Fail] {
-		require.Contains(t, o.Error, "NOT_ENOUGH_REPLICAS", "op %d", o.Index)
-	}
-	thrice := 0
-	for val, n := range s0.invokes {
-		require.LessOrEqual(t, n, 3, "value %s", val)
-		require.False(t, inLog[val])
-		if n == 3 {
-			thrice++
-		}
-	}
-	require.Positive(t, thrice, "values were resent")
+	fpRequireRefused(t, s0, inLog, "NOT_ENOUGH_REPLICAS", "the only attempt was refused before the append: fail, not info")
 	require.Empty(t, sends[1].byType[history.Fail], "retried refusals may hide an appended attempt: never fail")
 	require.Positive(t, len(sends[1].byType[history.Info]))
 	require.Equal(t, results.Pass, fpVerify(t, ctx, path).Verdict)

@@ -78,12 +78,6 @@ func (h *groupHandler) ConsumeClaim(s sarama.ConsumerGroupSession, claim sarama.
 	}
 }
 
-// claimsPayload is an assign op's value for a group session's assignment: the rebalance as the
-// history notes it.
-func claimsPayload(s sarama.ConsumerGroupSession, group, isolation string) map[string]any {
-	return sessionClaims(s).payload(group, isolation)
-}
-
 // sessionClaims is a group session's assignment.
 func sessionClaims(s sarama.ConsumerGroupSession) claims {
 	return claims{generation: s.GenerationID(), member: s.MemberID(), partitions: s.Claims()}

@@ -113,7 +113,7 @@ func (m *saramaMember) next(ctx context.Context) (rpwEvent, error) {
 			switch ev.kind {
 			case evSetup:
 				m.sess, m.batch, m.due = ev.sess, nil, nil
-				return rpwEvent{assign: claimsPayload(ev.sess, m.w.cfg.Group, history.ReadCommitted)}, nil
+				return rpwEvent{assign: sessionClaims(ev.sess).payload(m.w.cfg.Group, history.ReadCommitted)}, nil
 			case evCleanup:
 				// The generation ended (a rebalance): a batch not yet processed is read
 				// again by the next session from the committed offsets.

@@ -61,7 +61,7 @@ func TestFranzLogLevels(t *testing.T) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	require.Equal(t, kgo.LogLevelWarn, newFranzLog(quiet, nil).Level())
 	require.Equal(t, kgo.LogLevelInfo, newFranzLog(quiet, func(bool) {}).Level())
-	trace := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: franzTrace}))
+	trace := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: WireLevel}))
 	require.Equal(t, kgo.LogLevelDebug, newFranzLog(trace, func(bool) {}).Level())
 
 	var b strings.Builder

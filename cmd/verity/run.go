@@ -19,6 +19,7 @@ import (
 	"github.com/verity-kafka/verity/scenarios"
 	"github.com/verity-kafka/verity/verify/guarantee"
 	"github.com/verity-kafka/verity/verify/results"
+	"github.com/verity-kafka/verity/workloads"
 )
 
 // scenarioFlags choose a scenario and say where its artifacts go (run and matrix share them).
@@ -101,7 +102,7 @@ func logger(cmd *cli.Command, stderr io.Writer) *slog.Logger {
 	level := slog.LevelError + 1 // nothing: progress lines and the verdict say what a user needs
 	switch {
 	case cmd.Bool("debug"):
-		level = slog.LevelDebug - 4 // below debug: the clients' wire-level lines
+		level = workloads.WireLevel
 	case cmd.Bool("verbose"):
 		level = slog.LevelInfo
 	}
