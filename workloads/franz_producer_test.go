@@ -2,6 +2,7 @@ package workloads
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os/exec"
@@ -17,6 +18,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/verity-kafka/verity/harness"
 	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/kafkaconf"
@@ -299,6 +302,7 @@ func testFranzRefusals(t *testing.T, c *harness.Cluster, log *slog.Logger) {
 		return isr() == 2, nil
 	}), "the leader drops the cut follower from the ISR")
 	t.Logf("cut %s: the ISR of %s-0 is 2 of 3, below min.insync.replicas", link, tp.Name)
+	requireLeaderRefuses(t, ctx, c, tp.Name)
 
 	pl, err := planRun(spec)
 	require.NoError(t, err)
@@ -346,6 +350,36 @@ func testFranzRefusals(t *testing.T, c *harness.Cluster, log *slog.Logger) {
 	require.Empty(t, sends[1].byType[history.Fail], "retried refusals may hide an appended attempt: never fail")
 	require.Positive(t, len(sends[1].byType[history.Info]))
 	require.Equal(t, results.Pass, fpVerify(t, ctx, path).Verdict)
+}
+
+// requireLeaderRefuses waits until topic's partition 0 refuses an acks=all produce with
+// NOT_ENOUGH_REPLICAS twice in a row. The controller's metadata may show the shrunk ISR a little
+// before the leader applies it; a produce the leader still takes waits for the cut follower, and
+// the test's producers would meet that wait instead of the refusal they are there to meet. A
+// probe the leader takes stays in the log under a value no op sent, which the checks ignore.
+func requireLeaderRefuses(t *testing.T, ctx context.Context, c *harness.Cluster, topic string) {
+	t.Helper()
+	cl, err := kgo.NewClient(append(franzBase(c.Bootstrap(), "refusal-probe"),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DisableIdempotentWrite(), kgo.RecordRetries(0),
+		kgo.ProduceRequestTimeout(2*time.Second), kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
+	require.NoError(t, err)
+	defer cl.Close()
+	probes, refusals := 0, 0
+	var last error
+	err = waitUntil(ctx, time.Now().Add(60*time.Second), 100*time.Millisecond, func() (bool, error) {
+		pctx, cancel := context.WithTimeout(ctx, 4*time.Second)
+		defer cancel()
+		probes++
+		last = cl.ProduceSync(pctx, &kgo.Record{Topic: topic, Partition: 0, Value: fmt.Appendf(nil, "probe-%d", probes)}).FirstErr()
+		if errors.Is(last, kerr.NotEnoughReplicas) {
+			refusals++
+		} else {
+			refusals = 0
+		}
+		return refusals == 2, nil
+	})
+	require.NoError(t, err, "the leader refuses acks=all produces (last probe of %d: %v)", probes, last)
+	t.Logf("the leader of %s-0 refused probes %d and %d with NOT_ENOUGH_REPLICAS", topic, probes-1, probes)
 }
 
 // fpCounter counts the ok and info send completions recorded through it.
