@@ -22,8 +22,11 @@ images: engine
 run: images
 	$(GO) run ./cmd/verity run $(ARGS)
 
+# The lazy filesystem serves FUSE requests on many goroutines: its tests run under the race
+# detector too.
 test: images
 	$(GOTEST) ./...
+	$(GO) test -race -count=1 ./lazyfs
 
 test-short:
 	$(GO) test -short ./...

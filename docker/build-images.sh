@@ -9,7 +9,13 @@ here=$(cd "$(dirname "$0")" && pwd)
 log() { printf 'images: %s\n' "$*" >&2; }
 have() { docker image inspect "$1" >/dev/null 2>&1; }
 # A stand-in is rebuilt when its recipe (the files under docker/<name>/) changed since it was built.
-recipe() { (cd "$here/$1" && cat $(ls | sort) | sha256sum | cut -c1-16); }
+# The Kafka stand-in also carries the lazy filesystem, so its binary is part of its recipe (the
+# build is reproducible: -trimpath, no build id).
+recipe() {
+  { (cd "$here/$1" && cat $(ls | sort))
+    if [ "$1" = kafka ]; then cat "$LAZYFS"; fi
+  } | sha256sum | cut -c1-16
+}
 current() { # current IMAGE RECIPE-DIR
   have "$1" && [ "$(docker image inspect -f '{{index .Config.Labels "io.verity.recipe"}}' "$1")" = "$(recipe "$2")" ]
 }
@@ -23,6 +29,10 @@ TOXI_STANDIN=verity/toxiproxy:2.12.0
 BASE=verity/debian-jre17:bookworm
 WORK=${VERITY_BUILD_DIR:-${TMPDIR:-/tmp}/verity-image-build}
 export DOCKER_BUILDKIT=0 # the legacy builder needs no buildx plugin and no registry
+LAZYFS=$WORK/verity-lazyfs
+mkdir -p "$WORK"
+(cd "$here/.." && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w -buildid=' -o "$LAZYFS" ./cmd/verity-lazyfs) ||
+  { log "building the lazy filesystem (cmd/verity-lazyfs) failed"; exit 1; }
 
 build_base() {
   have "$BASE" && { log "base $BASE present"; return; }
@@ -54,6 +64,7 @@ build_kafka() {
   mvn -q -B -f "$here/kafka/pom.xml" dependency:copy-dependencies \
     -DoutputDirectory="$ctx/libs" -DincludeScope=runtime >&2
   cp "$here/kafka/"{Dockerfile,run,jsa-train,server.properties,log4j2.yaml,tools-log4j2.yaml} "$ctx/"
+  cp "$LAZYFS" "$ctx/verity-lazyfs"
   docker build --build-arg BASE="$BASE" --label io.verity.recipe="$(recipe kafka)" -t "$KAFKA_STANDIN" "$ctx" \
     >"$WORK/kafka-build.log" 2>&1 || { tail -n 30 "$WORK/kafka-build.log" >&2; log "docker build failed (log: $WORK/kafka-build.log)"; exit 1; }
   rm -rf "$ctx"

@@ -52,6 +52,10 @@ type Cluster struct {
 	mu    sync.Mutex
 	state map[int]NodeState
 	cuts  map[Link]CutKind
+	// cutPending: nodes whose power was cut and that have not started since; drops: what
+	// the last power cut of a node lost (both for Spec.PowerLoss clusters).
+	cutPending map[int]bool
+	drops      map[int]Drop
 
 	closeOnce  sync.Once
 	closeErr   error
@@ -116,6 +120,8 @@ func Start(ctx context.Context, spec Spec) (_ *Cluster, err error) {
 		nodes:       map[int]*Node{},
 		state:       map[int]NodeState{},
 		cuts:        map[Link]CutKind{},
+		cutPending:  map[int]bool{},
+		drops:       map[int]Drop{},
 	}
 	if !spec.NoSignalCleanup {
 		c.cleanupOnSignal()
@@ -147,6 +153,11 @@ func Start(ctx context.Context, spec Spec) (_ *Cluster, err error) {
 	defer cancel()
 	if err := c.waitReady(rctx); err != nil {
 		return nil, err
+	}
+	if spec.PowerLoss && !spec.KeepBootUnsynced {
+		if err := c.syncAll(ctx); err != nil {
+			return nil, err
+		}
 	}
 	c.ReadyIn = time.Since(began)
 	log.Info("cluster ready", "in", c.ReadyIn.Round(time.Millisecond), "bootstrap", c.bootstrap)
@@ -367,23 +378,26 @@ func (c *Cluster) startNodes(ctx context.Context) error {
 		c.nodes[m.ID] = node
 		wg.Go(func() {
 			link := c.links[m.ID].Name
-			ctr, err := testcontainers.GenericContainer(ctx, testcontainers.GenericContainerRequest{
-				ContainerRequest: testcontainers.ContainerRequest{
-					Image:          c.images.Kafka,
-					Name:           node.Name,
-					Labels:         c.runLabels(),
-					Env:            c.spec.nodeEnv(m, c.clientHostPorts),
-					Networks:       []string{c.core.Name, link},
-					NetworkAliases: map[string][]string{c.core.Name: {fmt.Sprintf("node-%d", m.ID)}},
-					HostConfigModifier: func(hc *container.HostConfig) {
-						// Named, labelled volume for the data (kept across stop/start, wiped by
-						// WipeDisk); tmpfs over the image's other volumes so that no anonymous,
-						// unlabelled volume is ever created.
-						hc.Binds = append(hc.Binds, node.Volume+":"+dataDir)
-						hc.Tmpfs = map[string]string{"/etc/kafka/secrets": "", "/mnt/shared/config": ""}
-					},
+			req := testcontainers.ContainerRequest{
+				Image:          c.images.Kafka,
+				Name:           node.Name,
+				Labels:         c.runLabels(),
+				Env:            c.spec.nodeEnv(m, c.clientHostPorts),
+				Networks:       []string{c.core.Name, link},
+				NetworkAliases: map[string][]string{c.core.Name: {fmt.Sprintf("node-%d", m.ID)}},
+				HostConfigModifier: func(hc *container.HostConfig) {
+					// Named, labelled volume for the data (kept across stop/start, wiped by
+					// WipeDisk); tmpfs over the image's other volumes so that no anonymous,
+					// unlabelled volume is ever created.
+					hc.Binds = append(hc.Binds, node.Volume+":"+dataDir)
+					hc.Tmpfs = map[string]string{"/etc/kafka/secrets": "", "/mnt/shared/config": ""}
 				},
-				Started: true, Logger: tcLogger{c.log},
+			}
+			if c.spec.PowerLoss {
+				c.spec.lazyFSContainer(&req, node.Volume)
+			}
+			ctr, err := testcontainers.GenericContainer(ctx, testcontainers.GenericContainerRequest{
+				ContainerRequest: req, Started: true, Logger: tcLogger{c.log},
 			})
 			mu.Lock()
 			defer mu.Unlock()

@@ -32,6 +32,7 @@ func TestNodeAndLinkControls(t *testing.T) {
 	leader, fs := int(p0.Leader), followers(p0)
 	prod := newProducer(t, c, tp, 0, sarama.WaitForAll)
 	acks := prod.mustSend(30)
+	require.ErrorContains(t, c.PowerCut(ctx, leader), "Spec.PowerLoss", "no power cut without the lazy filesystem")
 
 	t.Run("pause freezes a follower out of the ISR, resume brings it back", func(t *testing.T) {
 		require.NoError(t, c.Pause(ctx, fs[0]))

@@ -78,7 +78,13 @@ func (c *Cluster) Start(ctx context.Context, id int) error {
 	if err := c.setInbound(id, true); err != nil {
 		return err
 	}
-	return c.waitContainer(ctx, n, true)
+	if err := c.waitContainer(ctx, n, true); err != nil {
+		return err
+	}
+	if c.spec.PowerLoss {
+		return c.lazyFSStarted(ctx, n)
+	}
+	return nil
 }
 
 // setInbound disables (on a kill) or enables (on start) the proxies of every link into node id.

@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -67,6 +69,18 @@ type Spec struct {
 	NoSignalCleanup bool
 	// Logger receives the harness's logs; default slog.Default().
 	Logger *slog.Logger
+	// PowerLoss runs every node on the lazy filesystem (see Cluster.PowerCut): a node can then
+	// lose what it had not fsynced. Nodes need /dev/fuse and CAP_SYS_ADMIN.
+	PowerLoss bool
+	// KeepBootUnsynced leaves unsynced what the nodes wrote before the cluster was ready, their
+	// storage format included, so that a power cut can take it too. By default the harness
+	// syncs every node's filesystem once the cluster is ready, as a machine that has been up
+	// for a while has written its page cache back.
+	KeepBootUnsynced bool
+	// LazyFSBinary is a static verity-lazyfs binary on this host, mounted into the nodes for a
+	// Kafka image that does not carry one (the official apache/kafka); default $VERITY_LAZYFS,
+	// else the image's own (Verity's stand-in carries it).
+	LazyFSBinary string
 }
 
 // FastDefaults are the harness's departures from Kafka's defaults that keep runs short on a small
@@ -103,6 +117,9 @@ func (s Spec) withDefaults() Spec {
 	if s.Logger == nil {
 		s.Logger = slog.Default()
 	}
+	if s.PowerLoss && s.LazyFSBinary == "" {
+		s.LazyFSBinary = os.Getenv("VERITY_LAZYFS")
+	}
 	return s
 }
 
@@ -112,6 +129,14 @@ func (s Spec) validate() error {
 	}
 	if s.HeapMB > 512 {
 		return fmt.Errorf("spec: HeapMB=%d: keep node heaps at 512 MiB or less, or %d nodes will not fit this machine", s.HeapMB, s.Nodes)
+	}
+	if s.LazyFSBinary != "" {
+		if !s.PowerLoss {
+			return fmt.Errorf("spec: LazyFSBinary=%q is only used with PowerLoss", s.LazyFSBinary)
+		}
+		if st, err := os.Stat(s.LazyFSBinary); err != nil || !st.Mode().IsRegular() || !filepath.IsAbs(s.LazyFSBinary) {
+			return fmt.Errorf("spec: LazyFSBinary (or $VERITY_LAZYFS) %q must be an absolute path to a verity-lazyfs binary; build one with `CGO_ENABLED=0 go build -o /abs/path/verity-lazyfs ./cmd/verity-lazyfs`", s.LazyFSBinary)
+		}
 	}
 	for k := range s.BrokerConfig {
 		if slices.Contains(topologyKeys, k) {

@@ -40,7 +40,7 @@ func TestParseConfigReadsOldHeaders(t *testing.T) {
 	require.True(t, p3.Transactional)
 	require.Equal(t, []string{"retries=2147483647"}, p3.Assumed, "old transactional entries left retries out")
 	tp := kafkaconf.ResolveTopic(c.TopicOf("verity"))
-	require.Equal(t, kafkaconf.Topic{RF: 3, MinISR: 2}, tp.Topic)
+	require.Equal(t, kafkaconf.Topic{RF: 3, MinISR: 2, FlushMessages: kafkaconf.DefaultFlushMessages}, tp.Topic)
 	require.Empty(t, tp.Assumed)
 	require.Equal(t, kafkaconf.ReadCommitted, c.ReadIsolation())
 	require.Len(t, c.Deviations, 3)

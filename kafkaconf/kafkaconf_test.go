@@ -3,6 +3,7 @@ package kafkaconf
 import (
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -145,9 +146,39 @@ func TestResolveTopic(t *testing.T) {
 	if r := ResolveTopic(TopicConfig{ReplicationFactor: new(1), MinInsyncReplicas: new(2)}); !strings.Contains(r.Conflict, "exceeds") {
 		t.Errorf("min ISR above RF: %+v", r)
 	}
-	full := Topic{RF: 3, MinISR: 2, Unclean: true}
-	if r := ResolveTopic(full.Config()); r.Topic != full || len(r.Assumed) != 0 {
-		t.Errorf("a stated topic: %+v", r)
+	if r.FlushMessages != DefaultFlushMessages || r.FlushEach() {
+		t.Errorf("Kafka never fsyncs per append by default: %+v", r)
+	}
+	for _, full := range []Topic{{RF: 3, MinISR: 2, Unclean: true, FlushMessages: DefaultFlushMessages}, {RF: 3, MinISR: 2, FlushMessages: 1}} {
+		if r := ResolveTopic(full.Config()); r.Topic != full || len(r.Assumed) != 0 {
+			t.Errorf("a stated topic: %+v", r)
+		}
+	}
+	full := Topic{RF: 3, MinISR: 2, Unclean: true, FlushMessages: DefaultFlushMessages}
+	if r := ResolveTopic(TopicConfig{FlushMessages: new(int64(0))}); !strings.Contains(r.Conflict, "flush.messages") {
+		t.Errorf("flush.messages 0: %+v", r)
+	}
+	for _, c := range []struct {
+		topic, broker map[string]string
+		want          string
+	}{
+		{nil, nil, "<nil>"},
+		{map[string]string{"flush.messages": "1"}, map[string]string{"log.flush.interval.messages": "5"}, "1"},
+		{nil, map[string]string{"log.flush.interval.messages": "5"}, "5"},
+		{map[string]string{"flush.messages": "0"}, nil, "error"},
+		{map[string]string{"flush.messages": "x"}, nil, "error"},
+	} {
+		got, err := FlushMessagesOf(c.topic, c.broker)
+		s := "<nil>"
+		switch {
+		case err != nil:
+			s = "error"
+		case got != nil:
+			s = strconv.FormatInt(*got, 10)
+		}
+		if s != c.want {
+			t.Errorf("FlushMessagesOf(%v, %v) = %s (%v), want %s", c.topic, c.broker, s, err, c.want)
+		}
 	}
 	if got := (TopicConfig{MinInsyncReplicas: new(1)}).Over(full.Config()); *got.MinInsyncReplicas != 1 || *got.ReplicationFactor != 3 {
 		t.Errorf("Over: %+v", got)

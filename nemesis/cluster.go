@@ -25,6 +25,9 @@ type Cluster interface {
 	Pause(ctx context.Context, id int) error
 	Resume(ctx context.Context, id int) error
 	WipeDisk(ctx context.Context, id int) error
+	PowerCut(ctx context.Context, id int) error
+	Dropped(id int) (harness.Drop, bool)
+	PowerLoss() bool
 
 	Cut(ctx context.Context, l harness.Link, kind harness.CutKind) error
 	Heal(ctx context.Context, l harness.Link) error
@@ -69,6 +72,8 @@ type Targets struct {
 	// Fault is the catalogue fault an elementary event belongs to, when its f differs (the
 	// "kill" and "start" events of a rolling bounce, the "heal" of an isolation).
 	Fault string `json:"fault,omitempty"`
+	// Dropped is, on the start after a power cut, what each node's filesystem dropped.
+	Dropped map[int]harness.Drop `json:"dropped,omitempty"`
 }
 
 // Faults returns the history.Faults part of t.

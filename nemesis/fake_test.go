@@ -31,11 +31,15 @@ type fakeCluster struct {
 	healthy     int   // WaitHealthy calls
 	logs        map[int]string
 	failOn      string // an action ("kill 2") that fails
+	powerLoss   bool   // the nodes run on the lazy filesystem
+	cutPending  map[int]bool
+	drops       map[int]harness.Drop
 }
 
 func newFake(brokers int, dedicated bool) *fakeCluster {
 	f := &fakeCluster{states: map[int]harness.NodeState{}, cuts: map[harness.Link]harness.CutKind{},
-		toxics: map[harness.Link][]harness.Toxic{}, parts: map[string]harness.PartitionState{}, logs: map[int]string{}}
+		toxics: map[harness.Link][]harness.Toxic{}, parts: map[string]harness.PartitionState{}, logs: map[int]string{},
+		cutPending: map[int]bool{}, drops: map[int]harness.Drop{}}
 	for i := 1; i <= brokers; i++ {
 		f.brokers = append(f.brokers, i)
 		if !dedicated {
@@ -143,7 +147,37 @@ func (f *fakeCluster) Stop(_ context.Context, id int) error {
 	return f.node("stop", id, harness.NodeStopped)
 }
 func (f *fakeCluster) Start(_ context.Context, id int) error {
-	return f.node("start", id, harness.NodeRunning)
+	if err := f.node("start", id, harness.NodeRunning); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.cutPending[id] {
+		// What a node drops is its own: the fake makes it tell which node dropped it.
+		f.drops[id] = harness.Drop{Files: int64(id), Bytes: int64(1000 * id)}
+		delete(f.cutPending, id)
+	}
+	return nil
+}
+func (f *fakeCluster) PowerLoss() bool { return f.powerLoss }
+func (f *fakeCluster) PowerCut(_ context.Context, id int) error {
+	if !f.powerLoss {
+		return errors.New("no lazy filesystem")
+	}
+	if err := f.node("power-cut", id, harness.NodeStopped); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.cutPending[id] = true
+	delete(f.drops, id)
+	return nil
+}
+func (f *fakeCluster) Dropped(id int) (harness.Drop, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	d, ok := f.drops[id]
+	return d, ok
 }
 func (f *fakeCluster) Pause(_ context.Context, id int) error {
 	return f.node("pause", id, harness.NodePaused)

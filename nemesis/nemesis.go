@@ -236,12 +236,18 @@ func (n *Nemesis) Active() []*Injection {
 // the error. When the invoke cannot be recorded, act does not run: the history must show
 // every fault.
 func (e *Env) Do(ctx context.Context, f string, t Targets, act func(context.Context) error) error {
+	return e.do(ctx, f, t, func(ctx context.Context, _ *Targets) error { return act(ctx) }, history.Info)
+}
+
+// DoReport is Do for an action that learns something worth recording (what a power cut
+// dropped): act may add to the targets, and the completion carries them.
+func (e *Env) DoReport(ctx context.Context, f string, t Targets, act func(context.Context, *Targets) error) error {
 	return e.do(ctx, f, t, act, history.Info)
 }
 
 // do is Do with the completion type of a failed act: info (unknown) for actions that may have
 // half happened, fail for outcomes that are definite (the cluster did not get healthy).
-func (e *Env) do(ctx context.Context, f string, t Targets, act func(context.Context) error, failed history.Type) error {
+func (e *Env) do(ctx context.Context, f string, t Targets, act func(context.Context, *Targets) error, failed history.Type) error {
 	v, err := json.Marshal(t)
 	if err != nil {
 		return fmt.Errorf("recording %s: %w", f, err)
@@ -253,10 +259,13 @@ func (e *Env) do(ctx context.Context, f string, t Targets, act func(context.Cont
 	if e.inj != nil && !e.healing && e.inj.Acting.IsZero() {
 		e.inj.Acting = time.Now()
 	}
-	actErr := act(ctx)
+	actErr := act(ctx, &t)
 	typ, text := history.OK, ""
 	if actErr != nil {
 		typ, text = failed, actErr.Error()
+	}
+	if done, err := json.Marshal(t); err == nil {
+		v = done
 	}
 	_, recErr := e.n.rec.Complete(inv, typ, history.Payload{Raw: v}, text)
 	if e.inj != nil {

@@ -47,6 +47,8 @@ func TestProcessFaultsRecordInvokeOKAndHeal(t *testing.T) {
 		{Kill{ActiveController()}, harness.NodeStopped, "kill", "start", []int{1}, "active controller (quorum epoch 7)"},
 		{Kill{TxnCoordinator("tx")}, harness.NodeStopped, "kill", "start", []int{2}, `transaction coordinator of "tx"`},
 		{Stop{GroupCoordinator("g")}, harness.NodeStopped, "stop", "start", []int{3}, `group coordinator of "g"`},
+		{Kill{ReplicasOf("t", 0)}, harness.NodeStopped, "kill", "start", []int{1, 2, 3}, "replicas of t-0 (leader 1"},
+		{Kill{Controllers()}, harness.NodeStopped, "kill", "start", []int{1, 2, 3}, "every controller [1 2 3]"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.fault.String(), func(t *testing.T) {
@@ -325,6 +327,24 @@ func TestDiskLossAndRollingBounce(t *testing.T) {
 		require.Equal(t, "disk-loss", es[0].F, "the name verify counts disk losses by")
 		require.Contains(t, fc.Calls(), "wipe "+fmtNodes(es[0].T.Nodes)[1:2])
 	})
+	t.Run("power loss: the start's completion says what each node dropped", func(t *testing.T) {
+		fc, _, n, h := setup(t, 3, false)
+		fc.powerLoss = true
+		inj, err := n.Inject(ctx, PowerLoss{FollowersOf("t", 0)})
+		require.NoError(t, err)
+		require.Equal(t, harness.NodeStopped, fc.NodeStates()[2])
+		require.NoError(t, n.Heal(ctx, inj))
+		es := h.events(t)
+		require.Equal(t, []string{"invoke power-loss [2 3]", "ok power-loss [2 3]", "invoke start [2 3]", "ok start [2 3]"}, short(es))
+		require.Empty(t, es[2].T.Dropped, "nothing is known before the start")
+		require.Equal(t, map[int]harness.Drop{2: {Files: 2, Bytes: 2000}, 3: {Files: 3, Bytes: 3000}}, es[3].T.Dropped)
+		require.Equal(t, "power-loss", es[3].T.Fault)
+
+		inj, err = n.Inject(ctx, Kill{Node(2)})
+		require.NoError(t, err)
+		require.NoError(t, n.Heal(ctx, inj))
+		require.Empty(t, h.events(t)[7].T.Dropped, "a kill's start drops nothing")
+	})
 	t.Run("rolling bounce, one node at a time, seeded order", func(t *testing.T) {
 		orders := map[bool][]string{}
 		for _, hard := range []bool{false, true} {
@@ -375,6 +395,7 @@ func TestAvailable(t *testing.T) {
 	require.NoError(t, Split{}.Available(three))
 	require.Error(t, Bridge{}.Available(two))
 	require.Error(t, DiskLoss{Node(1)}.Available(one))
+	require.ErrorContains(t, PowerLoss{Node(1)}.Available(three), "lazy filesystem")
 	require.Error(t, RollingBounce{}.Available(one))
 	require.Error(t, Kill{Node(9)}.Available(three))
 	require.Error(t, Isolate{Target: Node(1)}.Available(one))

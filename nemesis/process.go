@@ -2,6 +2,7 @@ package nemesis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -89,6 +90,49 @@ func startAgain(ctx context.Context, e *Env, fault string, state any) error {
 	}
 	return e.Do(ctx, "start", Targets{Nodes: down, Fault: fault}, func(ctx context.Context) error {
 		return parallel(down, func(id int) error { return e.Cluster.Start(ctx, id) })
+	})
+}
+
+// PowerLoss is a power failure of the target nodes: each is SIGKILLed and loses every write
+// that no fsync had made durable (its page cache is gone), which a kill keeps. Heal starts them;
+// the "start" event's completion says, per node, how many files and bytes were dropped. The
+// cluster must run on the lazy filesystem (harness.Spec.PowerLoss). Events: "power-loss", then
+// "start".
+type PowerLoss struct{ Target Target }
+
+func (f PowerLoss) Name() string   { return "power-loss" }
+func (f PowerLoss) String() string { return "power-loss(" + f.Target.String() + ")" }
+func (f PowerLoss) Available(c Cluster) error {
+	if !c.PowerLoss() {
+		return errors.New("power-loss needs the nodes on the lazy filesystem (scenario: power_loss: true)")
+	}
+	return f.Target.Available(c)
+}
+func (f PowerLoss) Inject(ctx context.Context, e *Env) (any, error) {
+	return nodeAction(ctx, e, f.Target, f.Name(), e.Cluster.PowerCut)
+}
+func (f PowerLoss) Heal(ctx context.Context, e *Env, state any) error {
+	nodes, _ := state.([]int)
+	var down []int
+	for _, id := range nodes {
+		if e.Cluster.NodeStates()[id] != harness.NodeRunning {
+			down = append(down, id)
+		}
+	}
+	if len(down) == 0 {
+		return nil // someone (heal-all) started them already
+	}
+	return e.DoReport(ctx, "start", Targets{Nodes: down, Fault: f.Name()}, func(ctx context.Context, t *Targets) error {
+		err := parallel(down, func(id int) error { return e.Cluster.Start(ctx, id) })
+		for _, id := range down {
+			if d, ok := e.Cluster.Dropped(id); ok {
+				if t.Dropped == nil {
+					t.Dropped = map[int]harness.Drop{}
+				}
+				t.Dropped[id] = d
+			}
+		}
+		return err
 	})
 }
 

@@ -81,7 +81,8 @@ func (n *Nemesis) Recover(ctx context.Context, timeout time.Duration) Recovery {
 
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	err := e.do(wctx, "healthy", Targets{Note: "all brokers up and answering clients, every ISR full"}, n.waitHealthy, history.Fail)
+	err := e.do(wctx, "healthy", Targets{Note: "all brokers up and answering clients, every ISR full"},
+		func(ctx context.Context, _ *Targets) error { return n.waitHealthy(ctx) }, history.Fail)
 	r.HealthyIn = time.Since(healed)
 	if err != nil {
 		errs = append(errs, err)

@@ -100,6 +100,39 @@ func (t followerOf) Resolve(ctx context.Context, e *Env) ([]int, string, error) 
 	return []int{fs[e.Rand.IntN(len(fs))]}, role, nil
 }
 
+// ReplicasOf is every replica of a partition, its leader and followers.
+func ReplicasOf(topic string, partition int32) Target { return replicasOf{topic, partition} }
+
+type replicasOf struct {
+	topic     string
+	partition int32
+}
+
+func (t replicasOf) String() string            { return fmt.Sprintf("replicas of %s-%d", t.topic, t.partition) }
+func (t replicasOf) Available(c Cluster) error { return needBrokers(c, 1) }
+func (t replicasOf) Resolve(ctx context.Context, e *Env) ([]int, string, error) {
+	p, err := describePartition(ctx, e, t.topic, t.partition)
+	if err != nil {
+		return nil, "", fmt.Errorf("finding the %s: %w", t, err)
+	}
+	reps := ints32(p.Replicas)
+	slices.Sort(reps)
+	return reps, fmt.Sprintf("%s (leader %d, ISR %v)", t, p.Leader, p.ISR), nil
+}
+
+// Controllers is every KRaft controller: the whole quorum.
+func Controllers() Target { return controllers{} }
+
+type controllers struct{}
+
+func (controllers) String() string            { return "every controller" }
+func (controllers) Available(c Cluster) error { return nil }
+func (t controllers) Resolve(_ context.Context, e *Env) ([]int, string, error) {
+	ids := slices.Clone(e.Cluster.Controllers())
+	slices.Sort(ids)
+	return ids, fmt.Sprintf("%s %v", t, ids), nil
+}
+
 // ActiveController is the KRaft quorum's current leader (see Locator.ActiveController).
 func ActiveController() Target { return activeController{} }
 

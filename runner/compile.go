@@ -33,12 +33,20 @@ type plan struct {
 type clusterShape struct {
 	Nodes                int
 	DedicatedControllers bool
+	PowerLoss            bool
 	Broker               string // the broker overrides, canonical
 }
 
 func shapeOf(s scenarios.Scenario) clusterShape {
 	return clusterShape{Nodes: s.Topology.Nodes, DedicatedControllers: s.Topology.DedicatedControllers,
-		Broker: fmt.Sprint(s.Broker)} // fmt prints maps sorted by key
+		PowerLoss: s.Topology.PowerLoss, Broker: fmt.Sprint(s.Broker)} // fmt prints maps sorted by key
+}
+
+// clusterSpec is base (the caller's harness options) with the cluster s asks for.
+func clusterSpec(base harness.Spec, s scenarios.Scenario) harness.Spec {
+	base.Nodes, base.DedicatedControllers, base.BrokerConfig = s.Topology.Nodes, s.Topology.DedicatedControllers, s.Broker
+	base.PowerLoss = s.Topology.PowerLoss
+	return base
 }
 
 // Hold-open transactions start this far into the run, so that the workloads run first.
@@ -158,7 +166,7 @@ func Header(s scenarios.Resolved) (history.Config, error) {
 	if err != nil {
 		return history.Config{}, err
 	}
-	hs := harness.Spec{Nodes: s.Topology.Nodes, DedicatedControllers: s.Topology.DedicatedControllers, BrokerConfig: s.Broker}
+	hs := clusterSpec(harness.Spec{}, s.Scenario)
 	return workloads.HeaderConfig(pl.workloads, s.Topology.Nodes, hs.Deviations(), workloads.PredictTxnProtocol(pl.workloads))
 }
 

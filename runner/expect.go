@@ -73,7 +73,7 @@ func Expectations(s scenarios.Resolved) ([]Expected, error) {
 }
 
 // scheduledFaults are the faults s's schedule may inject, as the guarantee table counts them: a
-// disk loss on as many replicas as its target can hit at most.
+// disk or power loss on as many replicas as its target can hit at most.
 func scheduledFaults(s scenarios.Resolved) guarantee.Faults {
 	f := guarantee.Faults{Kinds: s.ScheduledFaults()}
 	var walk func(scenarios.Fault)
@@ -81,8 +81,14 @@ func scheduledFaults(s scenarios.Resolved) guarantee.Faults {
 		for _, p := range ft.Parts {
 			walk(p)
 		}
-		if guarantee.FaultKind(string(ft.Name)) == guarantee.FaultDiskLoss && ft.Target != nil {
+		if ft.Target == nil {
+			return
+		}
+		switch guarantee.FaultKind(string(ft.Name)) {
+		case guarantee.FaultDiskLoss:
 			f.DiskLossNodes = max(f.DiskLossNodes, targetSize(s, *ft.Target))
+		case guarantee.FaultPowerLoss:
+			f.PowerLossNodes = max(f.PowerLossNodes, targetSize(s, *ft.Target))
 		}
 	}
 	for _, st := range s.Faults.Timeline {
@@ -106,6 +112,17 @@ func targetSize(s scenarios.Resolved, t scenarios.Target) int {
 				return max(tp.ReplicationFactor-1, 1)
 			}
 		}
+	case scenarios.RoleReplicasOf:
+		for _, tp := range s.Topics {
+			if tp.Name == t.Topic {
+				return tp.ReplicationFactor
+			}
+		}
+	case scenarios.RoleControllers:
+		if s.Topology.DedicatedControllers {
+			return 0 // no broker: no replica
+		}
+		return n
 	case scenarios.RoleRandomMinority:
 		return max((n-1)/2, 1)
 	case scenarios.RoleRandomMajority:

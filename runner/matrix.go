@@ -241,8 +241,7 @@ func RunMatrix(ctx context.Context, m MatrixSpec) (*MatrixResult, error) {
 				closeCluster()
 			}
 			if c == nil {
-				hs := m.Harness
-				hs.Nodes, hs.DedicatedControllers, hs.BrokerConfig = cl.scenario.Topology.Nodes, cl.scenario.Topology.DedicatedControllers, cl.scenario.Broker
+				hs := clusterSpec(m.Harness, cl.scenario.Scenario)
 				hs.ArtifactDir = filepath.Join(m.Out, "clusters", strconv.Itoa(res.ClustersStarted+1))
 				if hs.Logger == nil {
 					hs.Logger = log

@@ -180,8 +180,7 @@ func (r *run) cluster(ctx context.Context) (c *harness.Cluster, release func(), 
 		return c, func() {}, nil
 	}
 	r.prog.phase("starting a cluster of " + describeShape(r.pl.cluster))
-	hs := r.opts.Harness
-	hs.Nodes, hs.DedicatedControllers, hs.BrokerConfig = s.Topology.Nodes, s.Topology.DedicatedControllers, s.Broker
+	hs := clusterSpec(r.opts.Harness, s.Scenario)
 	hs.ArtifactDir = r.opts.Out
 	if hs.Logger == nil {
 		hs.Logger = r.log
@@ -365,8 +364,8 @@ func (r *run) write(ctx context.Context) error {
 // compatible says why a running cluster cannot run a scenario of shape want.
 func compatible(c *harness.Cluster, want clusterShape) error {
 	spec := c.Spec()
-	got := shapeOf(scenarios.Scenario{Topology: scenarios.Topology{Nodes: len(c.Brokers()), DedicatedControllers: spec.DedicatedControllers},
-		Broker: spec.BrokerConfig})
+	got := shapeOf(scenarios.Scenario{Topology: scenarios.Topology{Nodes: len(c.Brokers()), DedicatedControllers: spec.DedicatedControllers,
+		PowerLoss: spec.PowerLoss}, Broker: spec.BrokerConfig})
 	if got != want {
 		return fmt.Errorf("the cluster given (%s) does not have the scenario's shape (%s)", describeShape(got), describeShape(want))
 	}
@@ -377,6 +376,9 @@ func describeShape(s clusterShape) string {
 	d := fmt.Sprintf("%d brokers", s.Nodes)
 	if s.DedicatedControllers {
 		d += " + 3 dedicated controllers"
+	}
+	if s.PowerLoss {
+		d += " on the lazy filesystem"
 	}
 	if s.Broker != "map[]" {
 		d += ", broker settings " + s.Broker

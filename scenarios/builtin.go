@@ -51,6 +51,7 @@ func builtinMakers() []func() Scenario {
 		labFollowerDown, labISRBelowMin, labLeaderFailover, labAbortInvisible, labFencing, labLSOHold,
 		acks0LeaderLoss, acks1LeaderLoss,
 		minISR1DiskLoss, minISR2DiskLoss,
+		powerLossAllReplicas, powerLossAllReplicasFlushEach, powerLossLeader,
 		uncleanIsolation, elrLastReplica,
 		idempotentAckLoss, idempotentInflight5AckLoss, plainAckLoss, plainInflightReorder, plainInflight1Order, appResend,
 		eosCoordinatorKill, eosRollingBounce,
@@ -66,6 +67,7 @@ func sec(n float64) Duration { return Duration(time.Duration(n * float64(time.Se
 func leaderOf0() *Target    { return &Target{Role: RoleLeaderOf, Topic: DefaultTopic} }
 func followerOf0() *Target  { return &Target{Role: RoleFollowerOf, Topic: DefaultTopic} }
 func followersOf0() *Target { return &Target{Role: RoleFollowersOf, Topic: DefaultTopic} }
+func replicasOf0() *Target  { return &Target{Role: RoleReplicasOf, Topic: DefaultTopic} }
 
 // twoTopics are the default topic and a second one like it: a transaction spans at least two
 // topics (the workloads make every transaction of two or more records atomic across topics).
@@ -267,6 +269,48 @@ func minISR2DiskLoss() Scenario {
 		Text: "With min.insync.replicas=2, once both followers are stopped acks=all writes to p0 are rejected " +
 			"(NOT_ENOUGH_REPLICAS: unavailability, reported); every write acknowledged before was on all three replicas, " +
 			"so losing the leader's disk loses none of them.",
+	}
+	return s
+}
+
+// powerLossAllReplicas cuts the power of every replica of p0 at once. The controllers are
+// dedicated, so that the brokers' power loss leaves the quorum up (a controller's power loss is
+// a different question: its metadata log is fsynced by the quorum).
+func powerLossAllReplicas() Scenario {
+	s := base("power-loss-all-replicas", "Cut the power of every replica of p0 at once, with Kafka's default flush settings.", "000 §2.5, 001 §16 case 6")
+	dedicatedControllers(&s)
+	s.Faults = timeline(step(20, 10, FaultPowerLoss, replicasOf0()))
+	s.Expect = Expectation{
+		Text: "Kafka acknowledges a write once the in-sync replicas have appended it, not once it is on a disk, and by " +
+			"default it fsyncs a log only when a segment rolls. A power cut of every replica at once loses what they " +
+			"had acknowledged since: beyond the documented guarantee, so loss is permitted.",
+		Likely: []guarantee.Anomaly{guarantee.LostWrite},
+		Provoke: "After 20 s of writes the three brokers (every replica of p0, and of every other partition) lose " +
+			"power together: SIGKILL, and the lazy filesystem under each drops every write no fsync made durable. " +
+			"They start again 10 s later.",
+	}
+	return s
+}
+
+func powerLossAllReplicasFlushEach() Scenario {
+	s := powerLossAllReplicas()
+	s.Name, s.Description = "power-loss-all-replicas-flush1", "The same power cut of every replica of p0, with flush.messages=1 on the topic."
+	s.Topics[0].Config = map[string]string{kafkaconf.TopicFlushMessages: "1"}
+	s.Expect = Expectation{
+		Text: "With flush.messages=1 every replica fsyncs each append before it acknowledges it or fetches further, " +
+			"so an acknowledged write is on min.insync.replicas disks: a power cut of every replica loses none of them.",
+	}
+	return s
+}
+
+func powerLossLeader() Scenario {
+	s := base("power-loss-leader", "Cut the power of p0's leader alone: acks=all, min.insync.replicas=2.", "000 §2.5")
+	s.Topology.PowerLoss = true
+	s.Faults = timeline(step(20, 15, FaultPowerLoss, leaderOf0()))
+	s.Expect = Expectation{
+		Text: "An acknowledged acks=all write is in the page cache of at least min.insync.replicas=2 replicas; the " +
+			"leader's power loss takes one of them, and a broker that restarts after an unclean shutdown rejoins " +
+			"the ISR only once it has caught up. Nothing acknowledged may be lost.",
 	}
 	return s
 }

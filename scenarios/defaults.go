@@ -57,6 +57,9 @@ func (s Scenario) withDefaults() Scenario {
 	if s.Topology.Nodes == 0 {
 		s.Topology.Nodes = DefaultNodes
 	}
+	if slices.Contains(s.ScheduledFaults(), string(FaultPowerLoss)) {
+		s.Topology.PowerLoss = true
+	}
 	if len(s.Topics) == 0 {
 		s.Topics = []Topic{{Name: DefaultTopic}}
 	}

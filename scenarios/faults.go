@@ -22,6 +22,7 @@ const (
 	FaultRollingBounce     FaultName = "rolling-bounce-clean"
 	FaultRollingBounceHard FaultName = "rolling-bounce-hard"
 	FaultDiskLoss          FaultName = "disk-loss"
+	FaultPowerLoss         FaultName = "power-loss"
 	FaultIsolate           FaultName = "isolate"
 	FaultSplitMajority     FaultName = "split-majority"
 	FaultBridge            FaultName = "bridge"
@@ -47,6 +48,8 @@ const (
 	RoleLeaderOf         Role = "leader-of"
 	RoleFollowerOf       Role = "follower-of"
 	RoleFollowersOf      Role = "followers-of"
+	RoleReplicasOf       Role = "replicas-of"
+	RoleControllers      Role = "controllers"
 	RoleController       Role = "controller"
 	RoleTxnCoordinator   Role = "txn-coordinator"
 	RoleGroupCoordinator Role = "group-coordinator"
@@ -136,7 +139,7 @@ type Refs struct {
 
 // nodeRoles are every role; partition roles are the ones a fetch-link fault can use.
 func nodeRoles() []Role {
-	return []Role{RoleLeaderOf, RoleFollowerOf, RoleFollowersOf, RoleController, RoleTxnCoordinator,
+	return []Role{RoleLeaderOf, RoleFollowerOf, RoleFollowersOf, RoleReplicasOf, RoleController, RoleControllers, RoleTxnCoordinator,
 		RoleGroupCoordinator, RoleRandomMinority, RoleRandomMajority, RoleNode}
 }
 
@@ -165,6 +168,9 @@ func FaultSpecs() []FaultSpec {
 		{Name: FaultDiskLoss, Kind: KindProcess, Target: TargetRequired, Roles: nodeRoles(), MinNodes: 2,
 			Doc:   "kill the target nodes, wipe their data directories and start them empty: they refill from the leaders; ends by itself",
 			Build: targeted(func(t nemesis.Target, _ Params) nemesis.Fault { return nemesis.DiskLoss{Target: t} }), Preset: preset(nil)},
+		{Name: FaultPowerLoss, Kind: KindProcess, Target: TargetRequired, Roles: nodeRoles(), Heals: true,
+			Doc:   "cut the target nodes' power: SIGKILL, and every write no fsync made durable is lost (the nodes run on the lazy filesystem); healed by starting them",
+			Build: targeted(func(t nemesis.Target, _ Params) nemesis.Fault { return nemesis.PowerLoss{Target: t} }), Preset: preset(nil)},
 		{Name: FaultIsolate, Kind: KindNetwork, Target: TargetRequired, Roles: nodeRoles(), Params: []string{ParamCut}, Heals: true,
 			Doc:   "cut every link between the target nodes and the rest of the cluster and the clients",
 			Build: targeted(func(t nemesis.Target, p Params) nemesis.Fault { return nemesis.Isolate{Target: t, Cut: p.cutKind()} }), Preset: preset(nil)},
@@ -388,7 +394,10 @@ func RoleSpecs() []RoleSpec {
 			func(t Target, _ Refs) (nemesis.Target, error) { return nemesis.FollowerOf(t.Topic, t.Partition), nil }},
 		{RoleFollowersOf, "every follower of a partition (its replicas but the leader)", []string{"topic", "partition"},
 			func(t Target, _ Refs) (nemesis.Target, error) { return nemesis.FollowersOf(t.Topic, t.Partition), nil }},
+		{RoleReplicasOf, "every replica of a partition, its leader and followers", []string{"topic", "partition"},
+			func(t Target, _ Refs) (nemesis.Target, error) { return nemesis.ReplicasOf(t.Topic, t.Partition), nil }},
 		{RoleController, "the active KRaft controller (the quorum leader)", nil, fixed(nemesis.ActiveController())},
+		{RoleControllers, "every KRaft controller (the whole quorum: every broker of a combined cluster, or 101-103)", nil, fixed(nemesis.Controllers())},
 		{RoleTxnCoordinator, "the transaction coordinator of a transactional.id (the leader of its __transaction_state partition)", []string{"txn_id"},
 			func(t Target, refs Refs) (nemesis.Target, error) {
 				id := cmp.Or(t.TxnID, refs.TxnID)

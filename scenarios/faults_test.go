@@ -9,7 +9,7 @@ import (
 
 // The catalogue holds the nemesis issue's faults, in its order (more may follow), and the roles.
 func TestFaultCatalogueHasTheIssueList(t *testing.T) {
-	want := []FaultName{"kill", "stop", "pause", "rolling-bounce-clean", "rolling-bounce-hard", "disk-loss", "isolate",
+	want := []FaultName{"kill", "stop", "pause", "rolling-bounce-clean", "rolling-bounce-hard", "disk-loss", "power-loss", "isolate",
 		"split-majority", "bridge", "leader-cut-from-followers", "one-way-cut", "client-cut", "latency", "bandwidth",
 		"blackhole-timeout", "reset-peer", "slow-close", "limit-data", "ack-loss", "compound", "none"}
 	got := FaultNames()
@@ -24,8 +24,8 @@ func TestFaultCatalogueHasTheIssueList(t *testing.T) {
 	if len(slices.Compact(slices.Sorted(slices.Values(got)))) != len(got) {
 		t.Errorf("FaultNames %v: a name twice", got)
 	}
-	roles := []Role{"leader-of", "follower-of", "followers-of", "controller", "txn-coordinator", "group-coordinator",
-		"random-minority", "random-majority", "node"}
+	roles := []Role{"leader-of", "follower-of", "followers-of", "replicas-of", "controller", "controllers", "txn-coordinator",
+		"group-coordinator", "random-minority", "random-majority", "node"}
 	if got := Roles(); !slices.Equal(got, roles) {
 		t.Errorf("Roles\n got %v\nwant %v", got, roles)
 	}

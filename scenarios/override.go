@@ -63,6 +63,31 @@ func Knobs() []Knob {
 				b, err := parseBool(v)
 				return forceHeaderTopics(c, kafkaconf.TopicConfig{UncleanLeaderElection: &b}, err)
 			}},
+		{Name: "flush", Usage: "flush.messages `N` of every topic: the log is fsynced every N appends (1: every append; default: Kafka's, never per append)",
+			Kind: KnobText, Axis: true,
+			Scenario: func(s *Scenario, v string) error {
+				n, err := parseFlush(v)
+				if err != nil {
+					return err
+				}
+				delete(s.Broker, kafkaconf.BrokerFlushMessages)
+				for i := range s.Topics {
+					t := &s.Topics[i]
+					if n == kafkaconf.DefaultFlushMessages {
+						delete(t.Config, kafkaconf.TopicFlushMessages)
+						continue
+					}
+					if t.Config == nil {
+						t.Config = map[string]string{}
+					}
+					t.Config[kafkaconf.TopicFlushMessages] = strconv.FormatInt(n, 10)
+				}
+				return nil
+			},
+			Header: func(c *history.Config, v string) error {
+				n, err := parseFlush(v)
+				return forceHeaderTopics(c, kafkaconf.TopicConfig{FlushMessages: &n}, err)
+			}},
 		producerKnob("idempotence", "enable.idempotence on every producer (--idempotence=false: off)", KnobBool, func(v string) (kafkaconf.Delivery, error) {
 			b, err := parseBool(v)
 			return kafkaconf.Delivery{Idempotence: &b}, err
@@ -235,6 +260,18 @@ func forceHeaderTopics(c *history.Config, tc kafkaconf.TopicConfig, err error) e
 		c.Topics[name] = tc.Over(e)
 	}
 	return nil
+}
+
+// parseFlush reads the flush knob: "default" (Kafka's) or a count of appends.
+func parseFlush(v string) (int64, error) {
+	if strings.TrimSpace(v) == "default" {
+		return kafkaconf.DefaultFlushMessages, nil
+	}
+	n, err := kafkaconf.ParseFlushMessages(v)
+	if err != nil {
+		return 0, fmt.Errorf("%w, or default", err)
+	}
+	return n, nil
 }
 
 func parseBool(v string) (bool, error) {

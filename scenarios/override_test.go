@@ -94,6 +94,33 @@ func TestOverride(t *testing.T) {
 
 // The client knobs: a capability the scenario requires refuses a client without it, naming it;
 // a protocol cap needs a client that speaks it.
+// --flush sets flush.messages on every topic, and default takes it (and the brokers' own) away.
+func TestOverrideFlush(t *testing.T) {
+	base := resolved(t, "default")
+	one, err := base.Override(settings(t, "flush=1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tp := range one.Topics {
+		if tp.Config["flush.messages"] != "1" {
+			t.Errorf("topic %s after --flush 1: %v", tp.Name, tp.Config)
+		}
+	}
+	one.Broker = map[string]string{"log.flush.interval.messages": "7"}
+	back, err := one.Override(settings(t, "flush=default"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tp := range back.Topics {
+		if _, ok := tp.Config["flush.messages"]; ok {
+			t.Errorf("topic %s after --flush default: %v", tp.Name, tp.Config)
+		}
+	}
+	if _, ok := back.Broker["log.flush.interval.messages"]; ok {
+		t.Errorf("brokers after --flush default: %v", back.Broker)
+	}
+}
+
 func TestOverrideClient(t *testing.T) {
 	s, err := resolved(t, "eos-coordinator-kill").Override(settings(t, "client=franz-go", "txn-protocol=v1"))
 	if err != nil || s.Client.Name != kafkaconf.FranzGo || s.Client.TxnProtocol != kafkaconf.TxnProtocolV1 {
@@ -122,6 +149,7 @@ func TestOverrideErrors(t *testing.T) {
 		{"isolation value", []string{"isolation=dirty"}, []string{`--isolation: isolation "dirty": want read_committed or read_uncommitted`}},
 		{"nodes value", []string{"nodes=0"}, []string{"--nodes: 0: want 1 to 50 brokers"}},
 		{"unclean value", []string{"unclean=maybe"}, []string{`--unclean: "maybe": want true or false`}},
+		{"flush value", []string{"flush=0"}, []string{`--flush: "0" is not a count of appends: want a positive integer (1 fsyncs every append), or default`}},
 		{"fault value", []string{"fault=meteor"}, []string{`--fault: fault "meteor": want one of kill`}},
 		{"duration value", []string{"duration=25h"}, []string{"--duration: 25h: want a positive duration up to 24h"}},
 		{"rf below min ISR", []string{"rf=1"},
@@ -177,7 +205,7 @@ func TestOverrideHeader(t *testing.T) {
 		},
 		Topics: map[string]kafkaconf.TopicConfig{"t": {ReplicationFactor: &three, MinInsyncReplicas: &two}},
 	}
-	got, err := OverrideHeader(h, settings(t, "acks=1", "min-isr=1", "unclean=true"))
+	got, err := OverrideHeader(h, settings(t, "acks=1", "min-isr=1", "unclean=true", "flush=1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +221,7 @@ func TestOverrideHeader(t *testing.T) {
 		t.Errorf("an unlisted process after --acks 1: %+v", p)
 	}
 	tp := kafkaconf.ResolveTopic(got.TopicOf("t"))
-	if tp.RF != 3 || tp.MinISR != 1 || !tp.Unclean {
+	if tp.RF != 3 || tp.MinISR != 1 || !tp.Unclean || !tp.FlushEach() {
 		t.Errorf("topic t: %+v", tp)
 	}
 	if other := kafkaconf.ResolveTopic(got.TopicOf("other")); other.MinISR != 1 || !other.Unclean {
@@ -226,12 +254,12 @@ func TestKnobTable(t *testing.T) {
 			header = append(header, k.Name)
 		}
 	}
-	for _, a := range []string{"acks", "min-isr", "rf", "unclean", "idempotence", "isolation", "nodes", "fault", "client", "txn-protocol"} {
+	for _, a := range []string{"acks", "min-isr", "rf", "unclean", "flush", "idempotence", "isolation", "nodes", "fault", "client", "txn-protocol"} {
 		if !slices.Contains(axes, a) {
 			t.Errorf("axes %v lack %s", axes, a)
 		}
 	}
-	for _, a := range []string{"acks", "min-isr", "rf", "unclean", "idempotence"} {
+	for _, a := range []string{"acks", "min-isr", "rf", "unclean", "flush", "idempotence"} {
 		if !slices.Contains(header, a) {
 			t.Errorf("header knobs %v lack %s", header, a)
 		}

@@ -69,6 +69,10 @@ type Topology struct {
 	// DedicatedControllers runs three controller-only nodes (ids 101-103) beside the brokers;
 	// by default every broker is also a KRaft controller.
 	DedicatedControllers bool `yaml:"dedicated_controllers,omitempty" json:"dedicated_controllers,omitempty"`
+	// PowerLoss runs every node on the lazy filesystem, which keeps apart what Kafka wrote and
+	// what it fsynced, so that a power-loss fault can drop the difference. Default: true when
+	// the schedule has a power-loss fault.
+	PowerLoss bool `yaml:"power_loss,omitempty" json:"power_loss,omitempty"`
 }
 
 // Topic is one topic to create.
@@ -283,7 +287,7 @@ type Target struct {
 // String names the target as the nemesis describes it ("leader of verity-0").
 func (t Target) String() string {
 	switch t.Role {
-	case RoleLeaderOf, RoleFollowerOf, RoleFollowersOf:
+	case RoleLeaderOf, RoleFollowerOf, RoleFollowersOf, RoleReplicasOf:
 		return fmt.Sprintf("%s %s-%d", t.Role, t.Topic, t.Partition)
 	case RoleNode:
 		return fmt.Sprintf("node %d", t.Node)

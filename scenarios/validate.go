@@ -132,6 +132,10 @@ func (c *checker) scenario() {
 			c.addf(p, "not a property name")
 		case slices.Contains(topologyKeys(), k):
 			c.addf(p, "the harness sets %s to build its topology; it cannot be overridden", k)
+		case k == kafkaconf.BrokerFlushMessages:
+			if _, err := kafkaconf.ParseFlushMessages(s.Broker[k]); err != nil {
+				c.addf(p, "%v", err)
+			}
 		}
 	}
 	c.topics()
@@ -249,6 +253,10 @@ func (c *checker) topics() {
 				c.addf(kp, "use %s.%s", p, f)
 			} else if !validProperty(k) {
 				c.addf(kp, "not a property name")
+			} else if k == kafkaconf.TopicFlushMessages {
+				if _, err := kafkaconf.ParseFlushMessages(t.Config[k]); err != nil {
+					c.addf(kp, "%v", err)
+				}
 			}
 		}
 	}
@@ -613,12 +621,12 @@ func (c *checker) target(path string, t Target, spec FaultSpec) {
 	}
 	w := c.s.Workload
 	switch t.Role {
-	case RoleLeaderOf, RoleFollowerOf, RoleFollowersOf:
+	case RoleLeaderOf, RoleFollowerOf, RoleFollowersOf, RoleReplicasOf:
 		if c.knownTopic(path+".topic", t.Topic) {
 			tp, _ := c.topic(t.Topic)
 			if t.Partition < 0 || t.Partition >= tp.Partitions {
 				c.addf(path+".partition", "%d: topic %s has partitions 0 to %d", t.Partition, t.Topic, tp.Partitions-1)
-			} else if t.Role != RoleLeaderOf && tp.ReplicationFactor < 2 {
+			} else if (t.Role == RoleFollowerOf || t.Role == RoleFollowersOf) && tp.ReplicationFactor < 2 {
 				c.addf(path+".role", "%s: topic %s has replication_factor %d, so no follower", t.Role, t.Topic, tp.ReplicationFactor)
 			}
 		}

@@ -152,6 +152,8 @@ func TestParseErrors(t *testing.T) {
 			[]string{"topics[0].replication_factor: 5 is more than topology.nodes 3"}},
 		{"topic setting with its own field", "name: x\ntopics: [{name: t, config: {min.insync.replicas: \"1\"}}]\n",
 			[]string{`topics[0].config["min.insync.replicas"]: use topics[0].min_insync_replicas`}},
+		{"flush.messages not a count", "name: x\ntopics: [{name: t, config: {flush.messages: \"0\"}}]\nbroker: {log.flush.interval.messages: often}\n",
+			[]string{`topics[0].config["flush.messages"]: "0" is not a count of appends`, `broker["log.flush.interval.messages"]: "often" is not a count of appends`}},
 		{"partitions not a number", "name: x\ntopics: [{name: t, partitions: three}]\n",
 			[]string{`topics[0].partitions: "three": want a whole number`}},
 		{"bool not a bool", "name: x\ntopics: [{name: t, unclean_leader_election: sometimes}]\n",

@@ -18,7 +18,9 @@ import (
 // cluster.
 //
 // A disk loss on nodes N touches a partition whose replica set meets N, and the lost disks the
-// table compares with min ISR are counted per partition: those among its replicas. An unclean
+// table compares with min ISR are counted per partition: those among its replicas. A power loss
+// counts the same way, but per event: what matters is how many replicas lost their unsynced
+// records at once, since a replica that lost them alone refills from the others. An unclean
 // election that names a topic (and partition) touches that partition (every partition of the
 // topic if it names none); one that names nodes, the partitions with a replica among them; one
 // that names nothing, every partition. Replica sets come from the ISR observations ("replicas");
@@ -26,8 +28,10 @@ import (
 // named for another partition, as a run without observations would be judged.
 type faultState struct {
 	kinds     map[string]bool
-	diskNodes []int // sorted, distinct
-	diskAny   bool  // a disk loss on nodes not named
+	diskNodes []int   // sorted, distinct
+	diskAny   bool    // a disk loss on nodes not named
+	power     [][]int // the nodes of each power loss, sorted
+	powerAny  bool    // a power loss on nodes not named
 	unclean   []uncleanEvent
 	replicas  map[uint32][]int // by partition: every replica observed, sorted
 	byTP      map[uint32]guarantee.Faults
@@ -69,7 +73,7 @@ func (s *faultState) observe(op *history.Op) {
 	if !s.kinds[k] && !endsAFault(k) {
 		s.kinds[string([]byte(k))] = true
 	}
-	if k != guarantee.FaultDiskLoss && k != guarantee.FaultUncleanElection {
+	if k != guarantee.FaultDiskLoss && k != guarantee.FaultUncleanElection && k != guarantee.FaultPowerLoss {
 		return
 	}
 	s.byTP = nil
@@ -88,6 +92,14 @@ func (s *faultState) observe(op *history.Op) {
 				s.diskNodes = slices.Insert(s.diskNodes, i, n)
 			}
 		}
+	case guarantee.FaultPowerLoss:
+		if len(t.Nodes) == 0 {
+			s.powerAny = true
+			return
+		}
+		nodes := slices.Clone(t.Nodes)
+		slices.Sort(nodes)
+		s.power = append(s.power, slices.Compact(nodes))
 	case guarantee.FaultUncleanElection:
 		s.unclean = append(s.unclean, uncleanEvent{topic: t.Topic, partition: t.Partition, nodes: t.Nodes})
 	}
@@ -114,6 +126,7 @@ func (s *faultState) all() guarantee.Faults {
 	if f.DiskLossNodes == 0 && s.diskAny {
 		f.DiskLossNodes = -1
 	}
+	f.PowerLossNodes = s.powerNodes(nil)
 	for k := range s.kinds {
 		f.Kinds = append(f.Kinds, k)
 	}
@@ -139,12 +152,32 @@ func (s *faultState) of(tp uint32, p *partition) guarantee.Faults {
 			f.DiskLossNodes = -1
 		}
 	}
+	f.PowerLossNodes = s.powerNodes(reps)
 	f.UncleanElection = slices.ContainsFunc(s.unclean, func(u uncleanEvent) bool { return u.touches(p, reps) })
 	if s.byTP == nil {
 		s.byTP = map[uint32]guarantee.Faults{}
 	}
 	s.byTP[tp] = f
 	return f
+}
+
+// powerNodes is the most replicas among reps (nil: not known, every node counts) that one power
+// loss hit; -1 when only power losses on unnamed nodes could have hit them.
+func (s *faultState) powerNodes(reps []int) int {
+	most := 0
+	for _, nodes := range s.power {
+		n := 0
+		for _, id := range nodes {
+			if _, in := slices.BinarySearch(reps, id); in || reps == nil {
+				n++
+			}
+		}
+		most = max(most, n)
+	}
+	if most == 0 && s.powerAny {
+		return -1
+	}
+	return most
 }
 
 // touches reports whether the election could have changed partition p, whose replicas are

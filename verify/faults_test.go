@@ -9,6 +9,12 @@ import (
 	"github.com/verity-kafka/verity/verify/results"
 )
 
+func flushEach() history.Config {
+	c := strict()
+	c.Topic.FlushMessages = ptr(int64(1))
+	return c
+}
+
 func minISR1() history.Config {
 	c := strict()
 	c.Topic.MinInsyncReplicas = ptr(1)
@@ -176,6 +182,23 @@ func TestFaultsScopedToReplicas(t *testing.T) {
 		{"a partition whose replicas were never observed counts every disk loss", minISR1, func(h *hb) {
 			h.nemesisEvent("disk-loss", `{"nodes":[1]}`, OK)
 		}, true, P, P},
+		{"a power loss on two of t-0's replicas at once reaches min ISR 2", strict, func(h *hb) {
+			h.nemesisEvent("power-loss", `{"nodes":[1,2]}`, OK)
+			h.nemesisEvent("start", `{"nodes":[1,2],"fault":"power-loss","dropped":{"1":{"files":1,"bytes":10}}}`, OK)
+		}, false, P, F},
+		{"power losses of one replica at a time stay below min ISR 2", strict, func(h *hb) {
+			h.nemesisEvent("power-loss", `{"nodes":[1]}`, OK)
+			h.nemesisEvent("power-loss", `{"nodes":[2]}`, OK)
+		}, false, F, F},
+		{"a power loss that failed did not happen", strict, func(h *hb) {
+			h.nemesisEvent("power-loss", `{"nodes":[1,2,3]}`, Fail)
+		}, false, F, F},
+		{"with flush.messages=1 even every replica's power loss is within the guarantee", flushEach, func(h *hb) {
+			h.nemesisEvent("power-loss", `{"nodes":[1,2,3,4,5,6]}`, OK)
+		}, false, F, F},
+		{"a power loss on nodes not named touches every partition", minISR1, func(h *hb) {
+			h.nemesisEvent("power-loss", `{}`, OK)
+		}, false, P, P},
 		{"an unclean election of one partition", strict, func(h *hb) {
 			h.nemesisEvent("unclean-election", `{"topic":"t","partition":0}`, OK)
 		}, false, P, F},

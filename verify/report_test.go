@@ -121,7 +121,8 @@ func TestWhyCitesTheRunsSettings(t *testing.T) {
 	h.finalBoth("t", 0, 0, 1, at(rec("t", 0, "1-1"), 0))
 	r := h.check(stated)
 	lw := r.Anomalies[guarantee.LostWrite]
-	if lw.Judgement != guarantee.Forbidden || !strings.Contains(lw.Why, "min.insync.replicas=2") || strings.Contains(lw.Why, "=1") {
+	if lw.Judgement != guarantee.Forbidden || !strings.Contains(lw.Why, "min.insync.replicas=2") ||
+		strings.Contains(lw.Why, "min.insync.replicas=1") || strings.Contains(lw.Why, "replication.factor=1") {
 		t.Errorf("lost-write without findings: %s: %s", lw.Judgement, lw.Why)
 	}
 	if len(r.Assumed) != 0 {

@@ -303,8 +303,17 @@ func headerConfig(spec Spec, pl runPlan, brokers int, deviations []string, txn k
 	for _, n := range pl.procs {
 		c.Processes[n.p] = transactional(client, n.cfg.TxnClientConfig).Config()
 	}
+	broker := map[string]string{} // the brokers' settings that depart from Kafka's defaults
+	for _, d := range deviations {
+		if k, v, ok := strings.Cut(d, "="); ok {
+			broker[k] = v
+		}
+	}
 	for _, t := range spec.Topics {
 		tc := kafkaconf.TopicConfig{ReplicationFactor: new(cmp.Or(t.RF, brokers)), UncleanLeaderElection: t.Unclean}
+		if tc.FlushMessages, err = kafkaconf.FlushMessagesOf(t.Config, broker); err != nil {
+			return c, fmt.Errorf("run: topic %s: %w", t.Name, err)
+		}
 		// MinISR 0 leaves the broker's setting, which the workloads do not know: the header says
 		// nothing, and the checker names what it assumes.
 		if t.MinISR > 0 {

@@ -12,6 +12,7 @@ import "strings"
 // FaultKind.
 const (
 	FaultDiskLoss        = "disk-loss"
+	FaultPowerLoss       = "power-loss"
 	FaultUncleanElection = "unclean-election"
 )
 
@@ -23,6 +24,8 @@ func FaultKind(name string) string {
 	switch n {
 	case "disk-loss", "wipe", "wipe-disk", "wipe-data", "lose-disk", "disk-wipe", "lose-data":
 		return FaultDiskLoss
+	case "power-loss", "power-cut", "power-failure":
+		return FaultPowerLoss
 	case "unclean-election", "unclean-leader-election", "unclean":
 		return FaultUncleanElection
 	}
@@ -36,8 +39,22 @@ type Faults struct {
 	Kinds []string
 	// DiskLossNodes counts distinct replicas whose disk was lost; -1 when a disk loss is
 	// known but not on how many nodes, which the table treats as one.
-	DiskLossNodes   int
+	DiskLossNodes int
+	// PowerLossNodes is the most replicas that lost their power in one event (a power cut on
+	// nodes that are down together): what they had not fsynced was lost on all of them at once.
+	// -1 when a power loss is known but not on which nodes, which the table treats as one.
+	PowerLossNodes  int
 	UncleanElection bool
+}
+
+// PowerLoss reports whether any replica lost its power.
+func (f Faults) PowerLoss() bool { return f.PowerLossNodes != 0 }
+
+func (f Faults) powerNodes() int {
+	if f.PowerLossNodes < 0 {
+		return 1
+	}
+	return f.PowerLossNodes
 }
 
 // DiskLoss reports whether any disk was lost.

@@ -160,7 +160,7 @@ type Rule struct {
 	Match     func(Facts) bool
 	Judgement Judgement
 	// Why may name settings in braces — {acks} {idempotence} {in_flight} {retries} {rf}
-	// {min_isr} {unclean} {isolation} {disk_nodes} {producer_conflict} {topic_conflict} —
+	// {min_isr} {unclean} {isolation} {disk_nodes} {power_nodes} {flush} {producer_conflict} {topic_conflict} —
 	// which Explain fills in from the Facts.
 	Why string
 }
@@ -198,10 +198,25 @@ func truncation(f Facts) bool { return f.Topic.Unclean || f.Faults.UncleanElecti
 func diskBeyond(f Facts) bool {
 	return f.Faults.DiskLoss() && (f.Topic.RF == 1 || f.Topic.MinISR == 1 || f.Faults.diskNodes() >= f.Topic.MinISR)
 }
+
+// powerBeyond: a power loss that the configuration does not promise to survive. Kafka does not
+// fsync per append by default (flush.messages), so what the replicas that lost power had
+// acknowledged may have been only in their page caches; it survives only on replicas that kept
+// their power, and min.insync.replicas is the fewest copies an acknowledgement promises. With
+// flush.messages=1 every replica fsyncs an append before it acknowledges it or fetches again,
+// so no power loss is beyond the guarantee.
+func powerBeyond(f Facts) bool {
+	return f.Faults.PowerLoss() && !f.Topic.FlushEach() &&
+		(f.Topic.RF == 1 || f.Topic.MinISR == 1 || f.Faults.powerNodes() >= f.Topic.MinISR)
+}
+
+// lossBeyond: records below the high watermark may be gone from every replica that could lead.
+func lossBeyond(f Facts) bool { return diskBeyond(f) || powerBeyond(f) }
+
 func diskLoss(f Facts) bool     { return f.Faults.DiskLoss() }
 func minISROne(f Facts) bool    { return f.Topic.MinISR == 1 || f.Topic.RF == 1 }
 func diskWeakAcks(f Facts) bool { return f.Faults.DiskLoss() && weakAcks(f) }
-func truncOrDisk(f Facts) bool  { return truncation(f) || diskBeyond(f) }
+func truncOrDisk(f Facts) bool  { return truncation(f) || lossBeyond(f) }
 func and(a, b func(Facts) bool) func(Facts) bool {
 	return func(f Facts) bool { return a(f) && b(f) }
 }
@@ -212,6 +227,7 @@ const (
 	whyNoWriter         = "no op in the history wrote this value, so the producer settings that judge it are unknown"
 	whyTruncation       = "unclean.leader.election.enable={unclean} or a forced unclean election: an out-of-sync replica may become leader and the log is truncated to it"
 	whyDiskBeyond       = "disk loss on {disk_nodes} broker(s) with replication.factor={rf}, min.insync.replicas={min_isr}: beyond the documented guarantee, records below the high watermark may have lived only on the lost disk"
+	whyPowerBeyond      = "power loss on {power_nodes} replica(s) at once with replication.factor={rf}, min.insync.replicas={min_isr}, flush.messages={flush}: Kafka acknowledges before any fsync, so records below the high watermark may have lived only in the page caches that were lost; beyond the documented guarantee"
 )
 
 // Table is the guarantee table (docs/guarantees.md). Rows are tried in order; the
@@ -230,15 +246,17 @@ func Rules() Table {
 		{LostWrite, "acks=1", acks(kafkaconf.AcksLeader), Permitted, "acks=1: the leader acknowledges before followers copy the record; loss of acknowledged writes is permitted when the leader fails"},
 		{LostWrite, "topic settings conflict", topicConflict, Unknown, whyTopicConflict},
 		{LostWrite, "unclean election possible", truncation, Permitted, whyTruncation + "; loss permitted"},
+		{LostWrite, "power loss beyond the guarantee", powerBeyond, Permitted, whyPowerBeyond + "; loss permitted"},
 		{LostWrite, "RF=1 and disk loss", and(diskLoss, func(f Facts) bool { return f.Topic.RF == 1 }), Permitted, "replication.factor=1 with disk loss: the only copy was lost; loss permitted"},
 		{LostWrite, "min ISR 1 and disk loss", and(diskLoss, minISROne), Permitted, "acks=all, min.insync.replicas=1 with disk loss: the ISR may shrink to the leader alone and still acknowledge, and that leader's disk was lost; loss permitted"},
 		{LostWrite, "disk loss on min ISR brokers", diskBeyond, Permitted, "acks=all, min.insync.replicas={min_isr} with disk loss on {disk_nodes} brokers: beyond the documented guarantee; loss permitted"},
 		{LostWrite, "min ISR 1, no disk loss", minISROne, Forbidden, "acks=all, replication.factor={rf}, min.insync.replicas={min_isr}, unclean=false, no disk lost: an acknowledged write is on the leader's disk and no out-of-sync replica may lead, so it must survive broker failures"},
-		{LostWrite, "acks=all, min ISR >= 2", always, Forbidden, "acks=all, min.insync.replicas={min_isr}, unclean=false: an acknowledged write is on every ISR member (at least {min_isr}) and must survive one broker loss"},
+		{LostWrite, "acks=all, min ISR >= 2", always, Forbidden, "acks=all, min.insync.replicas={min_isr}, unclean=false: an acknowledged write is on every ISR member (at least {min_isr}) and must survive one broker loss, a power loss of fewer than {min_isr} replicas (one that lost what it had not fsynced restarts out of the ISR), and with flush.messages=1 (every append fsynced) a power loss of them all"},
 
 		{LostObserved, "topic settings conflict", topicConflict, Unknown, whyTopicConflict},
 		{LostObserved, "unclean election possible", truncation, Permitted, whyTruncation + ", so even a record a consumer saw may be cut"},
 		{LostObserved, "disk loss beyond the guarantee", diskBeyond, Permitted, whyDiskBeyond},
+		{LostObserved, "power loss beyond the guarantee", powerBeyond, Permitted, whyPowerBeyond},
 		{LostObserved, "disk loss, writer acks<all", diskWeakAcks, Permitted, "acks={acks} with disk loss: an acks<all write is accepted while the ISR is the leader alone, and a consumer can see it there before the leader's disk is lost"},
 		{LostObserved, "otherwise", always, Forbidden, "a record a consumer observed was below the high watermark, on every ISR member; without an unclean election or disk loss beyond the guarantee it must not disappear or change at its offset"},
 
@@ -262,6 +280,7 @@ func Rules() Table {
 		{InconsistentOffset, "unclean election possible", truncation, Permitted, whyTruncation + " and the freed offsets are reused by later records"},
 		{InconsistentOffset, "writer acks<all", weakAcks, Permitted, "acks={acks}: a write acknowledged before it was replicated can be truncated on leader failover and its offset reused"},
 		{InconsistentOffset, "disk loss beyond the guarantee", diskBeyond, Permitted, whyDiskBeyond + ", and their offsets reused"},
+		{InconsistentOffset, "power loss beyond the guarantee", powerBeyond, Permitted, whyPowerBeyond + ", and their offsets reused"},
 		{InconsistentOffset, "otherwise", always, Forbidden, "an offset holds one record for the life of the log: unless the log is truncated (unclean election, disk loss beyond the guarantee, an acks<all write lost on failover) every report of an offset names the same record"},
 
 		// Transactions.
@@ -269,17 +288,17 @@ func Rules() Table {
 		{AbortedRead, "read_uncommitted reader", readUncommitted, Permitted, "isolation.level=read_uncommitted: readers may see records of aborted and open transactions"},
 		{AbortedRead, "read_committed reader", always, Forbidden, "isolation.level=read_committed: records of aborted transactions stay in the log, but their abort markers hide them from read_committed readers"},
 
-		{PartialTransaction, "log truncation possible", truncOrDisk, Permitted, "the log may be truncated (unclean election or disk loss beyond the guarantee), which can cut some of a committed transaction's records and not others"},
+		{PartialTransaction, "log truncation possible", truncOrDisk, Permitted, "the log may be truncated (unclean election, or disk or power loss beyond the guarantee), which can cut some of a committed transaction's records and not others"},
 		{PartialTransaction, "otherwise", always, Forbidden, "transactions are atomic across partitions and topics{txn_protocol}: a read_committed reader sees all records of a committed transaction or none of them"},
 		{ZombieWrite, "always", always, Forbidden, "initTransactions by a new instance with the same transactional.id bumps the epoch and fences the old one{txn_protocol}: none of the old instance's later records may become visible as committed"},
-		{EOSMissing, "log truncation possible", truncOrDisk, Permitted, "the log may be truncated (unclean election or disk loss beyond the guarantee), which can cut a committed output record, or the input it came from, from the log"},
+		{EOSMissing, "log truncation possible", truncOrDisk, Permitted, "the log may be truncated (unclean election, or disk or power loss beyond the guarantee), which can cut a committed output record, or the input it came from, from the log"},
 		{EOSMissing, "otherwise", always, Forbidden, "exactly-once read-process-write (offsets sent in the transaction, read_committed downstream{txn_protocol}): each committed input record yields its output in the committed output"},
 		{EOSDuplicate, "always", always, Forbidden, "exactly-once read-process-write{txn_protocol}: each committed input record yields its output exactly once, and group offsets move only with committed transactions{rewind}"},
 
 		// Consumers.
-		{NonmonotonicPoll, "log truncation possible", truncOrDisk, Permitted, "the log may be truncated (unclean election or disk loss beyond the guarantee): a consumer whose position is past the new end is reset (OFFSET_OUT_OF_RANGE)"},
+		{NonmonotonicPoll, "log truncation possible", truncOrDisk, Permitted, "the log may be truncated (unclean election, or disk or power loss beyond the guarantee): a consumer whose position is past the new end is reset (OFFSET_OUT_OF_RANGE)"},
 		{NonmonotonicPoll, "otherwise", always, Forbidden, "a consumer's position in a partition only moves forward between rebalances and seeks"},
-		{PollSkip, "log truncation possible", truncOrDisk, Permitted, "the log may be truncated (unclean election or disk loss beyond the guarantee): a consumer whose position is past the new end is reset (OFFSET_OUT_OF_RANGE)"},
+		{PollSkip, "log truncation possible", truncOrDisk, Permitted, "the log may be truncated (unclean election, or disk or power loss beyond the guarantee): a consumer whose position is past the new end is reset (OFFSET_OUT_OF_RANGE)"},
 		{PollSkip, "otherwise", always, Forbidden, "between rebalances and seeks a consumer reads, in offset order, every record its isolation level shows (offsets taken by transaction markers are not records)"},
 
 		// Only acks=all writes are checked: min.insync.replicas applies to them alone.
@@ -317,11 +336,21 @@ func Explain(why string, f Facts) string {
 		"{unclean}", strconv.FormatBool(f.Topic.Unclean),
 		"{isolation}", string(f.Isolation),
 		"{disk_nodes}", strconv.Itoa(f.Faults.diskNodes()),
+		"{power_nodes}", strconv.Itoa(f.Faults.powerNodes()),
+		"{flush}", flushText(f.Topic.FlushMessages),
 		"{producer_conflict}", p.Conflict,
 		"{topic_conflict}", f.Topic.Conflict,
 		"{txn_protocol}", protocolNote(f.TxnProtocol),
 		"{rewind}", rewindNote(f.Client),
 	).Replace(why)
+}
+
+// flushText is a flush.messages value as a reason states it.
+func flushText(n int64) string {
+	if n == kafkaconf.DefaultFlushMessages || n == 0 {
+		return "default (no fsync per append)"
+	}
+	return strconv.FormatInt(n, 10)
 }
 
 // protocolNote names the transaction protocol a reason holds under, when the header says.
