@@ -53,6 +53,9 @@ type Row struct {
 	// share of writes that succeeded instead.
 	Availability float64
 	FromOps      bool
+	// Throughput is the mean rate of acknowledged writes over the runs, per second of the run
+	// (-1 when no run says how long it ran): what a durability setting costs.
+	Throughput float64
 	// P99 is the largest p99 write latency over the runs, in milliseconds.
 	P99 float64
 	// Verdicts counts the runs per verdict.
@@ -94,7 +97,7 @@ func (r Row) Worst() results.Verdict {
 func Compare(cells []Cell) []Row {
 	var rows []Row
 	index := map[string]int{}
-	avail := map[int][]float64{}
+	avail, rate := map[int][]float64{}, map[int][]float64{}
 	for _, c := range cells {
 		r := c.Results
 		if r == nil {
@@ -109,7 +112,7 @@ func Compare(cells []Cell) []Row {
 		if !ok {
 			i = len(rows)
 			index[key] = i
-			rows = append(rows, Row{Axes: axes, Verdicts: map[results.Verdict]int{}, Availability: -1})
+			rows = append(rows, Row{Axes: axes, Verdicts: map[results.Verdict]int{}, Availability: -1, Throughput: -1})
 		}
 		row := &rows[i]
 		row.Runs++
@@ -133,19 +136,42 @@ func Compare(cells []Cell) []Row {
 			avail[i] = append(avail[i], a)
 			row.FromOps = row.FromOps || fromOps
 		}
+		if t, ok := throughput(r); ok {
+			rate[i] = append(rate[i], t)
+		}
 		row.P99 = math.Max(row.P99, r.Stats.LatencyMs.P99)
 		if c.Report != "" {
 			row.Reports = append(row.Reports, c.Report)
 		}
 	}
 	for i, as := range avail {
-		var sum float64
-		for _, a := range as {
-			sum += a
-		}
-		rows[i].Availability = sum / float64(len(as))
+		rows[i].Availability = mean(as)
+	}
+	for i, ts := range rate {
+		rows[i].Throughput = mean(ts)
 	}
 	return rows
+}
+
+func mean(xs []float64) float64 {
+	var sum float64
+	for _, x := range xs {
+		sum += x
+	}
+	return sum / float64(len(xs))
+}
+
+// throughput is the run's acknowledged writes (sends, transactions, read-process-write steps)
+// per second of its length.
+func throughput(r *results.Results) (float64, bool) {
+	if r.Timings.RunS <= 0 {
+		return 0, false
+	}
+	var ok int64
+	for _, f := range []string{"send", "txn", "rpw"} {
+		ok += r.Stats.Ops[f].OK
+	}
+	return float64(ok) / r.Timings.RunS, true
 }
 
 func axesKey(axes []Axis) string {
@@ -244,6 +270,13 @@ func (r Row) availabilityText() string {
 	return s
 }
 
+func (r Row) throughputText() string {
+	if r.Throughput < 0 {
+		return "n/a"
+	}
+	return strconv.FormatFloat(r.Throughput, 'f', 0, 64)
+}
+
 func (r Row) p99Text() string {
 	if r.P99 == 0 {
 		return "n/a"
@@ -253,12 +286,12 @@ func (r Row) p99Text() string {
 
 // tableColumns are the columns after the axes.
 func tableColumns() []string {
-	return []string{"runs", "lost", "duplicate", "reordered", "other anomalies", "write availability", "p99 latency", "verdict"}
+	return []string{"runs", "lost", "duplicate", "reordered", "other anomalies", "write availability", "acked writes/s", "p99 latency", "verdict"}
 }
 
 func (r Row) cells() []string {
 	return []string{strconv.Itoa(r.Runs), r.Lost.String(r.Runs), r.Duplicate.String(r.Runs), r.Reordered.String(r.Runs),
-		r.Other.String(r.Runs), r.availabilityText(), r.p99Text(), r.Verdict()}
+		r.Other.String(r.Runs), r.availabilityText(), r.throughputText(), r.p99Text(), r.Verdict()}
 }
 
 // CompareMarkdown is the comparison table of cells in markdown, for a terminal or a PR.
@@ -302,7 +335,7 @@ td.num{text-align:right}.note{color:#555;font-size:13px}
 <tbody>{{range .Rows}}<tr class="{{.Class}}">{{range .Axes}}<td>{{.}}</td>{{end}}{{range .Cells}}<td>{{.}}</td>{{end}}<td>{{range $i, $r := .Reports}}{{if $i}}, {{end}}<a href="{{$r}}">run {{inc $i}}</a>{{end}}</td></tr>
 {{end}}</tbody></table>
 {{if .FromOps}}<p class="note">* share of writes that succeeded (the run's length was not recorded)</p>{{end}}
-<p class="note">lost = lost-write, reordered = reorder; counts are totals over a row's runs. Write availability is the share of the run during which writes succeeded (mean over runs); p99 latency is the worst run's.</p>
+<p class="note">lost = lost-write, reordered = reorder; counts are totals over a row's runs. Write availability is the share of the run during which writes succeeded (mean over runs); acked writes/s is the mean rate of acknowledged writes; p99 latency is the worst run's.</p>
 </body></html>
 `
 

@@ -21,8 +21,9 @@ func matrixCells() []Cell {
 			for run := 1; run <= 3; run++ {
 				r := &results.Results{Verdict: results.Pass, Scenario: "acks-minisr", Seed: int64(run),
 					Anomalies: map[guarantee.Anomaly]results.Anomaly{},
-					Stats:     results.Stats{UnavailableMs: 600 * float64(run), LatencyMs: results.Percentiles{P99: 10 * float64(run)}},
-					Timings:   results.Timings{RunS: 60}}
+					Stats: results.Stats{UnavailableMs: 600 * float64(run), LatencyMs: results.Percentiles{P99: 10 * float64(run)},
+						Ops: map[string]results.Outcomes{"send": {OK: 600 * int64(run)}, "txn": {OK: 60}, "poll": {OK: 6000}}},
+					Timings: results.Timings{RunS: 60}}
 				r.Config.Client = &history.ClientInfo{Name: "sarama", Version: "v1.61.1"}
 				if acks == "1" && run < 3 {
 					r.Anomalies["lost-write"] = results.Anomaly{Count: run * 2, Judgement: guarantee.Permitted}
@@ -61,6 +62,10 @@ func TestCompare(t *testing.T) {
 	if r.Availability < 97.99 || r.Availability > 98.01 || r.FromOps || r.P99 != 30 {
 		t.Errorf("availability %.3f, p99 %.1f", r.Availability, r.P99)
 	}
+	// Acknowledged writes: 600, 1200, 1800 sends and 60 transactions in 60 s (polls are reads).
+	if r.Throughput < 20.99 || r.Throughput > 21.01 {
+		t.Errorf("throughput %.3f, want 21 writes/s", r.Throughput)
+	}
 	f := rows[2] // acks=all, min ISR 1
 	if f.Verdict() != "1 fail, 2 pass" || f.Worst() != results.Fail || f.Lost.String(3) != "1 in 1/3 runs (forbidden)" ||
 		f.Other.String(3) != "4 in 1/3 runs (forbidden)" || f.Duplicate.String(3) != "2 in 1/3 runs (permitted)" {
@@ -77,14 +82,14 @@ func TestCompareMarkdown(t *testing.T) {
 	if len(lines) != 6 {
 		t.Fatalf("%d lines:\n%s", len(lines), md)
 	}
-	want := "| acks | min.insync.replicas | fault | client | runs | lost | duplicate | reordered | other anomalies | write availability | p99 latency | verdict |"
+	want := "| acks | min.insync.replicas | fault | client | runs | lost | duplicate | reordered | other anomalies | write availability | acked writes/s | p99 latency | verdict |"
 	if lines[0] != want {
 		t.Errorf("header\n%s\nwant\n%s", lines[0], want)
 	}
-	if !strings.HasPrefix(lines[1], "| --- |") || strings.Count(lines[1], "---") != 12 {
+	if !strings.HasPrefix(lines[1], "| --- |") || strings.Count(lines[1], "---") != 13 {
 		t.Errorf("separator %q", lines[1])
 	}
-	if want := "| 1 | 1 | kill-leader | sarama v1.61.1 | 3 | 6 in 2/3 runs (permitted) | 0 | 0 | 0 | 98.0 % | 30.0 ms | pass ×3 |"; lines[2] != want {
+	if want := "| 1 | 1 | kill-leader | sarama v1.61.1 | 3 | 6 in 2/3 runs (permitted) | 0 | 0 | 0 | 98.0 % | 21 | 30.0 ms | pass ×3 |"; lines[2] != want {
 		t.Errorf("row\n%s\nwant\n%s", lines[2], want)
 	}
 	// A client axis is the client column; a history without a client says so.

@@ -12,7 +12,8 @@ import (
 func ExampleCompareMarkdown() {
 	run := func(lost int, j guarantee.Judgement, verdict results.Verdict) *results.Results {
 		r := &results.Results{Verdict: verdict, Anomalies: map[guarantee.Anomaly]results.Anomaly{},
-			Stats: results.Stats{UnavailableMs: 3000, LatencyMs: results.Percentiles{P99: 12.5}}, Timings: results.Timings{RunS: 60}}
+			Stats: results.Stats{UnavailableMs: 3000, LatencyMs: results.Percentiles{P99: 12.5},
+				Ops: map[string]results.Outcomes{"send": {OK: 3000, Fail: 10}}}, Timings: results.Timings{RunS: 60}}
 		r.Config.Client = &history.ClientInfo{Name: "franz-go", Version: "v1.22.3"}
 		if lost > 0 {
 			r.Anomalies[guarantee.LostWrite] = results.Anomaly{Count: lost, Judgement: j}
@@ -26,8 +27,8 @@ func ExampleCompareMarkdown() {
 	}
 	fmt.Print(report.CompareMarkdown(cells))
 	// Output:
-	// | acks | client | runs | lost | duplicate | reordered | other anomalies | write availability | p99 latency | verdict |
-	// | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
-	// | 1 | franz-go v1.22.3 | 2 | 4 in 1/2 runs (permitted) | 0 | 0 | 0 | 95.0 % | 12.5 ms | pass ×2 |
-	// | all | franz-go v1.22.3 | 1 | 1 (forbidden) | 0 | 0 | 0 | 95.0 % | 12.5 ms | fail |
+	// | acks | client | runs | lost | duplicate | reordered | other anomalies | write availability | acked writes/s | p99 latency | verdict |
+	// | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
+	// | 1 | franz-go v1.22.3 | 2 | 4 in 1/2 runs (permitted) | 0 | 0 | 0 | 95.0 % | 50 | 12.5 ms | pass ×2 |
+	// | all | franz-go v1.22.3 | 1 | 1 (forbidden) | 0 | 0 | 0 | 95.0 % | 50 | 12.5 ms | fail |
 }
