@@ -135,15 +135,34 @@ func targetSize(s scenarios.Resolved, t scenarios.Target) int {
 // forbidden or permitted claim the table gives no circumstance of the run, or a likely anomaly
 // (a positive control) the table never permits.
 func checkClaims(s scenarios.Resolved) error {
+	cs, err := contradictions(s)
+	if err != nil || len(cs) == 0 {
+		return err
+	}
+	msgs := make([]string, len(cs))
+	for i, c := range cs {
+		msgs[i] = c.msg
+	}
+	return fmt.Errorf("scenario %s: %s", s.Name, strings.Join(msgs, "; "))
+}
+
+// contradiction is one claim of a scenario's expectation that the guarantee table denies.
+type contradiction struct {
+	field   string // "forbidden", "permitted" or "likely"
+	anomaly guarantee.Anomaly
+	msg     string
+}
+
+func contradictions(s scenarios.Resolved) ([]contradiction, error) {
 	exps, err := Expectations(s)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	by := map[guarantee.Anomaly]Expected{}
 	for _, e := range exps {
 		by[e.Anomaly] = e
 	}
-	var errs []string
+	var out []contradiction
 	claim := func(field string, as []guarantee.Anomaly, j guarantee.Judgement) {
 		for i, a := range as {
 			e := by[a]
@@ -156,16 +175,33 @@ func checkClaims(s scenarios.Resolved) error {
 					because = append(because, fmt.Sprintf("%s (%s)", other, why))
 				}
 			}
-			errs = append(errs, fmt.Sprintf("expect.%s[%d]: %s is never %s under these settings; the guarantee table says %s",
-				field, i, a, j, strings.Join(because, ", ")))
+			out = append(out, contradiction{field: field, anomaly: a, msg: fmt.Sprintf(
+				"expect.%s[%d]: %s is never %s under these settings; the guarantee table says %s",
+				field, i, a, j, strings.Join(because, ", "))})
 		}
 	}
 	e := s.Expect
 	claim("forbidden", e.Forbidden, guarantee.Forbidden)
 	claim("permitted", e.Permitted, guarantee.Permitted)
 	claim("likely", e.Likely, guarantee.Permitted)
-	if len(errs) > 0 {
-		return fmt.Errorf("scenario %s: %s", s.Name, strings.Join(errs, "; "))
+	return out, nil
+}
+
+// withoutDeniedClaims drops from s the claims of its expectation that the guarantee table
+// denies, with a note for each: a matrix cell changes the scenario's settings on purpose (a
+// flush or acks axis), and a claim written for the scenario's own settings then no longer
+// applies. The verdict is the table's either way.
+func withoutDeniedClaims(s scenarios.Resolved, given string) (scenarios.Resolved, []string, error) {
+	cs, err := contradictions(s)
+	if err != nil || len(cs) == 0 {
+		return s, nil, err
 	}
-	return nil
+	s = scenarios.Resolved{Scenario: s.Clone()} // fewer claims: still valid
+	var notes []string
+	for _, c := range cs {
+		list := map[string]*[]guarantee.Anomaly{"forbidden": &s.Expect.Forbidden, "permitted": &s.Expect.Permitted, "likely": &s.Expect.Likely}[c.field]
+		*list = slices.DeleteFunc(*list, func(a guarantee.Anomaly) bool { return a == c.anomaly })
+		notes = append(notes, fmt.Sprintf("the scenario's claim that %s is %s does not hold with %s, and is not checked", c.anomaly, c.field, given))
+	}
+	return s, notes, nil
 }

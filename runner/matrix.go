@@ -101,6 +101,7 @@ type cell struct {
 	axes     []report.Axis
 	scenario scenarios.Resolved
 	shape    clusterShape
+	notes    []string // claims of the scenario the cell's settings deny
 }
 
 // cells expands the axes into scenarios, validating each combination before anything runs.
@@ -117,13 +118,17 @@ func (m MatrixSpec) cells() ([]cell, error) {
 	var out []cell
 	for _, axes := range combos {
 		s, err := applyAxes(m.Base, axes)
+		var notes []string
+		if err == nil && len(axes) > 0 {
+			s, notes, err = withoutDeniedClaims(s, axesLabel(axes))
+		}
 		if err == nil {
 			err = checkClaims(s)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("matrix cell %s: %w", axesLabel(axes), err)
 		}
-		out = append(out, cell{axes: axes, scenario: s, shape: shapeOf(s.Scenario)})
+		out = append(out, cell{axes: axes, scenario: s, shape: shapeOf(s.Scenario), notes: notes})
 	}
 	return out, nil
 }
@@ -265,7 +270,7 @@ func RunMatrix(ctx context.Context, m MatrixSpec) (*MatrixResult, error) {
 				fmt.Fprintf(m.Progress, "verity matrix: run %d/%d  %s  run %d (seed %d)  %s elapsed\n", n, total, axesLabel(cl.axes), k, s.Seed,
 					time.Since(began).Round(time.Second))
 			}
-			o, err := Run(ctx, s, Options{Out: dir, Cluster: c, Fresh: fmt.Sprintf("-c%dr%d", ci+1, k), Progress: m.Progress,
+			o, err := Run(ctx, s, Options{Out: dir, Cluster: c, Fresh: fmt.Sprintf("-c%dr%d", ci+1, k), Progress: m.Progress, Notes: cl.notes,
 				ProgressEvery: 15 * time.Second, Log: log})
 			res.Runs = append(res.Runs, MatrixRun{Axes: cl.axes, Run: k, Outcome: o, Err: err})
 			if err != nil {

@@ -36,6 +36,34 @@ func TestMatrixCells(t *testing.T) {
 	}
 }
 
+// A flush axis over a power-loss scenario: with flush.messages=1 the scenario's positive control
+// (lost-write likely) is denied by the table, so that cell drops the claim and says so; the
+// default cell keeps it. Both share one cluster.
+func TestMatrixDropsDeniedClaims(t *testing.T) {
+	m := MatrixSpec{Base: builtin(t, "power-loss-all-replicas"), Runs: 1, Axes: []MatrixAxis{
+		{Name: "flush", Values: []string{"default", "1"}},
+	}}
+	cells, err := m.cells()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cells) != 2 || cells[0].shape != cells[1].shape || !cells[0].shape.PowerLoss {
+		t.Fatalf("%d cells, shapes %v %v: want two on one lazy-filesystem cluster", len(cells), cells[0].shape, cells[1].shape)
+	}
+	if l := cells[0].scenario.Expect.Likely; len(l) != 1 || len(cells[0].notes) != 0 {
+		t.Errorf("flush=default: likely %v, notes %v; want the claim kept", l, cells[0].notes)
+	}
+	if l := cells[1].scenario.Expect.Likely; len(l) != 0 || len(cells[1].notes) != 1 || !strings.Contains(cells[1].notes[0], "lost-write is likely does not hold with flush=1") {
+		t.Errorf("flush=1: likely %v, notes %v; want the claim dropped with a note", l, cells[1].notes)
+	}
+	if got := cells[1].scenario.Topics[0].Config["flush.messages"]; got != "1" {
+		t.Errorf("flush=1: topic config %v", cells[1].scenario.Topics[0].Config)
+	}
+	if l := m.Base.Expect.Likely; len(l) != 1 {
+		t.Errorf("the base scenario lost its claim: %v", l)
+	}
+}
+
 func TestMatrixFaultAxisAndShapes(t *testing.T) {
 	m := MatrixSpec{Base: builtin(t, "default"), Runs: 1, Axes: []MatrixAxis{
 		{Name: "nodes", Values: []string{"3", "4"}},

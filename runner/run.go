@@ -61,6 +61,8 @@ type Options struct {
 	ProgressEvery time.Duration
 	// Log receives the packages' logs; default discards.
 	Log *slog.Logger
+	// Notes are said in the run's results beside the ones the run makes.
+	Notes []string
 }
 
 // Outcome is what a run did and found.
@@ -157,7 +159,7 @@ func prepare(s scenarios.Resolved, opts Options) (*run, error) {
 		return nil, err
 	}
 	r.s, r.pl = s, pl
-	r.out = &Outcome{Scenario: s, Dir: opts.Out, History: filepath.Join(opts.Out, HistoryFile), Notes: slices.Clone(pl.notes)}
+	r.out = &Outcome{Scenario: s, Dir: opts.Out, History: filepath.Join(opts.Out, HistoryFile), Notes: slices.Concat(opts.Notes, pl.notes)}
 	r.prog = newProgress(opts.Progress, opts.ProgressEvery, s.Duration.Std())
 	return r, nil
 }

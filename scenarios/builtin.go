@@ -51,7 +51,7 @@ func builtinMakers() []func() Scenario {
 		labFollowerDown, labISRBelowMin, labLeaderFailover, labAbortInvisible, labFencing, labLSOHold,
 		acks0LeaderLoss, acks1LeaderLoss,
 		minISR1DiskLoss, minISR2DiskLoss,
-		powerLossAllReplicas, powerLossAllReplicasFlushEach, powerLossLeader,
+		powerLossAllReplicas, powerLossAllReplicasFlushEach, powerLossLeader, powerLossControllers,
 		uncleanIsolation, elrLastReplica,
 		idempotentAckLoss, idempotentInflight5AckLoss, plainAckLoss, plainInflightReorder, plainInflight1Order, appResend,
 		eosCoordinatorKill, eosRollingBounce,
@@ -311,6 +311,25 @@ func powerLossLeader() Scenario {
 		Text: "An acknowledged acks=all write is in the page cache of at least min.insync.replicas=2 replicas; the " +
 			"leader's power loss takes one of them, and a broker that restarts after an unclean shutdown rejoins " +
 			"the ISR only once it has caught up. Nothing acknowledged may be lost.",
+	}
+	return s
+}
+
+// powerLossControllers cuts the power of the whole KRaft quorum, then of one controller: what
+// the quorum committed (the topics, their partitions' leaders and ISRs) was fsynced by a
+// majority before it was committed, so it must all be there when they start again.
+func powerLossControllers() Scenario {
+	s := base("power-loss-controllers", "Cut the power of every dedicated controller at once, then of one of them.", "000 §2.5")
+	dedicatedControllers(&s)
+	s.Topology.PowerLoss = true
+	s.Faults = timeline(
+		step(15, 10, FaultPowerLoss, &Target{Role: RoleControllers}),
+		step(40, 10, FaultPowerLoss, &Target{Role: RoleNode, Node: 101}),
+	)
+	s.Expect = Expectation{
+		Text: "A KRaft controller fsyncs its metadata log before it counts towards a commit, so metadata the quorum " +
+			"committed survives a power cut of every controller. While the quorum is down the brokers keep serving " +
+			"what they lead; afterwards the cluster heals and no acknowledged write is lost.",
 	}
 	return s
 }
