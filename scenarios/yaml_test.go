@@ -291,3 +291,25 @@ func TestParseProducerGroupAcks(t *testing.T) {
 		t.Errorf("acks=1 group with idempotence: %v", err)
 	}
 }
+
+// A power-loss fault anywhere in the schedule (a periodic set, a compound's part) puts the nodes
+// on the lazy filesystem; without one they stay as they are unless the topology asks.
+func TestPowerLossNeedsTheLazyFilesystem(t *testing.T) {
+	for _, c := range []struct {
+		yaml string
+		want bool
+	}{
+		{"name: x\nfaults:\n  kind: periodic\n  periodic:\n    interval: 10s\n    hold: 5s\n    set:\n      - {fault: kill, target: {role: leader-of}}\n      - {fault: power-loss, target: {role: replicas-of}}\n", true},
+		{"name: x\nfaults:\n  timeline:\n    - at: 5s\n      duration: 5s\n      fault: compound\n      parts:\n        - {fault: isolate, target: {role: controller}}\n        - {fault: power-loss, target: {role: controllers}}\n", true},
+		{"name: x\nfaults:\n  timeline:\n    - {at: 5s, duration: 5s, fault: kill, target: {role: leader-of}}\n", false},
+		{"name: x\ntopology: {power_loss: true}\n", true},
+	} {
+		s, err := Parse([]byte(c.yaml))
+		if err != nil {
+			t.Fatalf("%s: %v", c.yaml, err)
+		}
+		if s.Topology.PowerLoss != c.want {
+			t.Errorf("%s: topology.power_loss %v, want %v", c.yaml, s.Topology.PowerLoss, c.want)
+		}
+	}
+}
