@@ -53,7 +53,7 @@ func BenchmarkNodeOnLazyFS(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer func() { _ = c.Close(context.WithoutCancel(ctx)) }()
-			const records = 20000
+			const records = 100000
 			for _, flush := range []string{"default", "1"} {
 				tp := harness.TopicSpec{Name: "bench-" + flush, Partitions: 1, RF: 1}
 				if flush != "default" {
