@@ -143,7 +143,9 @@ func nodeRoles() []Role {
 		RoleGroupCoordinator, RoleRandomMinority, RoleRandomMajority, RoleNode}
 }
 
-func partitionRoles() []Role { return []Role{RoleLeaderOf, RoleFollowerOf, RoleFollowersOf, RoleReplicasOf} }
+func partitionRoles() []Role {
+	return []Role{RoleLeaderOf, RoleFollowerOf, RoleFollowersOf, RoleReplicasOf}
+}
 
 // FaultSpecs is the fault catalogue, in the order of the nemesis issue. Each call builds a
 // fresh copy.
