@@ -11,6 +11,7 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/testcontainers/testcontainers-go"
 	tcexec "github.com/testcontainers/testcontainers-go/exec"
+	"github.com/verity-kafka/verity/lazyfs/control"
 )
 
 // A node started with Spec.PowerLoss runs Kafka on the lazy filesystem (cmd/verity-lazyfs,
@@ -102,7 +103,8 @@ func (c *Cluster) Dropped(id int) (Drop, bool) {
 func (c *Cluster) lazyFSStarted(ctx context.Context, n *Node) error {
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	probe := fmt.Sprintf("test -e %s/power-cut && echo cutting; grep -q ' %s fuse' /proc/mounts && echo mounted; exit 0", lazyFSStore, dataDir)
+	probe := fmt.Sprintf("test -e %s/%s && echo cutting; grep -q ' %s fuse' /proc/mounts && echo mounted; exit 0",
+		lazyFSStore, control.CutMark, dataDir)
 	var last string
 	err := poll(wctx, 100*time.Millisecond, func() (bool, error) {
 		out, err := c.execRoot(wctx, n, "/bin/sh", "-c", probe)
@@ -119,14 +121,15 @@ func (c *Cluster) lazyFSStarted(ctx context.Context, n *Node) error {
 	if !cut {
 		return nil
 	}
-	out, err := c.execRoot(ctx, n, "cat", lazyFSStore+"/last-drop.json")
+	out, err := c.execRoot(ctx, n, "cat", lazyFSStore+"/"+control.DropFile)
 	if err != nil {
 		return fmt.Errorf("reading node %d's drop figures: %w (%s)", n.ID, err, out)
 	}
-	var d Drop
-	if err := json.Unmarshal([]byte(out), &d); err != nil {
+	var rec control.Drop
+	if err := json.Unmarshal([]byte(out), &rec); err != nil {
 		return fmt.Errorf("reading node %d's drop figures %q: %w", n.ID, out, err)
 	}
+	d := Drop{Files: rec.Files, Bytes: rec.Bytes}
 	c.mu.Lock()
 	c.drops[n.ID] = d
 	c.mu.Unlock()

@@ -34,6 +34,8 @@ package lazyfs
 
 import (
 	"log/slog"
+
+	"github.com/verity-kafka/verity/lazyfs/control"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -45,8 +47,8 @@ import (
 const (
 	liveDir    = "live"
 	durableDir = "durable"
-	cutMark    = "power-cut"
-	dropFile   = "last-drop.json"
+	cutMark    = control.CutMark
+	dropFile   = control.DropFile
 )
 
 // lazyFS is the state of one mount: the journal of names and which durable copy belongs to

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/verity-kafka/verity/lazyfs/control"
 	"golang.org/x/sys/unix"
 )
 
@@ -71,11 +72,7 @@ func Prepare(store string, uid, gid int) (Drop, error) {
 // recordDrop writes last-drop.json, then removes the mark: a node that finds no mark has the
 // figures of its own start.
 func recordDrop(store string, d Drop) error {
-	rec, err := json.Marshal(struct {
-		Files int64  `json:"files"`
-		Bytes int64  `json:"bytes"`
-		At    string `json:"at"`
-	}{d.Files, d.Bytes, time.Now().UTC().Format(time.RFC3339)})
+	rec, err := json.Marshal(control.Drop{Files: d.Files, Bytes: d.Bytes, At: time.Now().UTC().Format(time.RFC3339)})
 	if err != nil {
 		return err
 	}
