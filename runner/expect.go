@@ -187,6 +187,22 @@ func contradictions(s scenarios.Resolved) ([]contradiction, error) {
 	return out, nil
 }
 
+// Force forces the knob settings onto s (scenarios.Resolved.Override) and drops, with a note for
+// each, the claims of its expectation that the forced settings make the guarantee table deny:
+// `verity run --flush 1` and a matrix's flush axis change the scenario's settings on purpose, and
+// a claim written for its own settings (lost-write likely) then no longer applies. Without
+// settings s is returned as it is, its claims still checked by Run.
+func Force(s scenarios.Resolved, set []scenarios.Setting) (scenarios.Resolved, []string, error) {
+	if len(set) == 0 {
+		return s, nil, nil
+	}
+	s, err := s.Override(set)
+	if err != nil {
+		return s, nil, err
+	}
+	return withoutDeniedClaims(s, strings.Join(scenarios.Flags(set), " "))
+}
+
 // withoutDeniedClaims drops from s the claims of its expectation that the guarantee table
 // denies, with a note for each: a matrix cell changes the scenario's settings on purpose (a
 // flush or acks axis), and a claim written for the scenario's own settings then no longer

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/verity-kafka/verity/scenarios"
 	"github.com/verity-kafka/verity/verify/guarantee"
 )
 
@@ -83,5 +84,32 @@ func TestClaimsContradictingTheTable(t *testing.T) {
 	s.Expect.Permitted = []guarantee.Anomaly{guarantee.LostWrite, guarantee.Duplicate}
 	if err := checkClaims(s); err != nil {
 		t.Errorf("claims that hold: %v", err)
+	}
+}
+
+// Force drops only the claims the forced settings deny, and says which; without settings the
+// scenario is untouched (Run still refuses a scenario whose own claims the table denies).
+func TestForce(t *testing.T) {
+	base := builtin(t, "acks1-leader-loss") // lost-write likely under acks=1
+	acks, _ := scenarios.LookupKnob("acks")
+	s, notes, err := Force(base, []scenarios.Setting{{Knob: acks, Value: "all"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Expect.Likely) != 0 || len(notes) != 1 || !strings.Contains(notes[0], "lost-write is likely does not hold with --acks=all") {
+		t.Errorf("--acks all: likely %v, notes %v", s.Expect.Likely, notes)
+	}
+	if err := checkClaims(s); err != nil {
+		t.Errorf("the forced scenario's claims: %v", err)
+	}
+	s, notes, err = Force(base, []scenarios.Setting{{Knob: acks, Value: "1"}})
+	if err != nil || len(notes) != 0 || len(s.Expect.Likely) != 1 {
+		t.Errorf("--acks 1 keeps the claim: likely %v, notes %v, err %v", s.Expect.Likely, notes, err)
+	}
+	if s, notes, err := Force(base, nil); err != nil || notes != nil || len(s.Expect.Likely) != 1 {
+		t.Errorf("no settings: likely %v, notes %v, err %v", s.Expect.Likely, notes, err)
+	}
+	if _, _, err := Force(base, []scenarios.Setting{{Knob: acks, Value: "2"}}); err == nil {
+		t.Error("a bad value is an error")
 	}
 }

@@ -117,11 +117,7 @@ func (m MatrixSpec) cells() ([]cell, error) {
 	combos := product(m.Axes)
 	var out []cell
 	for _, axes := range combos {
-		s, err := applyAxes(m.Base, axes)
-		var notes []string
-		if err == nil && len(axes) > 0 {
-			s, notes, err = withoutDeniedClaims(s, axesLabel(axes))
-		}
+		s, notes, err := applyAxes(m.Base, axes)
 		if err == nil {
 			err = checkClaims(s)
 		}
@@ -148,16 +144,16 @@ func product(axes []MatrixAxis) [][]report.Axis {
 }
 
 // applyAxes forces a cell's axis values onto the base scenario, each through its knob.
-func applyAxes(base scenarios.Resolved, axes []report.Axis) (scenarios.Resolved, error) {
+func applyAxes(base scenarios.Resolved, axes []report.Axis) (scenarios.Resolved, []string, error) {
 	var set []scenarios.Setting
 	for _, a := range axes {
 		k, ok := scenarios.LookupKnob(a.Name)
 		if !ok || !k.Axis {
-			return base, fmt.Errorf("matrix axis %q: want one of %s", a.Name, strings.Join(AxisNames(), ", "))
+			return base, nil, fmt.Errorf("matrix axis %q: want one of %s", a.Name, strings.Join(AxisNames(), ", "))
 		}
 		set = append(set, scenarios.Setting{Knob: k, Value: a.Value})
 	}
-	return base.Override(set)
+	return Force(base, set)
 }
 
 func axesLabel(axes []report.Axis) string {

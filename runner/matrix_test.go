@@ -53,7 +53,7 @@ func TestMatrixDropsDeniedClaims(t *testing.T) {
 	if l := cells[0].scenario.Expect.Likely; len(l) != 1 || len(cells[0].notes) != 0 {
 		t.Errorf("flush=default: likely %v, notes %v; want the claim kept", l, cells[0].notes)
 	}
-	if l := cells[1].scenario.Expect.Likely; len(l) != 0 || len(cells[1].notes) != 1 || !strings.Contains(cells[1].notes[0], "lost-write is likely does not hold with flush=1") {
+	if l := cells[1].scenario.Expect.Likely; len(l) != 0 || len(cells[1].notes) != 1 || !strings.Contains(cells[1].notes[0], "lost-write is likely does not hold with --flush=1") {
 		t.Errorf("flush=1: likely %v, notes %v; want the claim dropped with a note", l, cells[1].notes)
 	}
 	if got := cells[1].scenario.Topics[0].Config["flush.messages"]; got != "1" {

@@ -52,7 +52,8 @@ func runCommand(onUsage cli.OnUsageErrorFunc) *cli.Command {
 			if err != nil {
 				return err
 			}
-			if s, err = s.Override(knobSettings(cmd, useRun)); err != nil {
+			s, notes, err := runner.Force(s, knobSettings(cmd, useRun))
+			if err != nil {
 				return &usageError{err: err, cmd: "verity run"}
 			}
 			out := cmd.String("out")
@@ -60,7 +61,7 @@ func runCommand(onUsage cli.OnUsageErrorFunc) *cli.Command {
 				out = filepath.Join("verity-out", fmt.Sprintf("%s-%s", s.Name, time.Now().Format("20060102-150405")))
 			}
 			stdout, stderr := cmd.Root().Writer, cmd.Root().ErrWriter
-			opts := runner.Options{Out: out, Log: logger(cmd, stderr), Harness: harness.Spec{NoSignalCleanup: true}}
+			opts := runner.Options{Out: out, Log: logger(cmd, stderr), Harness: harness.Spec{NoSignalCleanup: true}, Notes: notes}
 			if !cmd.Bool("quiet") {
 				opts.Progress = stderr
 			}
