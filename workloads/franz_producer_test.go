@@ -298,6 +298,7 @@ func testFranzRefusals(t *testing.T, c *harness.Cluster, log *slog.Logger) {
 			_ = c.Heal(context.WithoutCancel(ctx), link)
 		}
 	}()
+	appendAhead(t, ctx, c, tp.Name)
 	require.NoError(t, waitUntil(ctx, time.Now().Add(90*time.Second), 250*time.Millisecond, func() (bool, error) {
 		return isr() == 2, nil
 	}), "the leader drops the cut follower from the ISR")
@@ -350,6 +351,22 @@ func testFranzRefusals(t *testing.T, c *harness.Cluster, log *slog.Logger) {
 	require.Empty(t, sends[1].byType[history.Fail], "retried refusals may hide an appended attempt: never fail")
 	require.Positive(t, len(sends[1].byType[history.Info]))
 	require.Equal(t, results.Pass, fpVerify(t, ctx, path).Verdict)
+}
+
+// appendAhead appends one record to topic's partition 0 with acks=1. A follower whose log ends
+// where the leader's does counts as caught up however long it has not fetched, so a cut
+// follower that had fetched the empty log before the cut would stay in the ISR; the record puts
+// the leader ahead of it. Its value is written by no op of the history, which the checks ignore.
+func appendAhead(t *testing.T, ctx context.Context, c *harness.Cluster, topic string) {
+	t.Helper()
+	cl, err := kgo.NewClient(append(franzBase(c.Bootstrap(), "append-ahead"),
+		kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite(), kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
+	require.NoError(t, err)
+	defer cl.Close()
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	require.NoError(t, cl.ProduceSync(pctx, &kgo.Record{Topic: topic, Partition: 0, Value: []byte("ahead")}).FirstErr(),
+		"an acks=1 append to %s-0", topic)
 }
 
 // requireLeaderRefuses waits until topic's partition 0 refuses an acks=all produce with
