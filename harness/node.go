@@ -188,14 +188,16 @@ func (c *Cluster) wipeVolume(ctx context.Context, n *Node) error {
 			Entrypoint: []string{"/bin/sh", "-c", "find /data -mindepth 1 -delete && ls -A /data | wc -l"},
 			Labels:     c.runLabels(),
 		},
-		HostConfig: &container.HostConfig{Binds: []string{n.Volume + ":/data"}},
+		// tmpfs over the image's declared volumes, as on the nodes: no anonymous volume.
+		HostConfig: &container.HostConfig{Binds: []string{n.Volume + ":/data"},
+			Tmpfs: map[string]string{dataDir: "", "/etc/kafka/secrets": "", "/mnt/shared/config": ""}},
 	})
 	if err != nil {
 		return fmt.Errorf("creating the wipe container: %w", err)
 	}
 	id := created.ID
 	defer func() {
-		_, _ = c.eng.ContainerRemove(context.WithoutCancel(ctx), id, client.ContainerRemoveOptions{Force: true})
+		_, _ = c.eng.ContainerRemove(context.WithoutCancel(ctx), id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
 	}()
 	if _, err := c.eng.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
 		return fmt.Errorf("starting the wipe container: %w", err)
