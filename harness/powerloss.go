@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/moby/moby/api/types/container"
@@ -153,12 +154,14 @@ func (c *Cluster) Sync(ctx context.Context, id int) error {
 	return nil
 }
 
-// syncAll syncs every node.
+// syncAll syncs every node, all at once: it sits between a ready cluster and its first use.
 func (c *Cluster) syncAll(ctx context.Context) error {
-	var errs []error
-	for _, m := range c.members {
-		errs = append(errs, c.Sync(ctx, m.ID))
+	errs := make([]error, len(c.members))
+	var wg sync.WaitGroup
+	for i, m := range c.members {
+		wg.Go(func() { errs[i] = c.Sync(ctx, m.ID) })
 	}
+	wg.Wait()
 	return errors.Join(errs...)
 }
 

@@ -36,13 +36,13 @@ func (f Kill) Inject(ctx context.Context, e *Env) (any, error) {
 	return nodeAction(ctx, e, f.Target, "kill", e.Cluster.Kill)
 }
 func (f Kill) Heal(ctx context.Context, e *Env, state any) error {
-	return startAgain(ctx, e, "kill", state)
+	return startAgain(ctx, e, "kill", state, nil)
 }
 func (f Stop) Inject(ctx context.Context, e *Env) (any, error) {
 	return nodeAction(ctx, e, f.Target, "stop", e.Cluster.Stop)
 }
 func (f Stop) Heal(ctx context.Context, e *Env, state any) error {
-	return startAgain(ctx, e, "stop", state)
+	return startAgain(ctx, e, "stop", state, nil)
 }
 func (f Pause) Inject(ctx context.Context, e *Env) (any, error) {
 	return nodeAction(ctx, e, f.Target, "pause", e.Cluster.Pause)
@@ -76,8 +76,9 @@ func nodeAction(ctx context.Context, e *Env, t Target, f string, act func(contex
 	return nodes, err
 }
 
-// startAgain starts the nodes in state ([]int) that are still stopped, recorded as "start".
-func startAgain(ctx context.Context, e *Env, fault string, state any) error {
+// startAgain starts the nodes in state ([]int) that are still stopped, recorded as "start";
+// report, when not nil, adds to the start's completion what the started nodes tell.
+func startAgain(ctx context.Context, e *Env, fault string, state any, report func(nodes []int, t *Targets)) error {
 	nodes, _ := state.([]int)
 	var down []int
 	for _, id := range nodes {
@@ -88,8 +89,12 @@ func startAgain(ctx context.Context, e *Env, fault string, state any) error {
 	if len(down) == 0 {
 		return nil // someone (heal-all) started them already
 	}
-	return e.Do(ctx, "start", Targets{Nodes: down, Fault: fault}, func(ctx context.Context) error {
-		return parallel(down, func(id int) error { return e.Cluster.Start(ctx, id) })
+	return e.DoReport(ctx, "start", Targets{Nodes: down, Fault: fault}, func(ctx context.Context, t *Targets) error {
+		err := parallel(down, func(id int) error { return e.Cluster.Start(ctx, id) })
+		if report != nil {
+			report(down, t)
+		}
+		return err
 	})
 }
 
@@ -112,19 +117,8 @@ func (f PowerLoss) Inject(ctx context.Context, e *Env) (any, error) {
 	return nodeAction(ctx, e, f.Target, f.Name(), e.Cluster.PowerCut)
 }
 func (f PowerLoss) Heal(ctx context.Context, e *Env, state any) error {
-	nodes, _ := state.([]int)
-	var down []int
-	for _, id := range nodes {
-		if e.Cluster.NodeStates()[id] != harness.NodeRunning {
-			down = append(down, id)
-		}
-	}
-	if len(down) == 0 {
-		return nil // someone (heal-all) started them already
-	}
-	return e.DoReport(ctx, "start", Targets{Nodes: down, Fault: f.Name()}, func(ctx context.Context, t *Targets) error {
-		err := parallel(down, func(id int) error { return e.Cluster.Start(ctx, id) })
-		for _, id := range down {
+	return startAgain(ctx, e, f.Name(), state, func(nodes []int, t *Targets) {
+		for _, id := range nodes {
 			if d, ok := e.Cluster.Dropped(id); ok {
 				if t.Dropped == nil {
 					t.Dropped = map[int]harness.Drop{}
@@ -132,7 +126,6 @@ func (f PowerLoss) Heal(ctx context.Context, e *Env, state any) error {
 				t.Dropped[id] = d
 			}
 		}
-		return err
 	})
 }
 
@@ -163,7 +156,7 @@ func (f DiskLoss) Heal(ctx context.Context, e *Env, state any) error {
 	if state == nil {
 		return nil
 	}
-	return startAgain(ctx, e, f.Name(), state)
+	return startAgain(ctx, e, f.Name(), state, nil)
 }
 
 // RollingBounce restarts every broker in turn, in an order drawn from the seeded source, as
@@ -230,5 +223,5 @@ func (f RollingBounce) Heal(ctx context.Context, e *Env, state any) error {
 	if state == nil {
 		return nil
 	}
-	return startAgain(ctx, e, f.Name(), state)
+	return startAgain(ctx, e, f.Name(), state, nil)
 }
