@@ -213,9 +213,10 @@ func TestFaultsOnCluster(t *testing.T) {
 			base.Round(time.Microsecond), len(before), (t1 - t0).Round(time.Millisecond), delay, slow.Round(time.Microsecond), fastest.Round(time.Microsecond),
 			len(during), (t3 - t2).Round(time.Millisecond), after.Round(time.Microsecond), len(later), (t5 - t4).Round(time.Millisecond), stats)
 		require.GreaterOrEqual(t, fastest, delay, "every produce round trip under the toxic carries its delay")
-		// Medians of two samples differ by noise of a millisecond or so: the rise is the delay
-		// within 2 %.
-		require.GreaterOrEqual(t, slow-base, delay*98/100, "the median produce latency should rise by the toxic's delay")
+		// The rise is measured from the quicker of the two untoxic medians around it: on a busy
+		// machine one of them can carry tens of milliseconds of noise (37 ms before, 24 ms after,
+		// seen), which says nothing about the toxic. From there it is the delay within 2 %.
+		require.GreaterOrEqual(t, slow-min(base, after), delay*98/100, "the median produce latency should rise by the toxic's delay")
 		// The heal removes the delay: the median falls back to within half the delay of the
 		// median before the toxic. Both are measured on this machine a few seconds apart, so the
 		// bound follows the machine's own speed; only the toxic's delay sets the margin.
