@@ -156,14 +156,10 @@ func (c *Cluster) CreateTopic(ctx context.Context, t TopicSpec) error {
 	if t.RF <= 0 {
 		t.RF = len(c.Brokers())
 	}
-	a, err := c.adminClient()
-	if err != nil {
-		return err
-	}
-	if err := a.createTopic(t); err != nil {
+	if err := c.createTopic(t); err != nil {
 		return fmt.Errorf("creating topic %s: %w", t.Name, err)
 	}
-	err = poll(ctx, 200*time.Millisecond, func() (bool, error) {
+	err := poll(ctx, 200*time.Millisecond, func() (bool, error) {
 		ps, err := c.describe(ctx, t.Name)
 		if err != nil || len(ps) < int(t.Partitions) {
 			return false, nil
@@ -188,6 +184,27 @@ func (c *Cluster) CreateTopic(ctx context.Context, t TopicSpec) error {
 		}
 	}
 	return nil
+}
+
+// createTopic sends the CreateTopics request, on a new admin connection once more when the
+// shared one failed without an answer: sarama's admin retries only the controller's refusals, and
+// a connection to a node that was killed and started again since its last use reads EOF (seen in
+// CI after a kill). Creating is idempotent here: an existing topic counts as created.
+func (c *Cluster) createTopic(t TopicSpec) error {
+	var err error
+	for range 2 {
+		var a *adminClient
+		if a, err = c.adminClient(); err != nil {
+			return err
+		}
+		err = a.createTopic(t)
+		var answer *sarama.TopicError
+		if err == nil || errors.As(err, &answer) {
+			return err
+		}
+		c.ResetAdmin()
+	}
+	return err
 }
 
 // Describe returns the state of every partition of topic, as the brokers that the harness has
