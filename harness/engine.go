@@ -137,7 +137,10 @@ func Ping(ctx context.Context) error {
 	return e.Close()
 }
 
-func newRunID() string {
+// NewRunID returns a fresh random run id, as Start gives a Spec without one; a caller that
+// names the run before it starts (to print it, so that a run stopped mid-start can be reaped by
+// it) takes one here.
+func NewRunID() string {
 	var b [4]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on Linux
 	return hex.EncodeToString(b[:])

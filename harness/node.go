@@ -51,6 +51,12 @@ func (c *Cluster) Kill(ctx context.Context, id int) error {
 }
 
 // Stop sends SIGTERM (a clean shutdown) and waits until the node has stopped.
+//
+// When ctx ends first, the engine goes on stopping the node (and kills it at the timeout), so
+// a node the harness took for running would go down later and nothing would start it again
+// (seen: a stop under a controller outage outlived its run, and the heal left the broker down).
+// The stop is finished as a kill instead, so that the node is down, known to be, and the next
+// Start or Restore brings it back.
 func (c *Cluster) Stop(ctx context.Context, id int) error {
 	n, err := c.node(id)
 	if err != nil {
@@ -58,7 +64,15 @@ func (c *Cluster) Stop(ctx context.Context, id int) error {
 	}
 	secs := int(stopTimeout.Seconds())
 	if _, err := c.eng.ContainerStop(ctx, n.container.GetContainerID(), client.ContainerStopOptions{Timeout: &secs}); err != nil {
-		return fmt.Errorf("stopping node %d: %w", id, err)
+		if ctx.Err() == nil {
+			return fmt.Errorf("stopping node %d: %w", id, err)
+		}
+		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if kerr := c.Kill(kctx, id); kerr != nil {
+			return fmt.Errorf("stopping node %d: %w; killing it instead: %w", id, err, kerr)
+		}
+		return fmt.Errorf("stopping node %d: %w (killed it instead)", id, err)
 	}
 	c.setNodeState(id, NodeStopped)
 	return nil

@@ -27,6 +27,10 @@ import (
 // run id. Reap finds leftovers of killed runs by it.
 const Label = "io.verity.run"
 
+// OwnerLabel is carried beside Label: the host and process id of the process that started the
+// run ("host/pid"), so that Reap can leave the runs of processes still running alone.
+const OwnerLabel = "io.verity.owner"
+
 // Ports inside the containers. Listen ports of the proxies are distinct per destination, because
 // all kafka-* aliases of one caller land on the same proxy container.
 const (
@@ -109,7 +113,7 @@ func (s Spec) withDefaults() Spec {
 		s.HeapMB = 384
 	}
 	if s.RunID == "" {
-		s.RunID = newRunID()
+		s.RunID = NewRunID()
 	}
 	if s.ReadyTimeout <= 0 {
 		s.ReadyTimeout = 3 * time.Minute
@@ -157,6 +161,18 @@ const (
 	RoleBroker     Role = "broker"
 	RoleController Role = "controller"
 )
+
+// ControllerIDs lists the ids of the cluster's KRaft voters (the combined nodes, or the dedicated
+// controllers), ascending, as Cluster.Controllers will.
+func (s Spec) ControllerIDs() []int {
+	var ids []int
+	for _, m := range s.members() {
+		if m.isController() {
+			ids = append(ids, m.ID)
+		}
+	}
+	return ids
+}
 
 // member is one Kafka node of the layout.
 type member struct {

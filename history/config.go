@@ -41,6 +41,9 @@ type Config struct {
 	// Faults lists the faults the run's schedule contained. It says what was planned; the
 	// checker counts only the faults the history's nemesis events show took effect.
 	Faults []string `json:"faults,omitempty"`
+	// Controllers are the node ids of the KRaft voters; the checker judges metadata-lost by how
+	// many of them a power or disk loss hit.
+	Controllers []int `json:"controllers,omitempty"`
 	// Deviations are the broker settings that depart from Kafka 4.3's defaults
 	// ("replica.lag.time.max.ms=10000"), copied to the results.
 	Deviations []string `json:"deviations,omitempty"`

@@ -59,8 +59,8 @@
 // under f "disk-loss", the name verify counts lost disks by.
 //
 // WatchISR samples every partition's ISR and records "isr" observations (verify's
-// unexpected-ack reads them): at first sight, on every change, and at every sample while a
-// partition is below min.insync.replicas.
+// unexpected-ack and metadata-lost read them): at first sight, on every change of ISR, leader
+// or leader epoch, and at every sample while a partition is below min.insync.replicas.
 //
 // # Schedules and the end of a run
 //

@@ -29,9 +29,10 @@ type ISREvent struct {
 // WatchISR samples the partitions of topics every interval (default 500 ms), and at once
 // after every injection and heal, until ctx ends; it records an "isr" event (an invoke with
 // no value, then ok with the observation) for a partition when it is first seen, when its
-// ISR or leader changes, and at every sample while its ISR is below min.insync.replicas:
-// verify's unexpected-ack needs an observation below min ISR before a send and another after
-// its acknowledgement. Run it in its own goroutine for the length of the run.
+// ISR, leader or leader epoch changes, and at every sample while its ISR is below
+// min.insync.replicas: verify's unexpected-ack needs an observation below min ISR before a send
+// and another after its acknowledgement, and its metadata-lost every leader epoch seen. Run it
+// in its own goroutine for the length of the run.
 //
 // What an observation is worth: it merges the metadata of every broker that answered, the
 // ISR being their union, so it shows an ISR below min ISR only when every broker that
@@ -47,6 +48,7 @@ func (n *Nemesis) WatchISR(ctx context.Context, topics []string, every time.Dura
 	type seen struct {
 		isr    []int
 		leader int32
+		epoch  int32
 	}
 	last := map[string]seen{}
 	tick := time.NewTicker(every)
@@ -68,7 +70,7 @@ func (n *Nemesis) WatchISR(ctx context.Context, topics []string, every time.Dura
 			m, known := minISR[s.Topic]
 			prev, had := last[key]
 			below := known && len(s.ISR) < m
-			if had && !below && slices.Equal(prev.isr, s.ISR) && prev.leader == s.Leader {
+			if had && !below && slices.Equal(prev.isr, s.ISR) && prev.leader == s.Leader && prev.epoch == s.Epoch {
 				continue
 			}
 			ev := ISREvent{Topic: s.Topic, Partition: s.Partition, ISR: s.ISR, Replicas: s.Replicas, Leader: s.Leader,
@@ -79,7 +81,7 @@ func (n *Nemesis) WatchISR(ctx context.Context, topics []string, every time.Dura
 			if err := n.recordISR(ev); err != nil {
 				return err
 			}
-			last[key] = seen{isr: s.ISR, leader: s.Leader}
+			last[key] = seen{isr: s.ISR, leader: s.Leader, epoch: s.Epoch}
 		}
 		select {
 		case <-ctx.Done():

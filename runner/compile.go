@@ -167,7 +167,7 @@ func Header(s scenarios.Resolved) (history.Config, error) {
 		return history.Config{}, err
 	}
 	hs := clusterSpec(harness.Spec{}, s.Scenario)
-	return workloads.HeaderConfig(pl.workloads, s.Topology.Nodes, hs.Deviations(), workloads.PredictTxnProtocol(pl.workloads))
+	return workloads.HeaderConfig(pl.workloads, s.Topology.Nodes, hs.ControllerIDs(), hs.Deviations(), workloads.PredictTxnProtocol(pl.workloads))
 }
 
 // freshNames returns s with every topic, consumer group and transactional.id it names given

@@ -62,6 +62,7 @@ type Checker struct {
 	conflicts map[conflictKey]struct{}
 	skips     list[skipCand]
 	isr       isrState
+	meta      metaState
 	stats     statsState
 	torn      int
 	ops       int64
@@ -131,7 +132,7 @@ func New(cfg history.Config, opts Options) *Checker {
 		cfg:       cfg,
 		opts:      opts,
 		log:       log,
-		faults:    newFaultState(),
+		faults:    newFaultState(cfg.Controllers),
 		vals:      newValues(),
 		parts:     newPartitions(),
 		procs:     map[int]*proc{},

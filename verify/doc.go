@@ -22,6 +22,7 @@
 //	eos-missing, eos-duplicate      eos.go
 //	nonmonotonic-poll, poll-skip    poll.go
 //	unexpected-ack                  isr.go
+//	metadata-lost                   metadata.go
 //
 // Log order is judged on known records, not on offset arithmetic: transaction markers take
 // offsets, so a consumer that jumps from offset 4 to 6 skipped something only if some reader
@@ -34,10 +35,11 @@
 //     completion. Any other (none with that i, another process's, one already completed) is a
 //     malformed history: Feed, Check and CheckFile fail with a *MalformedError naming its line.
 //   - ISR observations: events with f "isr" (any process, usually the nemesis; any type) and
-//     value {"topic","partition","isr":[ids],"min_isr":n,"replicas":[ids]} ("min_isr" optional:
-//     the topic's configured value; "replicas" optional: the partition's replica set, sorted
-//     broker ids). unexpected-ack is checked only where they exist; faults are scoped by
-//     "replicas" (below).
+//     value {"topic","partition","isr":[ids],"min_isr":n,"replicas":[ids],"leader":id,
+//     "leader_epoch":e} ("min_isr" optional: the topic's configured value; "replicas" optional:
+//     the partition's replica set, sorted broker ids; "leader" and "leader_epoch" optional).
+//     unexpected-ack is checked only where they exist, metadata-lost where they carry a leader
+//     epoch; faults are scoped by "replicas" (below).
 //   - A consumer's positions are forgotten at any op of its process other than send, txn,
 //     poll, final-read and rpw — assign, subscribe, a rebalance or seek note, crash — and after
 //     an rpw that failed or whose outcome is unknown (the processor seeks back). Rebalances

@@ -34,7 +34,9 @@ type faultState struct {
 	powerAny  bool    // a power loss on nodes not named
 	unclean   []uncleanEvent
 	replicas  map[uint32][]int // by partition: every replica observed, sorted
-	byTP      map[uint32]guarantee.Faults
+	// controllers are the KRaft voters the header names, sorted; nil when it names none.
+	controllers []int
+	byTP        map[uint32]guarantee.Faults
 }
 
 // uncleanEvent is the scope of one forced unclean election.
@@ -61,8 +63,12 @@ func endsAFault(f string) bool {
 	return false
 }
 
-func newFaultState() faultState {
-	return faultState{kinds: map[string]bool{}, replicas: map[uint32][]int{}}
+func newFaultState(controllers []int) faultState {
+	var ctl []int
+	if len(controllers) > 0 {
+		ctl = slices.Sorted(slices.Values(controllers))
+	}
+	return faultState{kinds: map[string]bool{}, replicas: map[uint32][]int{}, controllers: ctl}
 }
 
 func (s *faultState) observe(op *history.Op) {
@@ -127,6 +133,9 @@ func (s *faultState) all() guarantee.Faults {
 		f.DiskLossNodes = -1
 	}
 	f.PowerLossNodes = s.powerNodes(nil)
+	f.Controllers = len(s.controllers)
+	f.ControllerPowerLoss = s.powerNodes(s.controllers)
+	f.ControllerDiskLoss = s.controllerDisks()
 	for k := range s.kinds {
 		f.Kinds = append(f.Kinds, k)
 	}
@@ -159,6 +168,21 @@ func (s *faultState) of(tp uint32, p *partition) guarantee.Faults {
 	}
 	s.byTP[tp] = f
 	return f
+}
+
+// controllerDisks counts the controllers whose disk was lost (every lost disk when the header
+// names no controllers); -1 when only disk losses on unnamed nodes could have hit them.
+func (s *faultState) controllerDisks() int {
+	n := 0
+	for _, id := range s.diskNodes {
+		if _, in := slices.BinarySearch(s.controllers, id); in || s.controllers == nil {
+			n++
+		}
+	}
+	if n == 0 && s.diskAny {
+		return -1
+	}
+	return n
 }
 
 // powerNodes is the most replicas among reps (nil: not known, every node counts) that one power

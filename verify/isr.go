@@ -30,6 +30,9 @@ type ISREvent struct {
 	ISR       []int  `json:"isr"`
 	MinISR    *int   `json:"min_isr,omitempty"`
 	Replicas  []int  `json:"replicas,omitempty"`
+	// Leader and LeaderEpoch feed metadata-lost (metadata.go); optional.
+	Leader      *int32 `json:"leader,omitempty"`
+	LeaderEpoch *int32 `json:"leader_epoch,omitempty"`
 }
 
 type isrPart struct {
@@ -71,6 +74,9 @@ func (s *isrState) observe(c *Checker, op *history.Op, ord uint32) {
 	s.observed = true
 	tp := c.parts.id(ev.Topic, ev.Partition)
 	c.faults.observeReplicas(tp, ev.Replicas)
+	if ev.Leader != nil && ev.LeaderEpoch != nil {
+		c.meta.observe(c, tp, *ev.Leader, *ev.LeaderEpoch, ord)
+	}
 	if int(tp) >= len(s.parts) {
 		grown := make([]isrPart, len(c.parts.ps)+8)
 		copy(grown, s.parts)

@@ -25,6 +25,7 @@ type finding struct {
 	proc      int32     // the reader (poll anomalies) or transactional producer; -1 none
 	iso       int8
 	txn       uint32
+	meta      uint32 // metadata-lost: its evidence, c.meta.evidence[meta-1]; 0 none
 	note      note
 	judgement guarantee.Judgement // once judged
 }
@@ -77,6 +78,7 @@ func (c *Checker) finish() {
 	c.checkAbortedRead()
 	c.checkTransactions()
 	c.checkEOS()
+	c.checkMetadataLost()
 }
 
 // producerSettings are the effective settings of process p (cached): what the header states of
@@ -422,6 +424,10 @@ func (c *Checker) unchecked(a guarantee.Anomaly) string {
 		if !c.isr.observed {
 			return "no isr observations in the history"
 		}
+	case guarantee.MetadataLost:
+		if !c.meta.observed {
+			return "no isr observations with a leader epoch in the history"
+		}
 	case guarantee.EOSMissing, guarantee.EOSDuplicate:
 		if len(c.eos.committed) == 0 && len(c.eos.uncertain) == 0 {
 			return "no read-process-write ops"
@@ -565,6 +571,17 @@ func (c *Checker) describe(f *finding, ops []int64) string {
 	case guarantee.PollSkip:
 		return fmt.Sprintf("process %d (%s) read %s offset %d (%s), then offset %d (%s), skipping %s at offset %d",
 			f.proc, isoName(f.iso), part(f.tp), f.off, at(0), f.off2, at(1), c.name(f.v), f.skipped)
+	case guarantee.MetadataLost:
+		if f.meta == 0 {
+			break
+		}
+		e := c.meta.evidence[f.meta-1]
+		if e.first.epoch == e.then.epoch {
+			return fmt.Sprintf("%s leader epoch %d named leader %d (%s) and leader %d (%s): one epoch names one leader, so the record that made %d its leader was lost",
+				part(f.tp), e.first.epoch, e.first.leader, at(0), e.then.leader, at(1), e.first.leader)
+		}
+		return fmt.Sprintf("%s was observed at leader epoch %d (%s), then at %d (%s), and never at %d or above again: the leader epoch went back",
+			part(f.tp), e.first.epoch, at(0), e.then.epoch, at(1), e.first.epoch)
 	case guarantee.UnexpectedAck:
 		return fmt.Sprintf("ISR of %s below min ISR from %s through %s; %s was sent at %s and acknowledged at %s",
 			part(f.tp), at(0), at(3), c.name(f.v), at(1), at(2))

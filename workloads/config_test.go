@@ -117,7 +117,7 @@ func TestPlanNumbersProcessesAndStatesSettings(t *testing.T) {
 	require.Equal(t, []string{"d", "a", "b"}, pl.final.Topics)
 	require.Len(t, pl.final.Isolations, 2, "transactions were used: both isolation levels")
 
-	h, err := HeaderConfig(spec, 3, []string{"replica.lag.time.max.ms=10000"}, kafkaconf.TxnProtocolV1)
+	h, err := HeaderConfig(spec, 3, []int{1, 2, 3}, []string{"replica.lag.time.max.ms=10000"}, kafkaconf.TxnProtocolV1)
 	require.NoError(t, err)
 	raw, err := json.Marshal(h)
 	require.NoError(t, err)

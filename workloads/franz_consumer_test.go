@@ -41,7 +41,7 @@ func newMixedRun(t *testing.T, ctx context.Context, c *harness.Cluster, spec Spe
 	}
 	pl, err := planRun(spec)
 	require.NoError(t, err)
-	cfg, err := headerConfig(spec, pl, len(c.Brokers()), c.Deviations(), PredictTxnProtocol(spec))
+	cfg, err := headerConfig(spec, pl, len(c.Brokers()), c.Controllers(), c.Deviations(), PredictTxnProtocol(spec))
 	require.NoError(t, err)
 	r := &mixedRun{path: filepath.Join(t.TempDir(), "history.jsonl"), plan: pl}
 	r.w, err = history.Create(r.path, history.Header{Seed: spec.Seed, Config: cfg})

@@ -307,7 +307,7 @@ func testFranzRefusals(t *testing.T, c *harness.Cluster, log *slog.Logger) {
 
 	pl, err := planRun(spec)
 	require.NoError(t, err)
-	cfg, err := headerConfig(spec, pl, len(c.Brokers()), c.Deviations(), "")
+	cfg, err := headerConfig(spec, pl, len(c.Brokers()), c.Controllers(), c.Deviations(), "")
 	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), "history.jsonl")
 	w, err := history.Create(path, history.Header{Seed: spec.Seed, Config: cfg})
@@ -456,7 +456,7 @@ func testFranzProducerCut(t *testing.T, c *harness.Cluster, log *slog.Logger) {
 	require.NoError(t, c.CreateTopic(ctx, tp))
 	pl, err := planRun(spec)
 	require.NoError(t, err)
-	cfg, err := headerConfig(spec, pl, len(c.Brokers()), c.Deviations(), "")
+	cfg, err := headerConfig(spec, pl, len(c.Brokers()), c.Controllers(), c.Deviations(), "")
 	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), "history.jsonl")
 	w, err := history.Create(path, history.Header{Seed: spec.Seed, Config: cfg})

@@ -24,6 +24,7 @@ import (
 type Cluster interface {
 	Bootstrap() []string
 	Brokers() []int
+	Controllers() []int
 	CreateTopic(ctx context.Context, t harness.TopicSpec) error
 	Deviations() []string
 }
@@ -119,7 +120,7 @@ func Run(ctx context.Context, c Cluster, path string, spec Spec) (*Result, error
 			return nil, fmt.Errorf("run: %w", err)
 		}
 	}
-	config, err := headerConfig(spec, plan, len(c.Brokers()), c.Deviations(), txn)
+	config, err := headerConfig(spec, plan, len(c.Brokers()), c.Controllers(), c.Deviations(), txn)
 	if err != nil {
 		return nil, err
 	}
@@ -249,12 +250,12 @@ func planRun(spec Spec) (runPlan, error) {
 //
 // txn is the transaction protocol the run's transactional clients speak ("" when it has none):
 // Run asks the cluster; a prediction takes what the client prefers within the cap.
-func HeaderConfig(spec Spec, brokers int, deviations []string, txn kafkaconf.TxnProtocol) (history.Config, error) {
+func HeaderConfig(spec Spec, brokers int, controllers []int, deviations []string, txn kafkaconf.TxnProtocol) (history.Config, error) {
 	pl, err := planRun(spec)
 	if err != nil {
 		return history.Config{}, err
 	}
-	return headerConfig(spec, pl, brokers, deviations, txn)
+	return headerConfig(spec, pl, brokers, controllers, deviations, txn)
 }
 
 // PredictTxnProtocol is the transaction protocol spec's transactional clients will speak on a
@@ -286,13 +287,13 @@ type resolvedWorkloads struct {
 	Warnings      []string                    `json:"warnings,omitempty"`
 }
 
-func headerConfig(spec Spec, pl runPlan, brokers int, deviations []string, txn kafkaconf.TxnProtocol) (history.Config, error) {
+func headerConfig(spec Spec, pl runPlan, brokers int, controllers []int, deviations []string, txn kafkaconf.TxnProtocol) (history.Config, error) {
 	client, err := spec.client()
 	if err != nil {
 		return history.Config{}, err
 	}
 	c := history.Config{Scenario: spec.Name, Processes: map[int]kafkaconf.ProducerConfig{}, Topics: map[string]kafkaconf.TopicConfig{},
-		Isolation: kafkaconf.ReadCommitted, Faults: spec.ScheduledFaults, Deviations: deviations, Spec: spec.Scenario,
+		Isolation: kafkaconf.ReadCommitted, Faults: spec.ScheduledFaults, Controllers: controllers, Deviations: deviations, Spec: spec.Scenario,
 		Client: &history.ClientInfo{Name: client.Name, Module: client.Module, Version: client.Version(), TxnProtocol: txn}}
 	for _, n := range pl.producers {
 		c.Processes[n.p] = n.cfg.Settings(client).Config()

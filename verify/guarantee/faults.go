@@ -45,6 +45,19 @@ type Faults struct {
 	// -1 when a power loss is known but not on which nodes, which the table treats as one.
 	PowerLossNodes  int
 	UncleanElection bool
+	// Controllers is the size of the KRaft quorum (the header's controllers); 0 when not known.
+	Controllers int
+	// ControllerPowerLoss is the most controllers that lost their power in one event, and
+	// ControllerDiskLoss the distinct controllers whose disk was lost; -1 when such a fault is
+	// known but not on which nodes.
+	ControllerPowerLoss int
+	ControllerDiskLoss  int
+}
+
+// quorumLoss reports whether the faults may have taken committed metadata from a majority of
+// the controllers: power or disk loss on half of them or more, or on nodes or a quorum not known.
+func (f Faults) quorumLoss(n int) bool {
+	return n != 0 && (n < 0 || f.Controllers == 0 || 2*n >= f.Controllers+1)
 }
 
 // PowerLoss reports whether any replica lost its power.

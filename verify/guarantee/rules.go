@@ -27,12 +27,13 @@ const (
 	NonmonotonicPoll   Anomaly = "nonmonotonic-poll"
 	PollSkip           Anomaly = "poll-skip"
 	UnexpectedAck      Anomaly = "unexpected-ack"
+	MetadataLost       Anomaly = "metadata-lost"
 )
 
 // Anomalies lists every family in report order.
 func Anomalies() []Anomaly {
 	return []Anomaly{LostWrite, LostObserved, Duplicate, Reorder, InconsistentOffset, AbortedRead,
-		PartialTransaction, ZombieWrite, EOSMissing, EOSDuplicate, NonmonotonicPoll, PollSkip, UnexpectedAck}
+		PartialTransaction, ZombieWrite, EOSMissing, EOSDuplicate, NonmonotonicPoll, PollSkip, UnexpectedAck, MetadataLost}
 }
 
 // ParseAnomaly reads an anomaly family's name.
@@ -160,7 +161,7 @@ type Rule struct {
 	Match     func(Facts) bool
 	Judgement Judgement
 	// Why may name settings in braces — {acks} {idempotence} {in_flight} {retries} {rf}
-	// {min_isr} {unclean} {isolation} {disk_nodes} {power_nodes} {flush} {producer_conflict} {topic_conflict} —
+	// {min_isr} {unclean} {isolation} {disk_nodes} {power_nodes} {flush} {controllers} {ctl_power} {ctl_disk} {producer_conflict} {topic_conflict} —
 	// which Explain fills in from the Facts.
 	Why string
 }
@@ -217,6 +218,17 @@ func diskLoss(f Facts) bool     { return f.Faults.DiskLoss() }
 func minISROne(f Facts) bool    { return f.Topic.MinISR == 1 || f.Topic.RF == 1 }
 func diskWeakAcks(f Facts) bool { return f.Faults.DiskLoss() && weakAcks(f) }
 func truncOrDisk(f Facts) bool  { return truncation(f) || lossBeyond(f) }
+
+// Controllers whose committed metadata may be gone: a majority lost the power (what Raft fsynced
+// survives, but no document promises that) or their disks (the committed log itself is gone), or a
+// minority lost their disks (a voter that comes back empty in a static quorum can vote as if it
+// had the log it lost, KIP-853).
+func quorumPowerLoss(f Facts) bool { return f.Faults.quorumLoss(f.Faults.ControllerPowerLoss) }
+func quorumDiskLoss(f Facts) bool  { return f.Faults.quorumLoss(f.Faults.ControllerDiskLoss) }
+func controllerDiskLoss(f Facts) bool {
+	return f.Faults.ControllerDiskLoss != 0
+}
+
 func and(a, b func(Facts) bool) func(Facts) bool {
 	return func(f Facts) bool { return a(f) && b(f) }
 }
@@ -303,6 +315,12 @@ func Rules() Table {
 
 		// Only acks=all writes are checked: min.insync.replicas applies to them alone.
 		{UnexpectedAck, "acks=all", always, Forbidden, "acks=all: the leader must reject writes with NOT_ENOUGH_REPLICAS while the ISR has fewer than min.insync.replicas members"},
+
+		// KRaft metadata.
+		{MetadataLost, "disk loss on a controller majority", quorumDiskLoss, Permitted, "disk loss on {ctl_disk} of {controllers} controllers: the committed metadata log was on a majority of their disks, and those are gone; beyond any guarantee"},
+		{MetadataLost, "disk loss on a controller", controllerDiskLoss, Unknown, "disk loss on {ctl_disk} of {controllers} controllers: a voter of a static quorum that comes back with an empty log can vote as the voter it was (KIP-853 tells them apart only in a dynamic quorum); Kafka documents no guarantee for it"},
+		{MetadataLost, "power loss on a controller majority", quorumPowerLoss, Unknown, "power loss on {ctl_power} of {controllers} controllers at once: Kafka's Raft (KIP-595) flushes the metadata log before a voter counts towards a commit, so committed metadata should survive, but no Kafka document promises it"},
+		{MetadataLost, "otherwise", always, Forbidden, "metadata the KRaft quorum committed (a partition's leader and leader epoch) is on a majority of the controllers before brokers learn it; with no controller disk lost and power lost by fewer than a majority at once, it must survive: a partition's leader epoch never goes back and never names two leaders"},
 	}
 }
 
@@ -338,11 +356,22 @@ func Explain(why string, f Facts) string {
 		"{disk_nodes}", strconv.Itoa(f.Faults.diskNodes()),
 		"{power_nodes}", strconv.Itoa(f.Faults.powerNodes()),
 		"{flush}", flushText(f.Topic.FlushMessages),
+		"{controllers}", countText(f.Faults.Controllers, "?"),
+		"{ctl_power}", countText(f.Faults.ControllerPowerLoss, "some"),
+		"{ctl_disk}", countText(f.Faults.ControllerDiskLoss, "some"),
 		"{producer_conflict}", p.Conflict,
 		"{topic_conflict}", f.Topic.Conflict,
 		"{txn_protocol}", protocolNote(f.TxnProtocol),
 		"{rewind}", rewindNote(f.Client),
 	).Replace(why)
+}
+
+// countText is a node count as a reason states it: unknown when not positive.
+func countText(n int, unknown string) string {
+	if n <= 0 {
+		return unknown
+	}
+	return strconv.Itoa(n)
 }
 
 // flushText is a flush.messages value as a reason states it.

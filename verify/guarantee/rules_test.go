@@ -96,6 +96,14 @@ func TestJudge(t *testing.T) {
 		{"zombie write under protocol v1", ZombieWrite, Facts{TxnProtocol: kafkaconf.TxnProtocolV1}, Forbidden, "AddPartitionsToTxn"},
 		{"eos-duplicate with franz-go", EOSDuplicate, Facts{Client: kafkaconf.FranzGo}, Forbidden, "rewinds to the committed offsets"},
 		{"eos-duplicate with sarama", EOSDuplicate, Facts{Client: kafkaconf.Sarama}, Forbidden, "new group session"},
+		{"metadata lost, no fault", MetadataLost, Facts{Faults: Faults{Controllers: 3}}, Forbidden, "never goes back"},
+		{"metadata lost, power loss on 1 of 3 controllers", MetadataLost, Facts{Faults: Faults{Controllers: 3, ControllerPowerLoss: 1}}, Forbidden, "fewer than a majority"},
+		{"metadata lost, power loss on 2 of 3 controllers", MetadataLost, Facts{Faults: Faults{Controllers: 3, ControllerPowerLoss: 2}}, Unknown, "power loss on 2 of 3 controllers"},
+		{"metadata lost, power loss on 2 of 5 controllers", MetadataLost, Facts{Faults: Faults{Controllers: 5, ControllerPowerLoss: 2}}, Forbidden, "fewer than a majority"},
+		{"metadata lost, power loss, quorum not known", MetadataLost, Facts{Faults: Faults{ControllerPowerLoss: 1}}, Unknown, "of ? controllers"},
+		{"metadata lost, disk loss on 1 of 3 controllers", MetadataLost, Facts{Faults: Faults{Controllers: 3, ControllerDiskLoss: 1}}, Unknown, "KIP-853"},
+		{"metadata lost, disk loss on 2 of 3 controllers", MetadataLost, Facts{Faults: Faults{Controllers: 3, ControllerDiskLoss: 2}}, Permitted, "beyond any guarantee"},
+		{"metadata lost, broker power loss only", MetadataLost, Facts{Faults: Faults{Controllers: 3, PowerLossNodes: 3}}, Forbidden, "must survive"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,98 @@
+package verify
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/verity-kafka/verity/verify/guarantee"
+)
+
+// metadata-lost: metadata the KRaft quorum committed was lost. The brokers learn a partition's
+// leader and leader epoch only from committed records of the metadata log, and the controller
+// raises the epoch at every leader change, so across a partition's life one epoch names one
+// leader and the epoch never goes back. The "isr" observations carry both ("leader",
+// "leader_epoch"); two kinds of evidence follow from them:
+//
+//   - an epoch reused: two observations of the same epoch name different leaders. A broker that
+//     lags shows an older epoch with its own leader, never the same epoch with another one, so
+//     one pair is proof.
+//   - an epoch gone back: an observation shows an epoch below one observed before, and no later
+//     observation brings it back. A single broker answering from metadata that trails by a few
+//     records could show an older epoch for one sample; the next sample, with the current
+//     epoch, clears it (the observer records every change of epoch). What is left at the end
+//     of the history is what the cluster settled on.
+//
+// Observations without a leader epoch (hand-written or older histories) are not checked.
+
+// metaPart is what the observations showed of one partition's metadata.
+type metaPart struct {
+	leaders map[int32]epochSeen // by leader epoch: the leader first observed with it
+	top     epochSeen           // the highest epoch observed
+	seen    bool
+	back    *goneBack // an epoch below top, not contradicted since
+}
+
+type epochSeen struct {
+	epoch, leader int32
+	ord           uint32
+}
+
+// goneBack is an observation (low) below the highest epoch observed before it (high).
+type goneBack struct{ high, low epochSeen }
+
+// metaEvidence is the leader epochs a metadata-lost finding compares: first as observed at its
+// first op, then at its second.
+type metaEvidence struct{ first, then epochSeen }
+
+type metaState struct {
+	parts    map[uint32]*metaPart
+	evidence []metaEvidence // indexed by finding.meta
+	observed bool           // an observation carried a leader epoch
+}
+
+// observe takes one observation of partition tp: leader and epoch, at ordinal ord.
+func (s *metaState) observe(c *Checker, tp uint32, leader, epoch int32, ord uint32) {
+	if s.parts == nil {
+		s.parts = map[uint32]*metaPart{}
+	}
+	s.observed = true
+	p := s.parts[tp]
+	if p == nil {
+		p = &metaPart{leaders: map[int32]epochSeen{}}
+		s.parts[tp] = p
+	}
+	now := epochSeen{epoch: epoch, leader: leader, ord: ord}
+	if first, ok := p.leaders[epoch]; !ok {
+		p.leaders[epoch] = now
+	} else if first.leader != leader {
+		s.find(c, tp, first, now)
+	}
+	switch {
+	case !p.seen || epoch >= p.top.epoch:
+		if p.back != nil && epoch >= p.back.high.epoch {
+			p.back = nil
+		}
+		if !p.seen || epoch > p.top.epoch {
+			p.top = now
+		}
+		p.seen = true
+	case p.back == nil:
+		p.back = &goneBack{high: p.top, low: now}
+	}
+}
+
+// checkMetadataLost reports the epochs that went back and stayed back.
+func (c *Checker) checkMetadataLost() {
+	s := &c.meta
+	for _, tp := range slices.Sorted(maps.Keys(s.parts)) {
+		if p := s.parts[tp]; p.back != nil {
+			s.find(c, tp, p.back.high, p.back.low)
+		}
+	}
+}
+
+func (s *metaState) find(c *Checker, tp uint32, first, then epochSeen) {
+	s.evidence = append(s.evidence, metaEvidence{first: first, then: then})
+	c.find(finding{a: guarantee.MetadataLost, tp: tp, off: -1, off2: -1, ops: [4]uint32{first.ord, then.ord, none, none},
+		proc: -1, meta: uint32(len(s.evidence))})
+}
