@@ -114,7 +114,7 @@ func Start(ctx context.Context, spec Spec) (_ *Cluster, err error) {
 	}
 	c := &Cluster{
 		spec: spec, log: log, eng: eng, images: images, members: spec.members(),
-		labels:      map[string]string{Label: spec.RunID},
+		labels:      map[string]string{Label: spec.RunID, OwnerLabel: thisOwner()},
 		links:       map[int]*testcontainers.DockerNetwork{},
 		nodeProxies: map[int]*proxyBox{},
 		nodes:       map[int]*Node{},
@@ -546,9 +546,14 @@ func (c *Cluster) Close(ctx context.Context) error {
 		if err := c.saveLogs(ctx); err != nil {
 			errs = append(errs, err)
 		}
-		rm, err := reap(ctx, c.eng, c.spec.RunID)
+		// All: the owner is this process, alive by definition.
+		runs, err := reap(ctx, c.eng, ReapOptions{Run: c.spec.RunID, All: true})
 		if err != nil {
 			errs = append(errs, err)
+		}
+		var rm Removed
+		for _, r := range runs {
+			rm.add(r.Removed)
 		}
 		c.log.Info("cluster removed", "containers", rm.Containers, "networks", rm.Networks, "volumes", rm.Volumes,
 			"logs", filepath.Join(c.spec.ArtifactDir, "logs"))

@@ -105,6 +105,18 @@ func TestNodeAndLinkControls(t *testing.T) {
 		require.NoError(t, err, "node %d started again should rejoin the ISR", victim)
 	})
 
+	t.Run("a stop cut short by its context ends as a kill, and the node starts again", func(t *testing.T) {
+		victim := fs[1]
+		short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		defer cancel()
+		err := c.Stop(short, victim)
+		require.ErrorContains(t, err, "killed it instead", "a clean shutdown takes seconds; 200 ms cannot be enough")
+		require.Equal(t, harness.NodeStopped, c.NodeStates()[victim], "the node is down and known to be")
+		require.NoError(t, c.Start(ctx, victim))
+		_, err = c.WaitPartition(ctx, tp, 0, func(p harness.PartitionState) bool { return has(p.ISR, victim) })
+		require.NoError(t, err, "node %d started again should rejoin the ISR", victim)
+	})
+
 	t.Run("latency toxic on the client link slows produce by at least its delay", func(t *testing.T) {
 		const delay = 300 * time.Millisecond
 		// latencies sends 7 records one at a time and returns their round trips, sorted.
@@ -252,9 +264,23 @@ func TestReap(t *testing.T) {
 	left, err := harness.Leftovers(ctx, "t-reap")
 	require.NoError(t, err)
 	require.Equal(t, harness.Removed{Containers: 3, Networks: 2, Volumes: 1}, left)
-	rm, err := harness.Reap(ctx, "t-reap")
+	// This process started the run and still runs: a reap keeps it unless told --all.
+	runs, err := harness.Reap(ctx, harness.ReapOptions{Run: "t-reap"})
 	require.NoError(t, err)
-	require.Equal(t, left, rm)
+	require.Len(t, runs, 1)
+	require.True(t, runs[0].Kept(), "a run of a live process is kept: %+v", runs[0])
+	require.Contains(t, runs[0].Alive, "still runs")
+	require.Equal(t, left, runs[0].Found)
+	require.False(t, runs[0].Removed.Any())
+	runs, err = harness.Reap(ctx, harness.ReapOptions{Run: "t-reap", All: true, DryRun: true})
+	require.NoError(t, err)
+	require.False(t, runs[0].Removed.Any(), "a dry run removes nothing")
+	again, err := harness.Leftovers(ctx, "t-reap")
+	require.NoError(t, err)
+	require.Equal(t, left, again)
+	runs, err = harness.Reap(ctx, harness.ReapOptions{Run: "t-reap", All: true})
+	require.NoError(t, err)
+	require.Equal(t, left, runs[0].Removed)
 	left, err = harness.Leftovers(ctx, "t-reap")
 	require.NoError(t, err)
 	require.Zero(t, left)

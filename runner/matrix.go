@@ -247,8 +247,11 @@ func RunMatrix(ctx context.Context, m MatrixSpec) (*MatrixResult, error) {
 				if hs.Logger == nil {
 					hs.Logger = log
 				}
+				if hs.RunID == "" {
+					hs.RunID = harness.NewRunID()
+				}
 				if m.Progress != nil {
-					fmt.Fprintf(m.Progress, "verity matrix: starting cluster %d (%s)\n", res.ClustersStarted+1, describeShape(cl.shape))
+					fmt.Fprintf(m.Progress, "verity matrix: starting cluster %d (%s), run id %s\n", res.ClustersStarted+1, describeShape(cl.shape), hs.RunID)
 				}
 				t0 := time.Now()
 				started, err := harness.Start(ctx, hs)

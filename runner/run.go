@@ -181,8 +181,11 @@ func (r *run) cluster(ctx context.Context) (c *harness.Cluster, release func(), 
 		}
 		return c, func() {}, nil
 	}
-	r.prog.phase("starting a cluster of " + describeShape(r.pl.cluster))
 	hs := clusterSpec(r.opts.Harness, s.Scenario)
+	if hs.RunID == "" {
+		hs.RunID = harness.NewRunID()
+	}
+	r.prog.phase(fmt.Sprintf("starting a cluster of %s, run id %s", describeShape(r.pl.cluster), hs.RunID))
 	hs.ArtifactDir = r.opts.Out
 	if hs.Logger == nil {
 		hs.Logger = r.log

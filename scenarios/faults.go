@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -129,6 +130,41 @@ type FaultSpec struct {
 	// partition 0 where it takes a target, with strengths that show within a short run; nil
 	// when the fault has no such form (a compound needs a scenario file).
 	Preset func(topic string) Fault
+}
+
+// TargetText says which targets the fault takes, for listings: "none", or whether one is
+// required and the roles it may name ("any role" when every node role).
+func (s FaultSpec) TargetText() string {
+	if s.Target == TargetNone || len(s.Roles) == 0 {
+		return "none"
+	}
+	roles := make([]string, len(s.Roles))
+	for i, r := range s.Roles {
+		roles[i] = string(r)
+	}
+	names := strings.Join(roles, "|")
+	if slices.Equal(s.Roles, nodeRoles()) {
+		names = "any role"
+	}
+	if s.Target == TargetOptional {
+		return "optional: " + names
+	}
+	return names
+}
+
+// ParamsText lists the params the fault takes, the required ones marked with '*'; "-" for none.
+func (s FaultSpec) ParamsText() string {
+	if len(s.Params) == 0 {
+		return "-"
+	}
+	ps := make([]string, len(s.Params))
+	for i, p := range s.Params {
+		ps[i] = p
+		if slices.Contains(s.Required, p) {
+			ps[i] += "*"
+		}
+	}
+	return strings.Join(ps, ",")
 }
 
 // Refs are what a scenario's targets may leave implicit: the transactional.id of
@@ -290,7 +326,8 @@ func (f Fault) Build(refs Refs) (nemesis.Fault, error) {
 func Preset(name FaultName, topic string) (Fault, error) {
 	spec, ok := LookupFault(name)
 	if !ok || spec.Preset == nil {
-		return Fault{}, fmt.Errorf("fault %q: want one of %s (compound faults need a scenario file)", name, strings.Join(PresetNames(), ", "))
+		return Fault{}, fmt.Errorf("fault %q%s: want one of %s (compound faults need a scenario file)", name,
+			suggest(string(name), PresetNames()), strings.Join(PresetNames(), ", "))
 	}
 	f := spec.Preset(topic)
 	f.Name = spec.Name

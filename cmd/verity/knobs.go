@@ -6,7 +6,6 @@ import (
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/verity-kafka/verity/kafkaconf"
 	"github.com/verity-kafka/verity/scenarios"
 )
 
@@ -48,13 +47,11 @@ func knobFlags(u knobUse) []cli.Flag {
 		switch {
 		case u.list(k):
 			out = append(out, &cli.StringFlag{Name: k.Name, Usage: usage + "; comma-separated values make an axis"})
-		case k.Kind == scenarios.KnobInt:
-			out = append(out, &cli.StringFlag{Name: k.Name, Usage: usage})
 		case k.Kind == scenarios.KnobBool:
 			out = append(out, &cli.BoolFlag{Name: k.Name, Usage: usage})
-		case k.Kind == scenarios.KnobDuration:
-			out = append(out, &cli.DurationFlag{Name: k.Name, Usage: usage, HideDefault: true})
 		default:
+			// Numbers and durations too: the knob parses them, so that a bad value is told with
+			// the flag's name and what it wants, not in strconv's or time's words.
 			out = append(out, &cli.StringFlag{Name: k.Name, Usage: usage})
 		}
 	}
@@ -68,8 +65,6 @@ func knobValue(cmd *cli.Command, k scenarios.Knob, u knobUse) string {
 		return cmd.String(k.Name)
 	case k.Kind == scenarios.KnobBool:
 		return strconv.FormatBool(cmd.Bool(k.Name))
-	case k.Kind == scenarios.KnobDuration:
-		return kafkaconf.Duration(cmd.Duration(k.Name)).String()
 	}
 	return cmd.String(k.Name)
 }

@@ -4,7 +4,8 @@
 // Subcommands: run (one scenario on a fresh cluster), matrix (configurations × faults × runs on
 // shared clusters), list (built-in scenarios and faults), check (a saved history, writing
 // nothing it was not asked to), report (a run's saved history judged again, its artifacts
-// regenerated), reap (leftovers of killed runs).
+// regenerated), reap (leftovers of killed runs), validate (scenario files checked without
+// starting anything), version.
 //
 // The command line is built with github.com/urfave/cli/v3: it gives each subcommand its own
 // flags, help and usage errors, so that adding run or matrix is adding one *cli.Command; it
@@ -120,6 +121,8 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			checkCommand(onUsage),
 			reportCommand(onUsage),
 			reapCommand(onUsage),
+			validateCommand(onUsage),
+			versionCommand(onUsage),
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.NArg() > 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -15,7 +16,7 @@ import (
 
 func matrixCommand(onUsage cli.OnUsageErrorFunc) *cli.Command {
 	flags := append(scenarioFlags(), knobFlags(useMatrix)...)
-	flags = append(flags, &cli.IntFlag{Name: "runs", Usage: "runs `N` of each cell (run k uses seed+k-1)", Value: 3})
+	flags = append(flags, &cli.StringFlag{Name: "runs", Usage: "runs `N` of each cell (run k uses seed+k-1)", Value: "3"})
 	return &cli.Command{
 		Name:  "matrix",
 		Usage: "run a scenario over configurations × faults × runs and compare them in one table",
@@ -49,8 +50,12 @@ func matrixCommand(onUsage cli.OnUsageErrorFunc) *cli.Command {
 			if out == "" {
 				out = filepath.Join("verity-out", fmt.Sprintf("matrix-%s-%s", base.Name, time.Now().Format("20060102-150405")))
 			}
+			runs, err := strconv.Atoi(strings.TrimSpace(cmd.String("runs")))
+			if err != nil {
+				return &usageError{err: fmt.Errorf("--runs: %q: want a whole number", cmd.String("runs")), cmd: "verity matrix"}
+			}
 			stdout, stderr := cmd.Root().Writer, cmd.Root().ErrWriter
-			spec := runner.MatrixSpec{Base: base, Axes: axes, Runs: int(cmd.Int("runs")), Out: out,
+			spec := runner.MatrixSpec{Base: base, Axes: axes, Runs: runs, Out: out,
 				Harness: harness.Spec{NoSignalCleanup: true}, Log: logger(cmd, stderr)}
 			if !cmd.Bool("quiet") {
 				spec.Progress = stderr

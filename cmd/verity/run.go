@@ -61,11 +61,11 @@ func runCommand(onUsage cli.OnUsageErrorFunc) *cli.Command {
 				out = filepath.Join("verity-out", fmt.Sprintf("%s-%s", s.Name, time.Now().Format("20060102-150405")))
 			}
 			stdout, stderr := cmd.Root().Writer, cmd.Root().ErrWriter
-			opts := runner.Options{Out: out, Log: logger(cmd, stderr), Harness: harness.Spec{NoSignalCleanup: true}, Notes: notes}
+			opts := runner.Options{Out: out, Log: logger(cmd, stderr), Harness: harness.Spec{NoSignalCleanup: true, RunID: harness.NewRunID()}, Notes: notes}
 			if !cmd.Bool("quiet") {
 				opts.Progress = stderr
 			}
-			fmt.Fprintf(stderr, "verity: running %s (seed %d, %s, %d brokers) into %s\n", s.Name, s.Seed, s.Duration, s.Topology.Nodes, out)
+			fmt.Fprintf(stderr, "verity: running %s (seed %d, %s, %d brokers) into %s, run id %s\n", s.Name, s.Seed, s.Duration, s.Topology.Nodes, out, opts.Harness.RunID)
 			o2, err := runner.Run(ctx, s, opts)
 			if err != nil {
 				return &exitError{code: exitUsage, msg: oneLine(err.Error())}
@@ -213,9 +213,9 @@ func listAll(w io.Writer) error {
 	}
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "FAULT\tKIND\tWHAT IT DOES")
+	fmt.Fprintln(tw, "FAULT\tKIND\tTARGET\tPARAMS\tWHAT IT DOES")
 	for _, f := range scenarios.FaultSpecs() {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", f.Name, f.Kind, f.Doc)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", f.Name, f.Kind, f.TargetText(), f.ParamsText(), f.Doc)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
