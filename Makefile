@@ -7,7 +7,7 @@ GO ?= go
 # and each package checks at its end that nothing labelled io.verity.run is left.
 GOTEST := $(GO) test -p 1 -count=1 -timeout 25m
 
-.PHONY: all engine images run test test-short lab clean vet
+.PHONY: all engine images run test test-short lab clean vet lint-ci
 
 all: test
 
@@ -23,10 +23,13 @@ run: images
 	$(GO) run ./cmd/verity run $(ARGS)
 
 # The lazy filesystem serves FUSE requests on many goroutines: its tests run under the race
-# detector too.
-test: images
+# detector too. The example CI workflows are linted (actionlint, a go.mod tool) so they cannot rot.
+test: images lint-ci
 	$(GOTEST) ./...
 	$(GO) test -race -count=1 ./lazyfs
+
+lint-ci:
+	$(GO) tool actionlint .github/workflows/*.yml
 
 test-short:
 	$(GO) test -short ./...

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net"
 	"net/netip"
 	"os"
 	"os/signal"
@@ -28,12 +29,13 @@ import (
 
 // Cluster is a running Kafka cluster. Its methods are safe for concurrent use.
 type Cluster struct {
-	spec    Spec
-	log     *slog.Logger
-	eng     *engine
-	images  Images
-	members []member
-	labels  map[string]string
+	engineInfo EngineInfo
+	spec       Spec
+	log        *slog.Logger
+	eng        *engine
+	images     Images
+	members    []member
+	labels     map[string]string
 
 	core  *testcontainers.DockerNetwork
 	links map[int]*testcontainers.DockerNetwork
@@ -113,7 +115,7 @@ func Start(ctx context.Context, spec Spec) (_ *Cluster, err error) {
 		return nil, err
 	}
 	c := &Cluster{
-		spec: spec, log: log, eng: eng, images: images, members: spec.members(),
+		spec: spec, log: log, eng: eng, images: images, members: spec.members(), engineInfo: eng.info(ctx),
 		labels:      map[string]string{Label: spec.RunID, OwnerLabel: thisOwner()},
 		links:       map[int]*testcontainers.DockerNetwork{},
 		nodeProxies: map[int]*proxyBox{},
@@ -172,6 +174,9 @@ func (c *Cluster) Spec() Spec { return c.spec }
 
 // Images are the images the cluster runs.
 func (c *Cluster) Images() Images { return c.images }
+
+// Engine is what the Docker engine said, at Start, of the machine the nodes run on.
+func (c *Cluster) Engine() EngineInfo { return c.engineInfo }
 
 // Bootstrap is the list of client addresses (host:port on this machine), one per broker.
 func (c *Cluster) Bootstrap() []string { return append([]string(nil), c.bootstrap...) }
@@ -296,7 +301,7 @@ func (c *Cluster) startProxies(ctx context.Context) error {
 			return fmt.Errorf("reading the host port for client->%d: %w", m.ID, err)
 		}
 		hostPorts[m.ID] = int(p.Num())
-		c.bootstrap = append(c.bootstrap, fmt.Sprintf("127.0.0.1:%d", p.Num()))
+		c.bootstrap = append(c.bootstrap, net.JoinHostPort(c.eng.host, strconv.Itoa(int(p.Num()))))
 		clientProxies = append(clientProxies, toxiproxy.Proxy{
 			Name: proxyName(ClientEndpoint, m.ID, "client"), Enabled: true,
 			Listen:   fmt.Sprintf("0.0.0.0:%d", clientProxyBase+m.ID),
@@ -345,10 +350,15 @@ func (c *Cluster) startProxy(ctx context.Context, req testcontainers.ContainerRe
 	req.HostConfigModifier = func(hc *container.HostConfig) {
 		// Publish on 127.0.0.1 only: nothing of a test cluster should be reachable from other
 		// machines, and Docker 20.10 may give the IPv4 and IPv6 bindings of one port different
-		// host ports, so a single IPv4 binding keeps "the" mapped port unambiguous.
+		// host ports, so a single IPv4 binding keeps "the" mapped port unambiguous. A remote
+		// engine's loopback is not ours: there every IPv4 interface of its machine.
+		bind := netip.MustParseAddr("127.0.0.1")
+		if c.eng.remote {
+			bind = netip.IPv4Unspecified()
+		}
 		hc.PortBindings = network.PortMap{}
 		for _, e := range exposed {
-			hc.PortBindings[network.MustParsePort(e)] = []network.PortBinding{{HostIP: netip.MustParseAddr("127.0.0.1")}}
+			hc.PortBindings[network.MustParsePort(e)] = []network.PortBinding{{HostIP: bind}}
 		}
 	}
 	ctr, err := testcontainers.GenericContainer(ctx, testcontainers.GenericContainerRequest{
@@ -361,7 +371,7 @@ func (c *Cluster) startProxy(ctx context.Context, req testcontainers.ContainerRe
 	if err != nil {
 		return nil, fmt.Errorf("reading the Toxiproxy API port of %s: %w", req.Name, err)
 	}
-	addr := fmt.Sprintf("127.0.0.1:%d", p.Num())
+	addr := net.JoinHostPort(c.eng.host, strconv.Itoa(int(p.Num())))
 	return &proxyBox{name: req.Name, container: ctr, api: toxiproxy.NewClient(addr), apiAddr: addr}, nil
 }
 
@@ -382,7 +392,7 @@ func (c *Cluster) startNodes(ctx context.Context) error {
 				Image:          c.images.Kafka,
 				Name:           node.Name,
 				Labels:         c.runLabels(),
-				Env:            c.spec.nodeEnv(m, c.clientHostPorts),
+				Env:            c.spec.nodeEnv(m, c.eng.host, c.clientHostPorts),
 				Networks:       []string{c.core.Name, link},
 				NetworkAliases: map[string][]string{c.core.Name: {fmt.Sprintf("node-%d", m.ID)}},
 				HostConfigModifier: func(hc *container.HostConfig) {

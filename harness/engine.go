@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
+	"net/url"
 	"os"
 
 	"github.com/moby/moby/client"
@@ -34,14 +36,55 @@ var ErrImage = errors.New("image missing")
 // (Close, Reap), and the Ryuk image cannot be pulled where no registry is reachable.
 type engine struct {
 	*testcontainers.DockerClient
+	// host is where this process reaches the ports the engine publishes; remote is true when
+	// that is not this machine's loopback (EngineHost).
+	host   string
+	remote bool
+}
+
+// EngineHost is the address at which this process reaches the ports the Docker engine
+// publishes: TESTCONTAINERS_HOST_OVERRIDE when set, else the host of DOCKER_HOST for a tcp://
+// or ssh:// engine (docker-in-docker, a shared CI engine), else 127.0.0.1 (a local socket).
+// remote is true for any host but the loopback: the harness then publishes ports on every
+// interface of the engine's machine, since its loopback is not ours.
+func EngineHost() (host string, remote bool, err error) {
+	host = os.Getenv("TESTCONTAINERS_HOST_OVERRIDE")
+	if host == "" {
+		host = "127.0.0.1"
+		if dh := os.Getenv("DOCKER_HOST"); dh != "" {
+			u, perr := url.Parse(dh)
+			if perr != nil {
+				return "", false, fmt.Errorf("DOCKER_HOST=%s: %w", dh, perr)
+			}
+			switch u.Scheme {
+			case "tcp", "ssh", "http", "https":
+				if u.Hostname() == "" {
+					return "", false, fmt.Errorf("DOCKER_HOST=%s names no host", dh)
+				}
+				host = u.Hostname()
+			}
+		}
+	}
+	switch host {
+	case "127.0.0.1", "localhost", "::1":
+		return host, false, nil
+	}
+	if ip, perr := netip.ParseAddr(host); perr == nil && ip.IsLoopback() {
+		return host, false, nil
+	}
+	return host, true, nil
 }
 
 func connect(ctx context.Context) (*engine, error) {
+	host, remote, err := EngineHost()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrEngine, err)
+	}
 	// testcontainers reads these once, on first use, so they must be set before any container
 	// call. Without the host override it guesses the engine's host from the default gateway (on
-	// these machines an address nothing listens on) instead of this machine, where the harness
+	// these machines an address nothing listens on) instead of the machine where the harness
 	// publishes every port.
-	for k, v := range map[string]string{"TESTCONTAINERS_RYUK_DISABLED": "true", "TESTCONTAINERS_HOST_OVERRIDE": "127.0.0.1"} {
+	for k, v := range map[string]string{"TESTCONTAINERS_RYUK_DISABLED": "true", "TESTCONTAINERS_HOST_OVERRIDE": host} {
 		if os.Getenv(k) == "" {
 			if err := os.Setenv(k, v); err != nil {
 				return nil, fmt.Errorf("setting %s: %w", k, err)
@@ -68,7 +111,7 @@ func connect(ctx context.Context) (*engine, error) {
 		_ = cli.Close()
 		return nil, fmt.Errorf("%w (%v); start one with `make engine` (scripts/engine.sh) and try again", ErrEngine, err)
 	}
-	return &engine{cli}, nil
+	return &engine{DockerClient: cli, host: host, remote: remote}, nil
 }
 
 func (e *engine) hasImage(ctx context.Context, ref string) bool {
@@ -76,10 +119,38 @@ func (e *engine) hasImage(ctx context.Context, ref string) bool {
 	return err == nil
 }
 
-// Images says which images a run uses and why.
+// Images says which images a run uses and why. KafkaID and ToxiproxyID are the images' ids
+// (sha256 of their configuration): a locally built stand-in has no registry digest, and the id
+// tells two builds of one tag apart.
 type Images struct {
-	Kafka, Toxiproxy string
-	Why              string
+	Kafka, Toxiproxy     string
+	KafkaID, ToxiproxyID string
+	Why                  string
+}
+
+// EngineInfo is what the Docker engine says of the machine the nodes run on.
+type EngineInfo struct {
+	Cores       int
+	MemoryBytes int64
+	Version     string
+}
+
+// info asks the engine about its machine; zero values where it does not say.
+func (e *engine) info(ctx context.Context) EngineInfo {
+	in, err := e.Info(ctx, client.InfoOptions{})
+	if err != nil {
+		return EngineInfo{}
+	}
+	return EngineInfo{Cores: in.Info.NCPU, MemoryBytes: in.Info.MemTotal, Version: in.Info.ServerVersion}
+}
+
+// imageID is ref's image id, or "" when the engine does not say.
+func (e *engine) imageID(ctx context.Context, ref string) string {
+	in, err := e.ImageInspect(ctx, ref)
+	if err != nil {
+		return ""
+	}
+	return in.ID
 }
 
 // ChooseImages picks the images: VERITY_KAFKA_IMAGE / VERITY_TOXIPROXY_IMAGE (or the spec's
@@ -121,7 +192,8 @@ func (e *engine) chooseImages(ctx context.Context, spec Spec, log *slog.Logger) 
 	if err != nil {
 		return Images{}, err
 	}
-	im := Images{Kafka: k, Toxiproxy: t, Why: fmt.Sprintf("kafka: %s; toxiproxy: %s", kwhy, twhy)}
+	im := Images{Kafka: k, Toxiproxy: t, KafkaID: e.imageID(ctx, k), ToxiproxyID: e.imageID(ctx, t),
+		Why: fmt.Sprintf("kafka: %s; toxiproxy: %s", kwhy, twhy)}
 	if log != nil {
 		log.Info("images chosen", "kafka", k, "kafka_why", kwhy, "toxiproxy", t, "toxiproxy_why", twhy)
 	}

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -272,7 +273,7 @@ func propName(env string) string {
 }
 
 // nodeEnv is the environment of member m's container.
-func (s Spec) nodeEnv(m member, clientHostPort map[int]int) map[string]string {
+func (s Spec) nodeEnv(m member, host string, clientHostPort map[int]int) map[string]string {
 	var voters []string
 	for _, c := range s.members() {
 		if c.isController() {
@@ -291,8 +292,8 @@ func (s Spec) nodeEnv(m member, clientHostPort map[int]int) map[string]string {
 	if m.isBroker() {
 		listeners = append(listeners, fmt.Sprintf("CLIENT://0.0.0.0:%d", clientPort), fmt.Sprintf("INTERNAL://0.0.0.0:%d", internalPort))
 		props["inter.broker.listener.name"] = "INTERNAL"
-		props["advertised.listeners"] = fmt.Sprintf("CLIENT://127.0.0.1:%d,INTERNAL://kafka-%d:%d",
-			clientHostPort[m.ID], m.ID, internalProxyBase+m.ID)
+		props["advertised.listeners"] = fmt.Sprintf("CLIENT://%s,INTERNAL://kafka-%d:%d",
+			net.JoinHostPort(host, strconv.Itoa(clientHostPort[m.ID])), m.ID, internalProxyBase+m.ID)
 	}
 	if m.isController() {
 		listeners = append(listeners, fmt.Sprintf("CONTROLLER://0.0.0.0:%d", controllerPort))

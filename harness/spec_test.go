@@ -76,7 +76,7 @@ func TestNodeEnvCombined(t *testing.T) {
 	if len(ms) != 3 {
 		t.Fatalf("members = %v", ms)
 	}
-	env := s.nodeEnv(ms[1], map[int]int{1: 40001, 2: 40002, 3: 40003})
+	env := s.nodeEnv(ms[1], "127.0.0.1", map[int]int{1: 40001, 2: 40002, 3: 40003})
 	want := map[string]string{
 		"KAFKA_NODE_ID":                  "2",
 		"KAFKA_PROCESS_ROLES":            "broker,controller",
@@ -90,6 +90,9 @@ func TestNodeEnvCombined(t *testing.T) {
 			t.Errorf("%s = %q, want %q", k, env[k], v)
 		}
 	}
+	if remote := s.nodeEnv(ms[1], "192.0.2.7", map[int]int{2: 40002}); remote["KAFKA_ADVERTISED_LISTENERS"] != "CLIENT://192.0.2.7:40002,INTERNAL://kafka-2:20002" {
+		t.Errorf("on a remote engine the client listener is advertised at the engine's host: %q", remote["KAFKA_ADVERTISED_LISTENERS"])
+	}
 	if len(clusterID("r1")) != 22 || clusterID("r1") == clusterID("r2") {
 		t.Errorf("clusterID: %q %q", clusterID("r1"), clusterID("r2"))
 	}
@@ -101,11 +104,40 @@ func TestNodeEnvDedicated(t *testing.T) {
 	if len(ms) != 5 || ms[4].ID != 103 || ms[4].Role != RoleController || ms[0].Role != RoleBroker {
 		t.Fatalf("members = %v", ms)
 	}
-	ctl := s.nodeEnv(ms[4], nil)
+	ctl := s.nodeEnv(ms[4], "127.0.0.1", nil)
 	if _, ok := ctl["KAFKA_ADVERTISED_LISTENERS"]; ok {
 		t.Errorf("a controller must not advertise listeners (the official image refuses it)")
 	}
 	if ctl["KAFKA_CONTROLLER_QUORUM_VOTERS"] != "101@kafka-101:30101,102@kafka-102:30102,103@kafka-103:30103" {
 		t.Errorf("voters = %q", ctl["KAFKA_CONTROLLER_QUORUM_VOTERS"])
+	}
+}
+
+func TestEngineHost(t *testing.T) {
+	for _, tc := range []struct {
+		dockerHost, override string
+		host                 string
+		remote               bool
+	}{
+		{"", "", "127.0.0.1", false},
+		{"unix:///var/run/docker.sock", "", "127.0.0.1", false},
+		{"tcp://127.0.0.1:2375", "", "127.0.0.1", false},
+		{"tcp://docker:2376", "", "docker", true},
+		{"tcp://192.0.2.9:2375", "", "192.0.2.9", true},
+		{"ssh://ci@build-7.example:22", "", "build-7.example", true},
+		{"tcp://docker:2375", "10.1.2.3", "10.1.2.3", true},
+		{"tcp://docker:2375", "localhost", "localhost", false},
+	} {
+		t.Setenv("DOCKER_HOST", tc.dockerHost)
+		t.Setenv("TESTCONTAINERS_HOST_OVERRIDE", tc.override)
+		host, remote, err := EngineHost()
+		if err != nil || host != tc.host || remote != tc.remote {
+			t.Errorf("DOCKER_HOST=%q override %q: %q remote %t (%v), want %q remote %t", tc.dockerHost, tc.override, host, remote, err, tc.host, tc.remote)
+		}
+	}
+	t.Setenv("DOCKER_HOST", "tcp://:2375")
+	t.Setenv("TESTCONTAINERS_HOST_OVERRIDE", "")
+	if _, _, err := EngineHost(); err == nil {
+		t.Error("a tcp:// DOCKER_HOST without a host is refused")
 	}
 }

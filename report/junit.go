@@ -216,8 +216,50 @@ func joinInts[T ~int64 | ~int](xs []T) string {
 }
 
 // WriteJUnit writes r's junit.xml to w.
-func WriteJUnit(w io.Writer, r *results.Results) error {
-	b, err := xml.MarshalIndent(JUnit(r), "", "  ")
+func WriteJUnit(w io.Writer, r *results.Results) error { return writeXML(w, JUnit(r)) }
+
+// MatrixJUnit is one document over a matrix's runs: each run's suite (JUnit), named by its cell
+// and run so that CI tools list them apart, with the axes as properties.
+func MatrixJUnit(name string, cells []Cell) *JUnitSuites {
+	doc := &JUnitSuites{Name: name}
+	total := 0.0
+	for _, c := range cells {
+		one := JUnit(c.Results)
+		for _, s := range one.Suites {
+			label := "base"
+			if len(c.Axes) > 0 {
+				parts := make([]string, len(c.Axes))
+				for i, a := range c.Axes {
+					parts[i] = a.Name + "=" + a.Value
+					s.Properties = append(s.Properties, JUnitProperty{Name: "axis." + a.Name, Value: a.Value})
+				}
+				label = strings.Join(parts, ",")
+			}
+			s.Name = fmt.Sprintf("%s [%s] run %d", s.Name, label, c.Run)
+			for i := range s.Cases {
+				s.Cases[i].Classname = s.Name
+			}
+			doc.Tests += s.Tests
+			doc.Failures += s.Failures
+			doc.Errors += s.Errors
+			doc.Skipped += s.Skipped
+			if t, err := strconv.ParseFloat(s.Time, 64); err == nil {
+				total += t
+			}
+			doc.Suites = append(doc.Suites, s)
+		}
+	}
+	doc.Time = fmt.Sprintf("%.3f", total)
+	return doc
+}
+
+// WriteMatrixJUnit writes MatrixJUnit's document to w.
+func WriteMatrixJUnit(w io.Writer, name string, cells []Cell) error {
+	return writeXML(w, MatrixJUnit(name, cells))
+}
+
+func writeXML(w io.Writer, doc *JUnitSuites) error {
+	b, err := xml.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encoding junit.xml: %w", err)
 	}

@@ -46,6 +46,10 @@ type MatrixSpec struct {
 	// Out receives one directory per run (<cell>/run-<k>), matrix.md, matrix.html and the
 	// node logs of every cluster started (clusters/<n>/logs).
 	Out string
+	// Shard, when set, runs only the K-th of N slices of the matrix's runs (ShardOf); every
+	// run keeps the seed it has in the whole matrix, so that MergeMatrix over the N outputs
+	// gives the whole table.
+	Shard Shard
 	// Harness, Progress, Log as in Options.
 	Harness  harness.Spec
 	Progress io.Writer
@@ -208,10 +212,13 @@ func RunMatrix(ctx context.Context, m MatrixSpec) (*MatrixResult, error) {
 	if err := os.MkdirAll(m.Out, 0o755); err != nil {
 		return nil, fmt.Errorf("matrix: making the output directory: %w", err)
 	}
+	units := m.Shard.of(unitsOf(cells, m.Runs))
 	// Runs of one shape together, so that each shape's cluster starts once; otherwise the
-	// cells keep their order.
-	order := slices.Clone(cells)
-	slices.SortStableFunc(order, func(a, b cell) int { return strings.Compare(fmt.Sprint(a.shape), fmt.Sprint(b.shape)) })
+	// runs keep their order.
+	order := slices.Clone(units)
+	slices.SortStableFunc(order, func(a, b unit) int {
+		return strings.Compare(fmt.Sprint(a.cell.shape), fmt.Sprint(b.cell.shape))
+	})
 
 	res := &MatrixResult{}
 	var c *harness.Cluster
@@ -230,65 +237,117 @@ func RunMatrix(ctx context.Context, m MatrixSpec) (*MatrixResult, error) {
 		c = nil
 	}
 	defer closeCluster()
-	total := len(order) * m.Runs
-	n := 0
-	for ci, cl := range order {
-		for k := 1; k <= m.Runs; k++ {
-			n++
-			if ctx.Err() != nil {
-				return res, fmt.Errorf("matrix: interrupted after %d of %d runs: %w", n-1, total, ctx.Err())
+	total := len(order)
+	for n0, u := range order {
+		cl, ci, k, n := u.cell, u.ci, u.k, n0+1
+		if ctx.Err() != nil {
+			return res, fmt.Errorf("matrix: interrupted after %d of %d runs: %w", n-1, total, ctx.Err())
+		}
+		if c != nil && shape != cl.shape {
+			closeCluster()
+		}
+		if c == nil {
+			hs := clusterSpec(m.Harness, cl.scenario.Scenario)
+			hs.ArtifactDir = filepath.Join(m.Out, "clusters", strconv.Itoa(res.ClustersStarted+1))
+			if hs.Logger == nil {
+				hs.Logger = log
 			}
-			if c != nil && shape != cl.shape {
-				closeCluster()
+			if hs.RunID == "" {
+				hs.RunID = harness.NewRunID()
 			}
-			if c == nil {
-				hs := clusterSpec(m.Harness, cl.scenario.Scenario)
-				hs.ArtifactDir = filepath.Join(m.Out, "clusters", strconv.Itoa(res.ClustersStarted+1))
-				if hs.Logger == nil {
-					hs.Logger = log
-				}
-				if hs.RunID == "" {
-					hs.RunID = harness.NewRunID()
-				}
-				if m.Progress != nil {
-					fmt.Fprintf(m.Progress, "verity matrix: starting cluster %d (%s), run id %s\n", res.ClustersStarted+1, describeShape(cl.shape), hs.RunID)
-				}
-				t0 := time.Now()
-				started, err := harness.Start(ctx, hs)
-				res.StartClose += time.Since(t0)
-				if err != nil {
-					return res, fmt.Errorf("matrix: %w", err)
-				}
-				c, shape = started, cl.shape
-				res.ClustersStarted++
-			}
-			s := cl.scenario
-			s.Seed = cl.scenario.Seed + int64(k-1) // a seed is valid whatever its value
-			dir := filepath.Join(m.Out, dirName(cl.axes), fmt.Sprintf("run-%d", k))
 			if m.Progress != nil {
-				fmt.Fprintf(m.Progress, "verity matrix: run %d/%d  %s  run %d (seed %d)  %s elapsed\n", n, total, axesLabel(cl.axes), k, s.Seed,
-					time.Since(began).Round(time.Second))
+				fmt.Fprintf(m.Progress, "verity matrix: starting cluster %d (%s), run id %s\n", res.ClustersStarted+1, describeShape(cl.shape), hs.RunID)
 			}
-			o, err := Run(ctx, s, Options{Out: dir, Cluster: c, Fresh: fmt.Sprintf("-c%dr%d", ci+1, k), Progress: m.Progress, Notes: cl.notes,
-				ProgressEvery: 15 * time.Second, Log: log})
-			res.Runs = append(res.Runs, MatrixRun{Axes: cl.axes, Run: k, Outcome: o, Err: err})
+			t0 := time.Now()
+			started, err := harness.Start(ctx, hs)
+			res.StartClose += time.Since(t0)
 			if err != nil {
-				log.Warn("matrix run failed", "cell", axesLabel(cl.axes), "run", k, "err", err)
-				if m.Progress != nil {
-					fmt.Fprintf(m.Progress, "verity matrix: run failed: %s\n", oneLine(err.Error()))
-				}
-				closeCluster() // the next run starts on a new cluster
-				continue
+				return res, fmt.Errorf("matrix: %w", err)
 			}
-			dropTopics(ctx, c, o.Scenario, log)
+			c, shape = started, cl.shape
+			res.ClustersStarted++
+		}
+		s := cl.scenario
+		s.Seed = cl.scenario.Seed + int64(k-1) // a seed is valid whatever its value
+		dir := filepath.Join(m.Out, dirName(cl.axes), fmt.Sprintf("run-%d", k))
+		if m.Progress != nil {
+			fmt.Fprintf(m.Progress, "verity matrix: run %d/%d  %s  run %d (seed %d)  %s elapsed\n", n, total, axesLabel(cl.axes), k, s.Seed,
+				time.Since(began).Round(time.Second))
+		}
+		o, err := Run(ctx, s, Options{Out: dir, Cluster: c, Fresh: fmt.Sprintf("-c%dr%d", ci+1, k), Progress: m.Progress, Notes: cl.notes,
+			ProgressEvery: 15 * time.Second, Log: log})
+		res.Runs = append(res.Runs, MatrixRun{Axes: cl.axes, Run: k, Outcome: o, Err: err})
+		if err != nil {
+			log.Warn("matrix run failed", "cell", axesLabel(cl.axes), "run", k, "err", err)
 			if m.Progress != nil {
-				fmt.Fprintf(m.Progress, "verity matrix: %s run %d: %s in %s\n", axesLabel(cl.axes), k, o.Verdict(), o.Wall.Round(time.Second))
+				fmt.Fprintf(m.Progress, "verity matrix: run failed: %s\n", oneLine(err.Error()))
 			}
+			closeCluster() // the next run starts on a new cluster
+			continue
+		}
+		dropTopics(ctx, c, o.Scenario, log)
+		if m.Progress != nil {
+			fmt.Fprintf(m.Progress, "verity matrix: %s run %d: %s in %s\n", axesLabel(cl.axes), k, o.Verdict(), o.Wall.Round(time.Second))
 		}
 	}
 	closeCluster()
 	res.Wall = time.Since(began)
-	return res, res.writeTables(m, cells)
+	return res, res.write(m, units)
+}
+
+// unit is one run of one cell: the matrix's unit of work and of sharding.
+type unit struct {
+	cell cell
+	ci   int // the cell's index in axis order
+	k    int // the run's number within its cell, from 1
+}
+
+// unitsOf lists every run of the matrix in its canonical order: cells in axis order, then runs.
+func unitsOf(cells []cell, runs int) []unit {
+	var out []unit
+	for ci, c := range cells {
+		for k := 1; k <= runs; k++ {
+			out = append(out, unit{cell: c, ci: ci, k: k})
+		}
+	}
+	return out
+}
+
+// Shard is the K-th of N slices of a matrix's runs; the zero Shard is the whole matrix.
+type Shard struct{ K, N int }
+
+// ParseShard reads "K/N" (1 <= K <= N).
+func ParseShard(v string) (Shard, error) {
+	ks, ns, ok := strings.Cut(strings.TrimSpace(v), "/")
+	k, kerr := strconv.Atoi(ks)
+	n, nerr := strconv.Atoi(ns)
+	if !ok || kerr != nil || nerr != nil || n < 1 || k < 1 || k > n {
+		return Shard{}, fmt.Errorf("shard %q: want K/N with 1 <= K <= N, such as 2/3", v)
+	}
+	return Shard{K: k, N: n}, nil
+}
+
+func (s Shard) String() string {
+	if s.N == 0 {
+		return "1/1"
+	}
+	return fmt.Sprintf("%d/%d", s.K, s.N)
+}
+
+// of keeps the units of shard s: the i-th unit (canonical order, from 0) goes to shard
+// i mod N + 1, so that the shards' sizes differ by one at most and each gets a share of every
+// part of the matrix. It depends on nothing but the matrix, so every runner computes the same.
+func (s Shard) of(us []unit) []unit {
+	if s.N <= 1 {
+		return us
+	}
+	var out []unit
+	for i, u := range us {
+		if i%s.N == s.K-1 {
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 // dropTopics deletes a finished run's topics, so that later runs on the cluster do not pay
@@ -306,35 +365,32 @@ func dropTopics(ctx context.Context, c *harness.Cluster, s scenarios.Resolved, l
 	}
 }
 
-// writeTables writes matrix.md and matrix.html, cells in the order the axes give them.
-func (res *MatrixResult) writeTables(m MatrixSpec, cells []cell) error {
-	var rc []report.Cell
-	for _, cl := range cells {
+// write writes the matrix's (or shard's) manifest, matrix.json, then its tables.
+func (res *MatrixResult) write(m MatrixSpec, units []unit) error {
+	man := Manifest{Version: ManifestVersion, Scenario: m.Base.Name, Seed: m.Base.Seed, Runs: m.Runs, Axes: m.Axes, Shard: m.Shard.String()}
+	for _, u := range units {
+		mr := ManifestRun{Axes: u.cell.axes, Run: u.k, Seed: m.Base.Seed + int64(u.k-1)}
 		for _, r := range res.Runs {
-			if axesLabel(r.Axes) != axesLabel(cl.axes) || r.Outcome == nil || r.Outcome.Results == nil {
+			if r.Run != u.k || axesLabel(r.Axes) != axesLabel(u.cell.axes) {
 				continue
 			}
-			rel, _ := filepath.Rel(m.Out, r.Outcome.Report.HTML)
-			rc = append(rc, report.Cell{Axes: r.Axes, Run: r.Run, Results: r.Outcome.Results, Report: rel})
+			if r.Outcome != nil {
+				mr.Dir, _ = filepath.Rel(m.Out, r.Outcome.Dir)
+				mr.Verdict = r.Outcome.Verdict()
+			}
+			if r.Err != nil {
+				mr.Error = oneLine(r.Err.Error())
+			}
 		}
+		man.Cells = append(man.Cells, mr)
 	}
-	var seeds []string
-	for k := 1; k <= m.Runs; k++ {
-		seeds = append(seeds, strconv.FormatInt(m.Base.Seed+int64(k-1), 10))
+	if err := man.write(filepath.Join(m.Out, ManifestFile)); err != nil {
+		return err
 	}
-	res.Markdown = report.CompareMarkdown(rc) + fmt.Sprintf("\nScenario %s; runs 1..%d of every cell used seeds %s.\n",
-		m.Base.Name, m.Runs, strings.Join(seeds, ", "))
-	res.MarkdownFile = filepath.Join(m.Out, "matrix.md")
-	if err := os.WriteFile(res.MarkdownFile, []byte(res.Markdown), 0o644); err != nil {
-		return fmt.Errorf("matrix: writing the table: %w", err)
-	}
-	page, err := report.CompareHTML(fmt.Sprintf("Verity matrix: %s, %d runs a cell (seeds %s)", m.Base.Name, m.Runs, strings.Join(seeds, ", ")), rc)
+	t, err := writeTables(m.Out, man, loadCells(m.Out, man.Cells))
 	if err != nil {
-		return fmt.Errorf("matrix: %w", err)
+		return err
 	}
-	res.HTMLFile = filepath.Join(m.Out, "matrix.html")
-	if err := os.WriteFile(res.HTMLFile, []byte(page), 0o644); err != nil {
-		return fmt.Errorf("matrix: writing the table: %w", err)
-	}
+	res.Markdown, res.MarkdownFile, res.HTMLFile = t.Markdown, t.MarkdownFile, t.HTMLFile
 	return nil
 }

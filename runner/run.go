@@ -109,6 +109,7 @@ func Run(ctx context.Context, s scenarios.Resolved, opts Options) (*Outcome, err
 		return nil, err
 	}
 	defer release()
+	r.c = c
 	if err := r.execute(ctx, c); err != nil {
 		return r.out, err
 	}
@@ -123,6 +124,7 @@ func Run(ctx context.Context, s scenarios.Resolved, opts Options) (*Outcome, err
 
 // run is one run under way.
 type run struct {
+	c      *harness.Cluster
 	s      scenarios.Resolved
 	opts   Options
 	log    *slog.Logger
@@ -300,7 +302,16 @@ func (r *run) judge(ctx context.Context) error {
 	addRun(res, out.Notes, unknown)
 	res.Timings.ClusterReadyS = out.ClusterReady.Seconds()
 	res.Timings.RunS = out.Workloads.Elapsed.Seconds()
+	res.Run = r.info()
 	return nil
+}
+
+// info says what ran: the run id, this binary, the images and the engine's machine.
+func (r *run) info() *results.RunInfo {
+	im, eng := r.c.Images(), r.c.Engine()
+	return &results.RunInfo{ID: r.c.RunID(), VerityVersion: results.BuildVersion(), Started: r.out.Workloads.Header.Started,
+		KafkaImage: im.Kafka, KafkaImageID: im.KafkaID, ToxiproxyImage: im.Toxiproxy, ToxiproxyImageID: im.ToxiproxyID,
+		Host: results.HostInfo{Cores: eng.Cores, MemoryBytes: eng.MemoryBytes, EngineVersion: eng.Version}}
 }
 
 // addRun adds what the run said to a check's results: its notes, and the reasons it could not
@@ -324,6 +335,7 @@ func Rejudge(ctx context.Context, dir string, prev *results.Results, opts verify
 	}
 	if prev != nil {
 		res.Timings.ClusterReadyS, res.Timings.RunS = prev.Timings.ClusterReadyS, prev.Timings.RunS
+		res.Run = prev.Run
 		addRun(res, prev.RunNotes, prev.RunUnknownReasons)
 	}
 	return res, nil

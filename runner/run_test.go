@@ -1,6 +1,7 @@
 package runner_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"github.com/verity-kafka/verity/scenarios"
 	"github.com/verity-kafka/verity/verify/guarantee"
 	"github.com/verity-kafka/verity/verify/results"
+	"github.com/verity-kafka/verity/verify/results/schematest"
 )
 
 func TestMain(m *testing.M) { os.Exit(harnesstest.Main(m)) }
@@ -48,6 +50,18 @@ func TestRunDefault(t *testing.T) {
 	}
 	if r.Seed != s.Seed || r.Scenario != "default" || !strings.Contains(strings.Join(r.Faults, ","), "kill") {
 		t.Errorf("results: seed %d scenario %q faults %v: want the run's seed, name and the kill", r.Seed, r.Scenario, r.Faults)
+	}
+	// results.json and the header are contracts: what the run wrote matches their schemas, and
+	// says what ran.
+	schematest.Valid(t, schematest.Results, b)
+	hist, err := os.ReadFile(filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	schematest.Valid(t, schematest.HistoryHeader, hist[:bytes.IndexByte(hist, '\n')])
+	if r.Run == nil || r.Run.ID == "" || r.Run.KafkaImage == "" || !strings.HasPrefix(r.Run.KafkaImageID, "sha256:") ||
+		r.Run.Host.Cores < 1 || r.Run.Host.MemoryBytes <= 0 || r.Run.Started == "" {
+		t.Errorf("results.json's run %+v: want the run id, the images with their ids, the host", r.Run)
 	}
 	if r.Stats.Ops["send"].OK == 0 || len(r.Stats.Partitions) != 3 {
 		t.Errorf("stats %+v: want acknowledged sends and final reads of 3 partitions", r.Stats)

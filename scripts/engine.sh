@@ -2,6 +2,8 @@
 # Makes sure a Docker engine answers on this machine. Idempotent: does nothing when one already
 # answers; otherwise installs Debian's docker.io (if dockerd is absent), removes a stale pid file
 # left by a killed daemon, starts dockerd in the background and waits until it answers.
+# With DOCKER_HOST set (a remote engine: docker-in-docker, a shared CI engine) it starts nothing:
+# it installs the docker client if absent and waits for that engine to answer.
 # Exit status 0 when an engine answers at the end, 1 otherwise (with the reason on stderr).
 set -euo pipefail
 
@@ -19,6 +21,25 @@ wait_answer() {
 if command -v docker >/dev/null 2>&1 && answers; then
   log "a Docker engine already answers; nothing to do"
   exit 0
+fi
+
+if [ -n "${DOCKER_HOST:-}" ] && [[ "$DOCKER_HOST" != unix://* ]]; then
+  if ! command -v docker >/dev/null 2>&1; then
+    if [ "$(id -u)" != 0 ]; then
+      log "DOCKER_HOST=$DOCKER_HOST but no docker client is installed, and this script is not root to install it"
+      exit 1
+    fi
+    log "installing Debian's docker client (apt-get) for the engine at DOCKER_HOST=$DOCKER_HOST"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq >&2
+    apt-get install -y -qq --no-install-recommends docker.io ca-certificates >&2
+  fi
+  if wait_answer 90; then
+    log "the engine at DOCKER_HOST=$DOCKER_HOST answers: $(docker version --format 'server {{.Server.Version}}, API {{.Server.APIVersion}}' 2>/dev/null)"
+    exit 0
+  fi
+  log "no engine answers at DOCKER_HOST=$DOCKER_HOST within 90 s; start it, or unset DOCKER_HOST to use a local one"
+  exit 1
 fi
 
 if [ "$(id -u)" != 0 ]; then

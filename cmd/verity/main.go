@@ -2,7 +2,7 @@
 // history against what Kafka documents.
 //
 // Subcommands: run (one scenario on a fresh cluster), matrix (configurations × faults × runs on
-// shared clusters), list (built-in scenarios and faults), check (a saved history, writing
+// shared clusters, or one shard of them), merge (the shards' outputs as one matrix), index (a page over many runs), list (built-in scenarios and faults), check (a saved history, writing
 // nothing it was not asked to), report (a run's saved history judged again, its artifacts
 // regenerated), reap (leftovers of killed runs), validate (scenario files checked without
 // starting anything), version.
@@ -118,6 +118,8 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			runCommand(onUsage),
 			listCommand(onUsage),
 			matrixCommand(onUsage),
+			mergeCommand(onUsage),
+			indexCommand(onUsage),
 			checkCommand(onUsage),
 			reportCommand(onUsage),
 			reapCommand(onUsage),

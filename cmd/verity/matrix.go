@@ -16,13 +16,15 @@ import (
 
 func matrixCommand(onUsage cli.OnUsageErrorFunc) *cli.Command {
 	flags := append(scenarioFlags(), knobFlags(useMatrix)...)
-	flags = append(flags, &cli.StringFlag{Name: "runs", Usage: "runs `N` of each cell (run k uses seed+k-1)", Value: "3"})
+	flags = append(flags, &cli.StringFlag{Name: "runs", Usage: "runs `N` of each cell (run k uses seed+k-1)", Value: "3"},
+		&cli.StringFlag{Name: "shard", Usage: "run only the `K/N`-th slice of the runs (every run keeps its seed); 'verity merge' joins the N outputs"})
 	return &cli.Command{
 		Name:  "matrix",
 		Usage: "run a scenario over configurations × faults × runs and compare them in one table",
 		Description: "Every combination of the axes' values is a cell; each cell runs --runs times. Cells that need the " +
 			"same cluster share one (each run on fresh topics). Prints the comparison table (markdown) to stdout and writes " +
-			"matrix.md, matrix.html and every run's artifacts into --out. Exit codes: 0 every run passed, 1 a guarantee " +
+			"matrix.md, matrix.html, junit.xml, matrix.json and every run's artifacts into --out. With --shard K/N only the " +
+			"runs i with i mod N = K-1 run (in the order cells × runs), for N CI jobs; 'verity merge' joins them. Exit codes: 0 every run passed, 1 a guarantee " +
 			"violated in some run, 2 usage or infrastructure error, 3 some run unknown.",
 		OnUsageError: onUsage,
 		Flags:        flags,
@@ -54,8 +56,14 @@ func matrixCommand(onUsage cli.OnUsageErrorFunc) *cli.Command {
 			if err != nil {
 				return &usageError{err: fmt.Errorf("--runs: %q: want a whole number", cmd.String("runs")), cmd: "verity matrix"}
 			}
+			var shard runner.Shard
+			if cmd.IsSet("shard") {
+				if shard, err = runner.ParseShard(cmd.String("shard")); err != nil {
+					return &usageError{err: fmt.Errorf("--shard: %w", err), cmd: "verity matrix"}
+				}
+			}
 			stdout, stderr := cmd.Root().Writer, cmd.Root().ErrWriter
-			spec := runner.MatrixSpec{Base: base, Axes: axes, Runs: runs, Out: out,
+			spec := runner.MatrixSpec{Base: base, Axes: axes, Runs: runs, Out: out, Shard: shard,
 				Harness: harness.Spec{NoSignalCleanup: true}, Log: logger(cmd, stderr)}
 			if !cmd.Bool("quiet") {
 				spec.Progress = stderr

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/debug"
-	"strings"
 
 	"github.com/urfave/cli/v3"
 
@@ -13,6 +11,7 @@ import (
 	"github.com/verity-kafka/verity/kafkaconf"
 	"github.com/verity-kafka/verity/runner"
 	"github.com/verity-kafka/verity/scenarios"
+	"github.com/verity-kafka/verity/verify/results"
 )
 
 // validateCommand checks scenario files as run --file would take them, and plans their runs
@@ -72,7 +71,7 @@ func versionCommand(onUsage cli.OnUsageErrorFunc) *cli.Command {
 				return &usageError{err: fmt.Errorf("version takes no arguments, got %q", cmd.Args().First()), cmd: cmd.FullName()}
 			}
 			w := cmd.Root().Writer
-			fmt.Fprintf(w, "verity %s\n", buildVersion())
+			fmt.Fprintf(w, "verity %s\n", results.BuildVersion())
 			for _, c := range kafkaconf.Clients() {
 				fmt.Fprintf(w, "client %s %s (%s)\n", c.Name, c.Version(), c.Module)
 			}
@@ -81,38 +80,4 @@ func versionCommand(onUsage cli.OnUsageErrorFunc) *cli.Command {
 			return nil
 		},
 	}
-}
-
-// buildVersion is the main module's version and the commit it was built from, as the Go
-// toolchain recorded them in the binary: "(devel) 3c478d0 2026-12-01T14:54:00Z dirty, go1.26".
-func buildVersion() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown (the binary carries no build information)"
-	}
-	parts := []string{bi.Main.Version}
-	var rev, when string
-	dirty := false
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.time":
-			when = s.Value
-		case "vcs.modified":
-			dirty = s.Value == "true"
-		}
-	}
-	if rev != "" {
-		parts = append(parts, rev[:min(len(rev), 12)])
-	} else {
-		parts = append(parts, "(no commit recorded: built with -buildvcs=false or outside git)")
-	}
-	if when != "" {
-		parts = append(parts, when)
-	}
-	if dirty {
-		parts = append(parts, "with uncommitted changes")
-	}
-	return strings.Join(parts, " ") + ", " + bi.GoVersion
 }

@@ -11,7 +11,9 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
+	"strings"
 
 	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/verify/guarantee"
@@ -64,6 +66,69 @@ type Results struct {
 	Faults []string `json:"faults,omitempty"`
 	// History describes the file that was checked.
 	History *HistoryInfo `json:"history,omitempty"`
+	// Run says what ran: written by a run (verity run, matrix), absent from a check of a
+	// history alone.
+	Run *RunInfo `json:"run,omitempty"`
+}
+
+// RunInfo identifies a run and what it ran on, so that results can be compared and traced.
+type RunInfo struct {
+	// ID is the run id every container, network and volume of its cluster was labelled with
+	// (io.verity.run); a matrix's runs on one cluster share it.
+	ID string `json:"id"`
+	// VerityVersion is the binary's module version and commit (BuildVersion).
+	VerityVersion string `json:"verity_version"`
+	// Started is when the run started (RFC 3339), the history header's "started".
+	Started string `json:"started"`
+	// KafkaImage and ToxiproxyImage are the image references the nodes ran; the ids are the
+	// images' sha256 ids (a locally built image has no registry digest).
+	KafkaImage       string `json:"kafka_image"`
+	KafkaImageID     string `json:"kafka_image_id,omitempty"`
+	ToxiproxyImage   string `json:"toxiproxy_image"`
+	ToxiproxyImageID string `json:"toxiproxy_image_id,omitempty"`
+	// Host is the machine the nodes ran on, as its Docker engine reports it.
+	Host HostInfo `json:"host"`
+}
+
+// HostInfo describes the machine the nodes ran on; zero values where the engine did not say.
+type HostInfo struct {
+	Cores         int    `json:"cores"`
+	MemoryBytes   int64  `json:"memory_bytes"`
+	EngineVersion string `json:"engine_version,omitempty"`
+}
+
+// BuildVersion is this binary's module version and the commit it was built from, as the Go
+// toolchain recorded them: "(devel) 3c478d0f1a2b 2026-12-01T14:54:00Z, go1.26.8".
+func BuildVersion() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown (the binary carries no build information)"
+	}
+	parts := []string{bi.Main.Version}
+	var rev, when string
+	dirty := false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			when = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if rev != "" {
+		parts = append(parts, rev[:min(len(rev), 12)])
+	} else {
+		parts = append(parts, "(no commit recorded: built with -buildvcs=false or outside git)")
+	}
+	if when != "" {
+		parts = append(parts, when)
+	}
+	if dirty {
+		parts = append(parts, "with uncommitted changes")
+	}
+	return strings.Join(parts, " ") + ", " + bi.GoVersion
 }
 
 // HistoryInfo describes the history a result was computed from.

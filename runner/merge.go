@@ -1,0 +1,292 @@
+package runner
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/verity-kafka/verity/report"
+	"github.com/verity-kafka/verity/verify/results"
+)
+
+// ManifestFile is the name of a matrix's manifest in its output directory.
+const ManifestFile = "matrix.json"
+
+// ManifestVersion is the manifest format's version; MergeMatrix refuses another.
+const ManifestVersion = 1
+
+// Manifest says what a matrix, or one shard of it, ran: enough to tell that shards belong to one
+// matrix, and where each run's artifacts are. It is written from this type only.
+type Manifest struct {
+	Version  int          `json:"verity_matrix"`
+	Scenario string       `json:"scenario"`
+	Seed     int64        `json:"seed"` // the base seed; run k of every cell used Seed+k-1
+	Runs     int          `json:"runs"` // runs per cell
+	Axes     []MatrixAxis `json:"axes"`
+	// Shard is "K/N"; "1/1" for a whole matrix.
+	Shard string        `json:"shard"`
+	Cells []ManifestRun `json:"cells"`
+}
+
+// ManifestRun is one run of a cell: where its artifacts are (relative to the manifest) and
+// how it ended.
+type ManifestRun struct {
+	Axes    []report.Axis   `json:"axes"`
+	Run     int             `json:"run"`
+	Seed    int64           `json:"seed"`
+	Dir     string          `json:"dir,omitempty"`
+	Verdict results.Verdict `json:"verdict,omitempty"`
+	// Error is why the run did not complete; empty when it did.
+	Error string `json:"error,omitempty"`
+}
+
+// MarshalJSON of MatrixAxis writes its lower-case names, a manifest's contract.
+func (a MatrixAxis) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Name   string   `json:"name"`
+		Values []string `json:"values"`
+	}{a.Name, a.Values})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (a *MatrixAxis) UnmarshalJSON(b []byte) error {
+	var v struct {
+		Name   string   `json:"name"`
+		Values []string `json:"values"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	a.Name, a.Values = v.Name, v.Values
+	return nil
+}
+
+func (m Manifest) write(path string) error {
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return fmt.Errorf("matrix: encoding %s: %w", ManifestFile, err)
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("matrix: writing %s: %w", ManifestFile, err)
+	}
+	return nil
+}
+
+// readManifest reads dir's matrix.json.
+func readManifest(dir string) (Manifest, error) {
+	var m Manifest
+	b, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	if err != nil {
+		return m, fmt.Errorf("%s: not a matrix's output: %w", dir, err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		return m, fmt.Errorf("%s: reading %s: %w", dir, ManifestFile, err)
+	}
+	if m.Version != ManifestVersion {
+		return m, fmt.Errorf("%s: %s version %d: this verity reads version %d", dir, ManifestFile, m.Version, ManifestVersion)
+	}
+	return m, nil
+}
+
+// sameMatrix reports how b differs from a as a matrix (its shard and cells aside), or "".
+func sameMatrix(a, b Manifest) string {
+	switch {
+	case a.Scenario != b.Scenario:
+		return fmt.Sprintf("scenario %s, not %s", b.Scenario, a.Scenario)
+	case a.Seed != b.Seed:
+		return fmt.Sprintf("seed %d, not %d", b.Seed, a.Seed)
+	case a.Runs != b.Runs:
+		return fmt.Sprintf("%d runs a cell, not %d", b.Runs, a.Runs)
+	}
+	ja, _ := json.Marshal(a.Axes)
+	jb, _ := json.Marshal(b.Axes)
+	if !bytes.Equal(ja, jb) {
+		return fmt.Sprintf("axes %s, not %s", jb, ja)
+	}
+	return ""
+}
+
+// loadCells reads the results of the runs that completed, from the run folders below dir.
+// A run whose results cannot be read is left out of the tables; its manifest entry says why.
+func loadCells(dir string, runs []ManifestRun) []report.Cell {
+	var out []report.Cell
+	for _, r := range runs {
+		if r.Dir == "" || r.Error != "" {
+			continue
+		}
+		res, err := results.Read(filepath.Join(dir, r.Dir, "results.json"))
+		if err != nil {
+			continue
+		}
+		out = append(out, report.Cell{Axes: r.Axes, Run: r.Run, Results: res, Report: filepath.Join(r.Dir, "report.html")})
+	}
+	return out
+}
+
+// tables are a matrix's written tables.
+type tables struct{ Markdown, MarkdownFile, HTMLFile, JUnitFile string }
+
+// writeTables writes matrix.md, matrix.html and junit.xml (one suite per run) into dir, the
+// cells in the order given.
+func writeTables(dir string, m Manifest, cells []report.Cell) (tables, error) {
+	var t tables
+	var seeds []string
+	for k := 1; k <= m.Runs; k++ {
+		seeds = append(seeds, strconv.FormatInt(m.Seed+int64(k-1), 10))
+	}
+	t.Markdown = report.CompareMarkdown(cells) + fmt.Sprintf("\nScenario %s; runs 1..%d of every cell used seeds %s.\n",
+		m.Scenario, m.Runs, strings.Join(seeds, ", "))
+	if m.Shard != "1/1" && m.Shard != "" {
+		t.Markdown += fmt.Sprintf("This is shard %s of the matrix: %d of its runs.\n", m.Shard, len(m.Cells))
+	}
+	t.MarkdownFile = filepath.Join(dir, "matrix.md")
+	if err := os.WriteFile(t.MarkdownFile, []byte(t.Markdown), 0o644); err != nil {
+		return t, fmt.Errorf("matrix: writing the table: %w", err)
+	}
+	page, err := report.CompareHTML(fmt.Sprintf("Verity matrix: %s, %d runs a cell (seeds %s)", m.Scenario, m.Runs, strings.Join(seeds, ", ")), cells)
+	if err != nil {
+		return t, fmt.Errorf("matrix: %w", err)
+	}
+	t.HTMLFile = filepath.Join(dir, "matrix.html")
+	if err := os.WriteFile(t.HTMLFile, []byte(page), 0o644); err != nil {
+		return t, fmt.Errorf("matrix: writing the table: %w", err)
+	}
+	var buf bytes.Buffer
+	if err := report.WriteMatrixJUnit(&buf, "verity matrix "+m.Scenario, cells); err != nil {
+		return t, fmt.Errorf("matrix: %w", err)
+	}
+	t.JUnitFile = filepath.Join(dir, "junit.xml")
+	if err := os.WriteFile(t.JUnitFile, buf.Bytes(), 0o644); err != nil {
+		return t, fmt.Errorf("matrix: writing junit.xml: %w", err)
+	}
+	return t, nil
+}
+
+// Merged is what MergeMatrix made of the shards.
+type Merged struct {
+	Manifest Manifest // the whole matrix: every shard's runs, in canonical order
+	tables
+	// Incomplete are the runs that did not complete, as "cell run k: why".
+	Incomplete []string
+}
+
+// Worst is the worst verdict over the merged runs: fail, then unknown, then pass.
+func (m *Merged) Worst() results.Verdict {
+	worst := results.Pass
+	for _, r := range m.Manifest.Cells {
+		switch {
+		case r.Verdict == results.Fail:
+			return results.Fail
+		case r.Error != "" || r.Verdict != results.Pass:
+			worst = results.Unknown
+		}
+	}
+	return worst
+}
+
+// MergeMatrix joins the outputs of a sharded matrix (each dir one shard's --out) into one
+// matrix.json, matrix.md, matrix.html and junit.xml in out, whose links reach into the shards'
+// run folders. Every shard 1..N must be there once, all of one matrix.
+func MergeMatrix(dirs []string, out string) (*Merged, error) {
+	if len(dirs) == 0 {
+		return nil, errors.New("merge: no shard directories given")
+	}
+	var mans []Manifest
+	for _, d := range dirs {
+		m, err := readManifest(d)
+		if err != nil {
+			return nil, fmt.Errorf("merge: %w", err)
+		}
+		if len(mans) > 0 {
+			if diff := sameMatrix(mans[0], m); diff != "" {
+				return nil, fmt.Errorf("merge: %s is another matrix than %s: %s", d, dirs[0], diff)
+			}
+		}
+		mans = append(mans, m)
+	}
+	n := 0
+	seen := map[int]string{}
+	for i, m := range mans {
+		s, err := ParseShard(m.Shard)
+		if err != nil {
+			return nil, fmt.Errorf("merge: %s: %w", dirs[i], err)
+		}
+		if n != 0 && s.N != n {
+			return nil, fmt.Errorf("merge: %s is shard %s, %s one of %d", dirs[i], m.Shard, dirs[0], n)
+		}
+		n = s.N
+		if prev, dup := seen[s.K]; dup {
+			return nil, fmt.Errorf("merge: shard %d/%d given twice: %s and %s", s.K, n, prev, dirs[i])
+		}
+		seen[s.K] = dirs[i]
+	}
+	var missing []string
+	for k := 1; k <= n; k++ {
+		if _, ok := seen[k]; !ok {
+			missing = append(missing, fmt.Sprintf("%d/%d", k, n))
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("merge: shard(s) %s missing: give every shard's output directory", strings.Join(missing, ", "))
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, fmt.Errorf("merge: making %s: %w", out, err)
+	}
+	whole := mans[0]
+	whole.Shard, whole.Cells = "1/1", nil
+	var cells []report.Cell
+	for i, m := range mans {
+		rel, err := filepath.Rel(out, dirs[i])
+		if err != nil {
+			rel = dirs[i]
+		}
+		for _, r := range m.Cells {
+			if r.Dir != "" {
+				r.Dir = filepath.Join(rel, r.Dir)
+			}
+			whole.Cells = append(whole.Cells, r)
+		}
+	}
+	order := canonicalOrder(whole)
+	slices.SortStableFunc(whole.Cells, func(a, b ManifestRun) int { return order(a) - order(b) })
+	cells = loadCells(out, whole.Cells)
+	merged := &Merged{Manifest: whole}
+	for _, r := range whole.Cells {
+		if r.Error != "" || r.Dir == "" {
+			merged.Incomplete = append(merged.Incomplete, fmt.Sprintf("%s run %d: %s", axesLabel(r.Axes), r.Run, cmp.Or(r.Error, "not run")))
+		}
+	}
+	if err := whole.write(filepath.Join(out, ManifestFile)); err != nil {
+		return nil, err
+	}
+	t, err := writeTables(out, whole, cells)
+	merged.tables = t
+	return merged, err
+}
+
+// canonicalOrder ranks a manifest's runs as an unsharded matrix orders them: cells in the
+// order of the axes' values, then runs.
+func canonicalOrder(m Manifest) func(ManifestRun) int {
+	return func(r ManifestRun) int {
+		rank := 0
+		for _, a := range m.Axes {
+			v := ""
+			for _, ra := range r.Axes {
+				if ra.Name == a.Name {
+					v = ra.Value
+				}
+			}
+			rank = rank*len(a.Values) + max(slices.Index(a.Values, v), 0)
+		}
+		return rank*(m.Runs+1) + r.Run
+	}
+}
