@@ -7,7 +7,7 @@ GO ?= go
 # and each package checks at its end that nothing labelled io.verity.run is left.
 GOTEST := $(GO) test -p 1 -count=1 -timeout 25m
 
-.PHONY: all engine images run test test-short lab clean vet lint-ci
+.PHONY: all engine images run test test-short lab clean vet lint-ci chromium
 
 all: test
 
@@ -24,9 +24,13 @@ run: images
 
 # The lazy filesystem serves FUSE requests on many goroutines: its tests run under the race
 # detector too. The example CI workflows are linted (actionlint, a go.mod tool) so they cannot rot.
-test: images lint-ci
+test: images lint-ci chromium
 	$(GOTEST) ./...
 	$(GO) test -race -count=1 ./lazyfs
+
+# The report's test opens report.html in headless Chromium (Debian's package).
+chromium:
+	@scripts/chromium.sh
 
 lint-ci:
 	$(GO) tool actionlint .github/workflows/*.yml

@@ -47,8 +47,10 @@ pre{background:#f7f7f7;padding:.6em;overflow:auto;max-height:30em}ul.ex{margin:0
 <div><div class="note">client</div><div class="seed" id="client">{{.Client}}</div></div>
 <div class="note">{{.ForbiddenText}}<br>rerun: <code>{{.Rerun}}</code></div>
 </div>
+{{if .Expectation}}<p id="expectation"><b>Expected:</b> {{.Expectation}}</p>{{end}}
 {{if .UnknownReasons}}<p><b>Why the verdict is unknown:</b></p><ul>{{range .UnknownReasons}}<li>{{.}}</li>{{end}}</ul>{{end}}
 {{range .Warnings}}<p class="note"><b>Note:</b> {{.}}</p>{{end}}
+{{if .EvidenceFirst}}{{template "anomalies" .}}{{end}}
 
 <section id="summary"><h2>Summary</h2>
 <table><tr><th>history</th><td>{{.History}}</td></tr>
@@ -63,6 +65,9 @@ pre{background:#f7f7f7;padding:.6em;overflow:auto;max-height:30em}ul.ex{margin:0
 <table><tr><th>op</th><th>ok</th><th>fail</th><th>info</th><th>pending</th></tr>
 {{range .OpRows}}<tr><td>{{.Name}}</td><td class="num">{{.O.OK}}</td><td class="num">{{.O.Fail}}</td><td class="num">{{.O.Info}}</td><td class="num">{{.O.Pending}}</td></tr>{{end}}
 </table>
+{{if .Stats.Errors}}<table id="errors"><tr><th>op</th><th>outcome</th><th>error</th><th>count</th><th>first (s)</th><th>last (s)</th></tr>
+{{range .Stats.Errors}}<tr><td>{{.F}}</td><td>{{.Outcome}}</td><td>{{.Error}}</td><td class="num">{{.Count}}</td><td class="num">{{printf "%.1f" .FirstS}}</td><td class="num">{{printf "%.1f" .LastS}}</td></tr>{{end}}
+</table><p class="note">Failed (fail) and unknown (info) completions by the error they carried: Kafka's name of a broker error, else the kind of client-side failure.</p>{{end}}
 {{if .Windows}}<p>Windows during which writes failed{{if .WindowsCut}} (first {{len .Windows}} of {{.WindowsCut}}){{end}}:</p>
 <table><tr><th>partition</th><th>from (s)</th><th>to (s)</th><th>failed writes</th></tr>
 {{range .Windows}}<tr><td>{{.Topic}}-{{.Partition}}</td><td class="num">{{secs1000 .StartMs}}</td><td class="num">{{secs1000 .EndMs}}</td><td class="num">{{.Failed}}</td></tr>{{end}}</table>{{end}}
@@ -94,14 +99,7 @@ pre{background:#f7f7f7;padding:.6em;overflow:auto;max-height:30em}ul.ex{margin:0
 {{range .TimelineNotes}}<p class="note">{{.}}</p>{{end}}
 </section>
 
-<section id="anomalies"><h2>Anomalies</h2>
-{{if .Anomalies}}<table><tr><th>anomaly</th><th>count</th><th>judgement</th><th>why</th><th>evidence (op indices "i" in the history)</th></tr>
-{{range .Anomalies}}<tr class="{{.Class}}" id="anomaly-{{.Name}}"><td>{{.Name}}</td><td class="num">{{.Count}}</td><td>{{.Judgement}}</td>
-<td>{{.Why}}{{if .ByRule}}<ul class="ex">{{range .ByRule}}<li>{{.Count}} {{.Judgement}}: {{.Why}}</li>{{end}}</ul>{{end}}</td>
-<td>{{if .Examples}}<ul class="ex">{{range .Examples}}<li>{{.}}</li>{{end}}</ul>{{if .More}}<span class="note">and {{.More}} more</span>{{end}}{{end}}</td></tr>
-{{end}}</table>{{end}}
-<p class="note">None found: {{if .NoneFound}}{{join .NoneFound ", "}}{{else}}—{{end}}.</p>
-</section>
+{{if not .EvidenceFirst}}{{template "anomalies" .}}{{end}}
 
 <section id="config"><h2>Configuration</h2>
 <h3>Deviations from Kafka 4.3's defaults</h3>
@@ -112,34 +110,46 @@ pre{background:#f7f7f7;padding:.6em;overflow:auto;max-height:30em}ul.ex{margin:0
 <details><summary>The run's configuration (history header)</summary><pre>{{.ConfigJSON}}</pre></details>
 </section>
 </body></html>
+{{define "anomalies"}}<section id="anomalies"><h2>Anomalies</h2>
+{{if .Anomalies}}<table><tr><th>anomaly</th><th>count</th><th>judgement</th><th>why</th><th>evidence (op indices "i" in the history)</th></tr>
+{{range .Anomalies}}<tr class="{{.Class}}" id="anomaly-{{.Name}}"><td>{{.Name}}</td><td class="num">{{.Count}}</td><td>{{.Judgement}}</td>
+<td>{{.Why}}{{if .ByRule}}<ul class="ex">{{range .ByRule}}<li>{{.Count}} {{.Judgement}}: {{.Why}}</li>{{end}}</ul>{{end}}</td>
+<td>{{if .Examples}}<ul class="ex">{{range .Examples}}<li>{{.}}</li>{{end}}</ul>{{if .More}}<span class="note">and {{.More}} more</span>{{end}}{{end}}</td></tr>
+{{end}}</table>{{end}}
+<p class="note">None found: {{if .NoneFound}}{{join .NoneFound ", "}}{{else}}—{{end}}.</p>
+</section>{{end}}
 `
 
 // pageData is what the template shows.
 type pageData struct {
 	Scenario, Verdict, ForbiddenText string
-	Rerun, Client                    string
-	Seed                             int64
-	UnknownReasons, Warnings         []string
-	History, Length, Bucket          string
-	Ops                              int64
-	FaultKinds                       []string
-	Stats                            results.Stats
-	Timings                          results.Timings
-	OpRows                           []opRow
-	Windows                          []results.Window
-	WindowsCut                       int
-	Throughput, Latency              template.URL
-	FaultLegend                      []legendItem
-	Faults                           []FaultInterval
-	Markers                          []Marker
-	Partitions                       []partitionView
-	PartitionsOmitted                int
-	TimelineNotes                    []string
-	Anomalies                        []anomalyView
-	NoneFound                        []string
-	Deviations, SettingDeviations    []string
-	Assumed, Overrides, Notes        []string
-	ConfigJSON                       string
+	// Expectation is what the scenario expected, in words; EvidenceFirst puts the anomalies
+	// right under the verdict (a fail or an unknown: the reader came for the evidence).
+	Expectation                   string
+	EvidenceFirst                 bool
+	Rerun, Client                 string
+	Seed                          int64
+	UnknownReasons, Warnings      []string
+	History, Length, Bucket       string
+	Ops                           int64
+	FaultKinds                    []string
+	Stats                         results.Stats
+	Timings                       results.Timings
+	OpRows                        []opRow
+	Windows                       []results.Window
+	WindowsCut                    int
+	Throughput, Latency           template.URL
+	FaultLegend                   []legendItem
+	Faults                        []FaultInterval
+	Markers                       []Marker
+	Partitions                    []partitionView
+	PartitionsOmitted             int
+	TimelineNotes                 []string
+	Anomalies                     []anomalyView
+	NoneFound                     []string
+	Deviations, SettingDeviations []string
+	Assumed, Overrides, Notes     []string
+	ConfigJSON                    string
 }
 
 type opRow struct {
@@ -206,6 +216,8 @@ func RenderHTML(w io.Writer, r *results.Results, tl *Timeline, opts Options, war
 		d.Verdict = string(results.Unknown)
 	}
 	d.Client = ClientText(r)
+	d.Expectation = opts.Expectation
+	d.EvidenceFirst = r.Verdict != results.Pass
 	d.Rerun = opts.Rerun
 	if d.Rerun == "" {
 		d.Rerun = fmt.Sprintf("verity run --scenario %s --seed %d", r.Scenario, r.Seed)

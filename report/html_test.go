@@ -7,6 +7,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"github.com/verity-kafka/verity/harness/harnesstest"
 	"io"
 	"os"
 	"os/exec"
@@ -269,12 +270,19 @@ func TestReportEscapes(t *testing.T) {
 	}
 }
 
-// The page opens in headless Chromium (Debian's package) without a console message. Skipped
-// where Chromium is not installed.
+// The page opens in headless Chromium (Debian's package, scripts/chromium.sh) without a console
+// message, and on a failing run the evidence comes before the first plot. Skipped under -short
+// and where Chromium is missing outside CI; under CI a missing Chromium fails.
 func TestReportOpensInChromium(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a browser; skipped under -short")
+	}
 	bin, err := exec.LookPath("chromium")
 	if err != nil {
-		t.Skip("chromium is not installed (apt-get install chromium)")
+		if harnesstest.IsCI(os.Getenv("CI")) {
+			t.Fatalf("CI=%s and chromium is not installed: make test installs it (scripts/chromium.sh)", os.Getenv("CI"))
+		}
+		t.Skip("chromium is not installed (scripts/chromium.sh, or make test, installs it)")
 	}
 	_, dir := renderSample(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
@@ -287,8 +295,12 @@ func TestReportOpensInChromium(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("chromium: %v\n%s", err, stderr.String())
 	}
-	if !strings.Contains(stdout.String(), `id="verdict-value"`) || strings.Count(stdout.String(), "<img") != 5 {
-		t.Errorf("the DOM chromium loaded lacks the verdict or the plots:\n%.500s", stdout.String())
+	dom := stdout.String()
+	if !strings.Contains(dom, `id="verdict-value"`) || strings.Count(dom, "<img") != 5 {
+		t.Errorf("the DOM chromium loaded lacks the verdict or the plots:\n%.500s", dom)
+	}
+	if ev, img := strings.Index(dom, `id="anomalies"`), strings.Index(dom, "<img"); ev < 0 || ev > img {
+		t.Errorf("a failing run's evidence (at %d) must come before the first plot (at %d)", ev, img)
 	}
 	for _, l := range strings.Split(stderr.String(), "\n") {
 		if strings.Contains(l, ":CONSOLE") {

@@ -27,6 +27,9 @@ type Options struct {
 	// Rerun is the command that repeats the run, shown under the verdict; default
 	// "verity run --scenario NAME --seed N" (which misses any flag the run was given).
 	Rerun string
+	// Expectation is what the scenario expected, in words (Scenario.Expect), shown under the
+	// verdict; empty: not shown.
+	Expectation string
 }
 
 func (o Options) withDefaults() Options {

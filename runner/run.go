@@ -350,6 +350,16 @@ func RerunCommand(dir, name string, seed int64) string {
 	return fmt.Sprintf("verity run --scenario %s --seed %d", name, seed)
 }
 
+// SavedExpectation is what the scenario saved in a run's folder expected, in words; "" when the
+// folder has no readable scenario.yaml.
+func SavedExpectation(dir string) string {
+	s, err := scenarios.Load(filepath.Join(dir, ScenarioFile))
+	if err != nil {
+		return ""
+	}
+	return s.Expect.Text
+}
+
 func fileExists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
@@ -370,7 +380,7 @@ func (r *run) write(ctx context.Context) error {
 		}
 	}
 	rerun := RerunCommand(r.opts.Out, s.Name, s.Seed)
-	if out.Report, err = report.Write(ctx, r.opts.Out, out.Results, out.History, report.Options{Rerun: rerun}); err != nil {
+	if out.Report, err = report.Write(ctx, r.opts.Out, out.Results, out.History, report.Options{Rerun: rerun, Expectation: r.s.Expect.Text}); err != nil {
 		return fmt.Errorf("run %s: %w", s.Name, err)
 	}
 	out.Wall = time.Since(r.began)

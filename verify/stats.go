@@ -14,6 +14,7 @@ import (
 // final logs' sizes. All of it is kept in fixed-size or per-partition state.
 
 type statsState struct {
+	errs    map[errKey]*results.ErrorCount
 	byKind  [fISR + 1]results.Outcomes
 	other   map[string]*results.Outcomes
 	nem     map[string]int64
@@ -35,7 +36,11 @@ type window struct {
 	failed     int64
 }
 
+// errKey is one kind of op, outcome and error class.
+type errKey struct{ f, outcome, class string }
+
 func (s *statsState) init() {
+	s.errs = map[errKey]*results.ErrorCount{}
 	s.other = map[string]*results.Outcomes{}
 	s.nem = map[string]int64{}
 }
@@ -57,9 +62,25 @@ func (s *statsState) complete(op *history.Op, k fkind, pd *pending) {
 		}
 	case history.Fail:
 		o.Fail++
+		s.failed(op)
 	case history.Info:
 		o.Info++
+		s.failed(op)
 	}
+}
+
+// failed counts a fail or info completion by its error's class.
+func (s *statsState) failed(op *history.Op) {
+	k := errKey{f: op.F, outcome: string(op.Type), class: results.ErrorClass(op.Error)}
+	t := round3(float64(op.Time) / 1e9)
+	e := s.errs[k]
+	if e == nil {
+		k.f = string([]byte(k.f))
+		e = &results.ErrorCount{F: k.f, Outcome: k.outcome, Error: k.class, FirstS: t}
+		s.errs[k] = e
+	}
+	e.Count++
+	e.LastS = t
 }
 
 // pendingOp counts an op invoked and never completed. Other ops (assign, crash, …) keep no
@@ -245,6 +266,12 @@ func (c *Checker) buildStats() results.Stats {
 			out.Ops[f] = *o
 		}
 	}
+	for _, e := range s.errs {
+		out.Errors = append(out.Errors, *e)
+	}
+	slices.SortFunc(out.Errors, func(a, b results.ErrorCount) int {
+		return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.F, b.F), cmp.Compare(a.Outcome, b.Outcome), cmp.Compare(a.Error, b.Error))
+	})
 	out.LatencyMs = s.lat[fSend].percentiles()
 	if s.lat[fSend].n == 0 {
 		out.LatencyMs = s.lat[fTxn].percentiles()

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -31,6 +32,18 @@ func TestStats(t *testing.T) {
 	}
 	if got := s.Ops["txn"]; got.Fail != 1 {
 		t.Errorf("txn outcomes %+v", got)
+	}
+	// Failed and unknown completions by their error (the helper's sends fail with "kafka:
+	// request timed out"; the aborted transaction with "aborted"), most first.
+	var errs []string
+	for _, e := range s.Errors {
+		errs = append(errs, fmt.Sprintf("%s %s %s %d", e.F, e.Outcome, e.Error, e.Count))
+	}
+	if want := []string{"send info timeout 2", "send fail timeout 1", "txn fail aborted 1"}; !slices.Equal(errs, want) {
+		t.Errorf("errors %q, want %q", errs, want)
+	}
+	if e := s.Errors[0]; e.FirstS != 0.006 || e.LastS != 0.01 {
+		t.Errorf("first and last info timeout at %v s and %v s, want 0.006 and 0.01", e.FirstS, e.LastS)
 	}
 	if s.Nemesis["kill"] != 1 {
 		t.Errorf("nemesis %v", s.Nemesis)

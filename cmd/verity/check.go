@@ -146,6 +146,15 @@ func printSummary(w io.Writer, command, path string, r *results.Results) {
 	send := s.Ops["send"]
 	fmt.Fprintf(w, "  sends ok/fail/info %d/%d/%d, unknown later seen %d, unavailable %.0f ms, send latency p50 %.1f ms p99 %.1f ms\n",
 		send.OK, send.Fail, send.Info, s.UnknownLaterSeen, s.UnavailableMs, s.LatencyMs.P50, s.LatencyMs.P99)
+	var errs []string
+	for _, e := range s.Errors {
+		if e.F == "send" && len(errs) < 4 {
+			errs = append(errs, fmt.Sprintf("%d %s %s", e.Count, e.Outcome, e.Error))
+		}
+	}
+	if len(errs) > 0 {
+		fmt.Fprintf(w, "  send errors: %s\n", strings.Join(errs, ", "))
+	}
 	for _, why := range r.UnknownReasons {
 		fmt.Fprintf(w, "  unknown: %s\n", why)
 	}

@@ -49,7 +49,7 @@ func reportCommand(onUsage cli.OnUsageErrorFunc) *cli.Command {
 			}
 			stdout := cmd.Root().Writer
 			printSummary(stdout, "verity report", hist, r)
-			if err := writeArtifacts(ctx, stdout, dir, r, hist, report.Options{Rerun: runner.RerunCommand(dir, r.Scenario, r.Seed)}); err != nil {
+			if err := writeArtifacts(ctx, stdout, dir, r, hist, report.Options{Rerun: runner.RerunCommand(dir, r.Scenario, r.Seed), Expectation: runner.SavedExpectation(dir)}); err != nil {
 				return err
 			}
 			return verdictExit(r.Verdict)

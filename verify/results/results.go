@@ -236,6 +236,52 @@ type Stats struct {
 	LatencyMs  Percentiles
 	LatencyByF map[string]Percentiles
 	Partitions []PartitionStats
+	// Errors counts the fail and info completions of client ops by the error they carried
+	// (ErrorClass), most first.
+	Errors []ErrorCount
+}
+
+// ErrorCount is how many completions of one kind and outcome carried one class of error, and
+// when the first and the last came, in seconds since the run started.
+type ErrorCount struct {
+	F       string  `json:"f"`
+	Outcome string  `json:"outcome"` // fail or info
+	Error   string  `json:"error"`   // ErrorClass of the op's error text
+	Count   int64   `json:"count"`
+	FirstS  float64 `json:"first_s"`
+	LastS   float64 `json:"last_s"`
+}
+
+// ErrorClass names the error of an op's "error" text for counting: Kafka's protocol name of a
+// broker error ("NOT_ENOUGH_REPLICAS"), which the workloads put after "kafka server: ", else a
+// class of client-side failure (timeout, connection refused, connection lost), else "other".
+func ErrorClass(text string) string {
+	if _, rest, ok := strings.Cut(text, "kafka server: "); ok {
+		end := strings.IndexFunc(rest, func(r rune) bool { return !(r >= 'A' && r <= 'Z' || r == '_' || r >= '0' && r <= '9') })
+		if end < 0 {
+			end = len(rest)
+		}
+		if end > 0 {
+			return rest[:end]
+		}
+	}
+	low := strings.ToLower(text)
+	switch {
+	case text == "":
+		return "none given"
+	case strings.Contains(low, "aborted"):
+		return "aborted"
+	case strings.Contains(low, "deadline") || strings.Contains(low, "timed out") || strings.Contains(low, "timeout"):
+		return "timeout"
+	case strings.Contains(low, "connection refused"):
+		return "connection refused"
+	case strings.Contains(low, "eof") || strings.Contains(low, "reset") || strings.Contains(low, "broken pipe") || strings.Contains(low, "closed") ||
+		strings.Contains(low, "not connected"):
+		return "connection lost"
+	case strings.Contains(low, "fenced"):
+		return "fenced"
+	}
+	return "other"
 }
 
 // Field names of Stats besides the per-kind outcome counts.
@@ -248,6 +294,7 @@ const (
 	keyLatency          = "latency_ms"
 	keyLatencyByF       = "latency_ms_by_f"
 	keyPartitions       = "partitions"
+	keyErrors           = "errors"
 )
 
 // MarshalJSON writes the per-kind counts beside the other fields, with "send", "txn" and
@@ -264,7 +311,7 @@ func (s Stats) MarshalJSON() ([]byte, error) {
 	}
 	for f, o := range s.Ops {
 		if slices.Contains([]string{keyNemesis, keyUnknownSends, keyUnknownLaterSeen, keyUnavailableMs,
-			keyUnavailability, keyLatency, keyLatencyByF, keyPartitions}, f) {
+			keyUnavailability, keyLatency, keyLatencyByF, keyPartitions, keyErrors}, f) {
 			return nil, fmt.Errorf("an op named %q clashes with a stats field", f)
 		}
 		m[f] = o
@@ -280,6 +327,9 @@ func (s Stats) MarshalJSON() ([]byte, error) {
 	}
 	if len(s.Partitions) > 0 {
 		m[keyPartitions] = s.Partitions
+	}
+	if len(s.Errors) > 0 {
+		m[keyErrors] = s.Errors
 	}
 	return json.Marshal(m)
 }
@@ -301,6 +351,7 @@ func (s *Stats) UnmarshalJSON(b []byte) error {
 		keyLatency:          &s.LatencyMs,
 		keyLatencyByF:       &s.LatencyByF,
 		keyPartitions:       &s.Partitions,
+		keyErrors:           &s.Errors,
 	}
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		v := m[k]

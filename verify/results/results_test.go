@@ -146,3 +146,20 @@ func TestReadVersion1(t *testing.T) {
 		t.Error("a version from the future was read")
 	}
 }
+
+func TestErrorClass(t *testing.T) {
+	for text, want := range map[string]string{
+		"kafka server: NOT_ENOUGH_REPLICAS: Messages are rejected since there are fewer in-sync replicas than required.": "NOT_ENOUGH_REPLICAS",
+		"context deadline exceeded (kafka server: REQUEST_TIMED_OUT)":                                                    "REQUEST_TIMED_OUT",
+		"kafka: client has run out of available brokers to talk to: dial tcp 127.0.0.1:1: connect: connection refused":   "connection refused",
+		"context deadline exceeded": "timeout",
+		"EOF":                       "connection lost",
+		"aborted":                   "aborted",
+		"":                          "none given",
+		"something else entirely":   "other",
+	} {
+		if got := ErrorClass(text); got != want {
+			t.Errorf("ErrorClass(%q) = %q, want %q", text, got, want)
+		}
+	}
+}
