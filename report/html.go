@@ -114,7 +114,7 @@ pre{background:#f7f7f7;padding:.6em;overflow:auto;max-height:30em}ul.ex{margin:0
 {{if .Anomalies}}<table><tr><th>anomaly</th><th>count</th><th>judgement</th><th>why</th><th>evidence (op indices "i" in the history)</th></tr>
 {{range .Anomalies}}<tr class="{{.Class}}" id="anomaly-{{.Name}}"><td>{{.Name}}</td><td class="num">{{.Count}}</td><td>{{.Judgement}}</td>
 <td>{{.Why}}{{if .ByRule}}<ul class="ex">{{range .ByRule}}<li>{{.Count}} {{.Judgement}}: {{.Why}}</li>{{end}}</ul>{{end}}</td>
-<td>{{if .Examples}}<ul class="ex">{{range .Examples}}<li>{{.}}</li>{{end}}</ul>{{if .More}}<span class="note">and {{.More}} more</span>{{end}}{{end}}</td></tr>
+<td>{{if .Examples}}<ul class="ex">{{range .Examples}}<li>{{if .Href}}<a href="{{.Href}}">{{.Text}}</a>{{else}}{{.Text}}{{end}}</li>{{end}}</ul>{{if .More}}<span class="note">and {{.More}} more</span>{{end}}{{end}}</td></tr>
 {{end}}</table>{{end}}
 <p class="note">None found: {{if .NoneFound}}{{join .NoneFound ", "}}{{else}}—{{end}}.</p>
 </section>{{end}}
@@ -171,8 +171,11 @@ type anomalyView struct {
 	Name, Judgement, Class, Why string
 	Count, More                 int
 	ByRule                      []results.RuleCount
-	Examples                    []string
+	Examples                    []exampleView
 }
+
+// exampleView is one example: its text, and the section of ops.html that shows its ops.
+type exampleView struct{ Text, Href string }
 
 // maxExamplesShown bounds the examples listed per family (results.json has them all).
 const maxExamplesShown = 50
@@ -234,7 +237,7 @@ func RenderHTML(w io.Writer, r *results.Results, tl *Timeline, opts Options, war
 		d.WindowsCut = len(d.Windows)
 		d.Windows = d.Windows[:maxWindowsShown]
 	}
-	d.Anomalies, d.NoneFound = anomalyViews(r)
+	d.Anomalies, d.NoneFound = anomalyViews(r, opts.opsPage)
 	d.SettingDeviations = settingDeviations(r.Config)
 	d.ConfigJSON = prettyConfig(r.Config)
 
@@ -358,7 +361,7 @@ func forbiddenSummary(r *results.Results) string {
 	return "no anomaly found"
 }
 
-func anomalyViews(r *results.Results) (views []anomalyView, none []string) {
+func anomalyViews(r *results.Results, opsPage map[string]bool) (views []anomalyView, none []string) {
 	for _, name := range Families(r) {
 		a, ok := r.Anomalies[name]
 		if !ok || (a.Count == 0 && a.Unchecked == "") {
@@ -384,7 +387,11 @@ func anomalyViews(r *results.Results) (views []anomalyView, none []string) {
 				v.More = len(a.Examples) - i
 				break
 			}
-			v.Examples = append(v.Examples, exampleText(e))
+			ev := exampleView{Text: exampleText(e)}
+			if id := exampleAnchor(name, i); opsPage[id] {
+				ev.Href = OpsFile + "#" + id
+			}
+			v.Examples = append(v.Examples, ev)
 		}
 		views = append(views, v)
 	}

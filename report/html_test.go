@@ -112,7 +112,12 @@ func renderSample(t *testing.T) (page, string) {
 }
 
 func TestReportHTML(t *testing.T) {
-	p, _ := renderSample(t)
+	p, dir := renderSample(t)
+	opsPage, err := os.ReadFile(filepath.Join(dir, OpsFile))
+	if err != nil {
+		t.Fatalf("the ops page: %v", err)
+	}
+	linked := 0
 
 	for _, id := range []string{"verdict", "verdict-value", "seed", "summary", "throughput", "latency", "faults", "partitions", "anomalies", "config"} {
 		if p.byID(id) == nil {
@@ -177,12 +182,39 @@ func TestReportHTML(t *testing.T) {
 					t.Errorf("<%s src=%.60q>: not an inline image", n.Data, a.Val)
 				}
 			case "href", "action", "srcset", "data", "poster":
+				// Links stay on the page, or go to the ops page written beside it, to a
+				// section it has.
+				if id, ok := strings.CutPrefix(a.Val, OpsFile+"#"); ok && a.Key == "href" {
+					linked++
+					if !strings.Contains(string(opsPage), `<section id="`+id+`">`) {
+						t.Errorf("%s links to %s, which %s lacks", a.Val, id, OpsFile)
+					}
+					continue
+				}
 				if !strings.HasPrefix(a.Val, "#") {
 					t.Errorf("<%s %s=%q>: an external reference", n.Data, a.Key, a.Val)
 				}
 			}
 		}
 	})
+
+	// The first lost-write example (ops 120 and 4410) has its section, with both ops marked.
+	sec := string(opsPage)[strings.Index(string(opsPage), `<section id="lost-write-0">`):]
+	sec = sec[:strings.Index(sec, "</section>")]
+	for _, i := range []string{"120", "4410"} {
+		if !strings.Contains(sec, `<tr class="proof"><td class="num">`+i+`</td>`) {
+			t.Errorf("section lost-write-0 does not mark op %s", i)
+		}
+	}
+	if strings.Count(sec, "<tr") > 1+maxOpsShown+2 { // the header, the ops kept, the two that prove it
+		t.Errorf("section lost-write-0 has %d rows, more than %d ops", strings.Count(sec, "<tr")-1, maxOpsShown)
+	}
+	if linked == 0 {
+		t.Error("no example links to the ops around it")
+	}
+	if strings.Contains(string(opsPage), "http://") || strings.Contains(string(opsPage), "<script") {
+		t.Error("the ops page is not self-contained")
+	}
 
 	// Plots: throughput, latency and one per partition, each a real SVG.
 	imgs := p.elements("img")

@@ -30,6 +30,10 @@ type Options struct {
 	// Expectation is what the scenario expected, in words (Scenario.Expect), shown under the
 	// verdict; empty: not shown.
 	Expectation string
+
+	// opsPage holds the ids of the example sections ops.html has (Write sets it), which the
+	// page's examples link to.
+	opsPage map[string]bool
 }
 
 func (o Options) withDefaults() Options {
@@ -45,6 +49,8 @@ func (o Options) withDefaults() Options {
 // Written says what Write wrote.
 type Written struct {
 	HTML, JUnit string
+	// Ops is ops.html, the ops around each anomaly example; empty when there was none.
+	Ops string
 	// Warnings are problems with the history that the page shows (it could not be opened, a
 	// line was malformed): the report is still written from results.json.
 	Warnings []string
@@ -71,6 +77,23 @@ func Write(ctx context.Context, dir string, r *results.Results, historyPath stri
 				return w, fmt.Errorf("writing the report: %w", ctx.Err())
 			}
 			w.Warnings = append(w.Warnings, err.Error())
+		}
+	}
+	if historyPath != "" && tl != nil {
+		ops, err := renderOps(ctx, historyPath, r)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return w, fmt.Errorf("writing the report: %w", ctx.Err())
+		case err != nil:
+			w.Warnings = append(w.Warnings, err.Error())
+		case ops != nil:
+			if w.Ops, err = writeFile(dir, OpsFile, ops); err != nil {
+				return w, err
+			}
+			opts.opsPage = map[string]bool{}
+			for _, win := range opWindows(r) {
+				opts.opsPage[win.ID] = true
+			}
 		}
 	}
 	var page bytes.Buffer
