@@ -59,7 +59,8 @@ pre{background:#f7f7f7;padding:.6em;overflow:auto;max-height:30em}ul.ex{margin:0
 <tr><th>faults</th><td>{{if .FaultKinds}}{{join .FaultKinds ", "}}{{else}}none{{end}}</td></tr>
 <tr><th>write latency</th><td class="num">p50 {{ms .Stats.LatencyMs.P50}}, p99 {{ms .Stats.LatencyMs.P99}}{{if .Stats.LatencyMs.P999}}, p99.9 {{ms .Stats.LatencyMs.P999}}{{end}}{{if .Stats.LatencyMs.Max}}, max {{ms .Stats.LatencyMs.Max}}{{end}}</td></tr>
 <tr><th>unknown sends</th><td class="num">{{.Stats.UnknownSends}} ({{.Stats.UnknownLaterSeen}} later seen in the log)</td></tr>
-<tr><th>writes unavailable</th><td class="num">{{ms .Stats.UnavailableMs}}</td></tr>
+<tr><th>writes unavailable</th><td class="num">{{ms .Stats.UnavailableMs}} (writes failed or went unanswered)</td></tr>
+{{with .Stats.Stalls}}{{with index . 0}}<tr><th>longest stall</th><td class="num">{{ms (sub .EndMs .StartMs)}} on {{.Topic}}-{{.Partition}}, from {{secs1000 .StartMs}} s to {{secs1000 .EndMs}} s (a write pending, none acknowledged)</td></tr>{{end}}{{end}}
 <tr><th>timings</th><td class="num">cluster ready {{secs .Timings.ClusterReadyS}}, run {{secs .Timings.RunS}}, check {{secs .Timings.CheckS}}</td></tr>
 </table>
 <table><tr><th>op</th><th>ok</th><th>fail</th><th>info</th><th>pending</th></tr>
@@ -185,6 +186,7 @@ const maxWindowsShown = 50
 
 func templateFuncs() template.FuncMap {
 	return template.FuncMap{
+		"sub":      func(a, b float64) float64 { return a - b },
 		"join":     strings.Join,
 		"inc":      func(i int) int { return i + 1 },
 		"ms":       func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) + " ms" },

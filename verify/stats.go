@@ -28,6 +28,11 @@ type availPart struct {
 	open   bool
 	start  int64
 	failed int64
+	// lastAck is when the partition last acknowledged a write (0: not yet); stall is its
+	// longest stretch with a write pending and none acknowledged.
+	lastAck  int64
+	stall    [2]int64
+	hasStall bool
 }
 
 type window struct {
@@ -112,6 +117,16 @@ func (s *statsState) write(tp uint32, t int64, pd *pending, out uint16) {
 	}
 	s.lastW = max(s.lastW, t)
 	a := &s.avail[tp]
+	if pd != nil {
+		// This write was pending from its invoke to now, and nothing was acknowledged on the
+		// partition since lastAck: no acknowledgement while a write waited, for that long.
+		if from := max(a.lastAck, pd.time); t > from && (!a.hasStall || t-from > a.stall[1]-a.stall[0]) {
+			a.stall, a.hasStall = [2]int64{from, t}, true
+		}
+	}
+	if out == outOK {
+		a.lastAck = t
+	}
 	switch out {
 	case outOK:
 		if a.open {
@@ -299,6 +314,19 @@ func (c *Checker) buildStats() results.Stats {
 		out.Unavailability = append(out.Unavailability, results.Window{Topic: p.topic, Partition: p.part,
 			StartMs: round3(float64(w.start) / 1e6), EndMs: round3(float64(w.end) / 1e6), Failed: w.failed})
 	}
+	for tp := range s.avail {
+		a := &s.avail[tp]
+		if !a.hasStall || tp == 0 || tp >= len(c.parts.ps) {
+			continue
+		}
+		p := c.parts.ps[tp]
+		st := results.Stall{Topic: p.topic, Partition: p.part, StartMs: round3(float64(a.stall[0]) / 1e6), EndMs: round3(float64(a.stall[1]) / 1e6)}
+		out.Stalls = append(out.Stalls, st)
+		out.LongestStallMs = max(out.LongestStallMs, round3(st.EndMs-st.StartMs))
+	}
+	slices.SortFunc(out.Stalls, func(a, b results.Stall) int {
+		return cmp.Or(cmp.Compare(b.EndMs-b.StartMs, a.EndMs-a.StartMs), cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
 	for _, p := range c.parts.ps[1:] {
 		ru, rc := &p.final[isoRU], &p.final[isoRC]
 		if !ru.done() && !rc.done() {

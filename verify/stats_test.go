@@ -101,3 +101,26 @@ func TestHistogram(t *testing.T) {
 		}
 	}
 }
+
+// A send that hangs for 8 s and is then acknowledged is no failed write, so unavailable_ms does
+// not see it; the partition's stall does.
+func TestStallsSeeHungWrites(t *testing.T) {
+	h := newHB()
+	r1, r2 := rec("t", 0, "1-1"), rec("t", 1, "2-1")
+	h.send(1, r1, OK, 0)       // t 1, 2 ms
+	inv := h.sendInvoke(2, r2) // t 3 ms
+	h.now += 8_000_000_000
+	h.sendDone(2, inv, r2, OK, 0, false) // t 8.004 s
+	h.finalBoth("t", 0, 0, 1, at(r1, 0))
+	h.finalBoth("t", 1, 0, 1, at(r2, 0))
+	s := h.check(strict()).Stats
+	if s.UnavailableMs != 0 {
+		t.Errorf("unavailable %v ms: no write failed", s.UnavailableMs)
+	}
+	if len(s.Stalls) != 2 || s.Stalls[0].Partition != 1 || s.LongestStallMs != 8001 {
+		t.Fatalf("stalls %+v, longest %v ms: want t-1 first, 8001 ms (invoked at 3 ms, acknowledged at 8004 ms)", s.Stalls, s.LongestStallMs)
+	}
+	if st := s.Stalls[0]; st.StartMs != 3 || st.EndMs != 8004 {
+		t.Errorf("t-1's stall %+v", st)
+	}
+}

@@ -146,6 +146,11 @@ func printSummary(w io.Writer, command, path string, r *results.Results) {
 	send := s.Ops["send"]
 	fmt.Fprintf(w, "  sends ok/fail/info %d/%d/%d, unknown later seen %d, unavailable %.0f ms, send latency p50 %.1f ms p99 %.1f ms\n",
 		send.OK, send.Fail, send.Info, s.UnknownLaterSeen, s.UnavailableMs, s.LatencyMs.P50, s.LatencyMs.P99)
+	if len(s.Stalls) > 0 {
+		st := s.Stalls[0]
+		fmt.Fprintf(w, "  longest stall %.0f ms on %s-%d (%.1f s to %.1f s): a write pending, none acknowledged\n",
+			s.LongestStallMs, st.Topic, st.Partition, st.StartMs/1000, st.EndMs/1000)
+	}
 	var errs []string
 	for _, e := range s.Errors {
 		if e.F == "send" && len(errs) < 4 {

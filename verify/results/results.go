@@ -239,6 +239,20 @@ type Stats struct {
 	// Errors counts the fail and info completions of client ops by the error they carried
 	// (ErrorClass), most first.
 	Errors []ErrorCount
+	// Stalls are, per partition written to, the longest stretch during which a write was
+	// pending and none was acknowledged (a send that hung counts, as it does not in
+	// UnavailableMs), longest first; LongestStallMs is the first one's length.
+	Stalls         []Stall
+	LongestStallMs float64
+}
+
+// Stall is a partition's longest stretch without an acknowledged write while one was pending,
+// in milliseconds since the run started.
+type Stall struct {
+	Topic     string  `json:"topic"`
+	Partition int32   `json:"partition"`
+	StartMs   float64 `json:"start_ms"`
+	EndMs     float64 `json:"end_ms"`
 }
 
 // ErrorCount is how many completions of one kind and outcome carried one class of error, and
@@ -295,6 +309,8 @@ const (
 	keyLatencyByF       = "latency_ms_by_f"
 	keyPartitions       = "partitions"
 	keyErrors           = "errors"
+	keyStalls           = "stalls"
+	keyLongestStall     = "longest_stall_ms"
 )
 
 // MarshalJSON writes the per-kind counts beside the other fields, with "send", "txn" and
@@ -311,7 +327,7 @@ func (s Stats) MarshalJSON() ([]byte, error) {
 	}
 	for f, o := range s.Ops {
 		if slices.Contains([]string{keyNemesis, keyUnknownSends, keyUnknownLaterSeen, keyUnavailableMs,
-			keyUnavailability, keyLatency, keyLatencyByF, keyPartitions, keyErrors}, f) {
+			keyUnavailability, keyLatency, keyLatencyByF, keyPartitions, keyErrors, keyStalls, keyLongestStall}, f) {
 			return nil, fmt.Errorf("an op named %q clashes with a stats field", f)
 		}
 		m[f] = o
@@ -330,6 +346,10 @@ func (s Stats) MarshalJSON() ([]byte, error) {
 	}
 	if len(s.Errors) > 0 {
 		m[keyErrors] = s.Errors
+	}
+	if len(s.Stalls) > 0 {
+		m[keyStalls] = s.Stalls
+		m[keyLongestStall] = s.LongestStallMs
 	}
 	return json.Marshal(m)
 }
@@ -352,6 +372,8 @@ func (s *Stats) UnmarshalJSON(b []byte) error {
 		keyLatencyByF:       &s.LatencyByF,
 		keyPartitions:       &s.Partitions,
 		keyErrors:           &s.Errors,
+		keyStalls:           &s.Stalls,
+		keyLongestStall:     &s.LongestStallMs,
 	}
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		v := m[k]
