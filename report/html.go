@@ -79,7 +79,7 @@ pre{background:#f7f7f7;padding:.6em;overflow:auto;max-height:30em}ul.ex{margin:0
 {{if .Throughput}}<img class="plot" alt="throughput over time" src="{{.Throughput}}">{{else}}<p class="note">No client operations in the history.</p>{{end}}
 </section>
 <section id="latency"><h2>Latency</h2>
-{{if .Latency}}<img class="plot" alt="latency over time" src="{{.Latency}}"><p class="note">Per {{.Bucket}}: p50 and p99 of acknowledged writes from a log histogram (within 4 %), and the largest.</p>{{else}}<p class="note">No acknowledged writes.</p>{{end}}
+{{if .Latency}}<img class="plot" alt="latency over time" src="{{.Latency}}"><p class="note">Per {{.Bucket}}: p50 and p99 of acknowledged writes from a log histogram (within 4 %), and the largest; lines break where nothing was acknowledged. Marks: the longest wait of a write that failed (×) or went unanswered (▲) in that second, from its invoke to its completion.</p>{{else}}<p class="note">No acknowledged writes.</p>{{end}}
 </section>
 
 <section id="faults"><h2>Faults</h2>

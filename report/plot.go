@@ -14,6 +14,7 @@ import (
 	"image/color"
 	"math"
 	"slices"
+	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -196,14 +197,43 @@ func throughputPlot(tl *Timeline, colors map[string]color.RGBA) (*plot.Plot, err
 	// Headroom above the data for the legend (Add widened the axes to the data).
 	p.Y.Min = 0
 	p.Y.Max *= 1.35
+	p.Y.Tick.Marker = countTicks{}
 	return p, nil
+}
+
+// countTicks labels an axis of counts or rates with about five round values ("0", "500",
+// "1000", …), where gonum's default gives two labels with two decimals.
+type countTicks struct{}
+
+func (countTicks) Ticks(lo, hi float64) []plot.Tick {
+	if hi <= lo {
+		return []plot.Tick{{Value: lo, Label: strconv.FormatFloat(lo, 'f', -1, 64)}}
+	}
+	raw := (hi - lo) / 5
+	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	step := mag
+	for _, m := range []float64{1, 2, 2.5, 5, 10} {
+		if step = m * mag; step >= raw {
+			break
+		}
+	}
+	var ts []plot.Tick
+	for v := math.Ceil(lo/step) * step; v <= hi+step/1e6; v += step {
+		ts = append(ts, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', -1, 64)})
+		for m := 1; m < 5; m++ {
+			if minor := v + float64(m)*step/5; minor <= hi {
+				ts = append(ts, plot.Tick{Value: minor})
+			}
+		}
+	}
+	return ts
 }
 
 // latencyPlot draws the p50, p99 and max latency of acknowledged writes per second, on a log
 // scale.
 func latencyPlot(tl *Timeline, colors map[string]color.RGBA) (*plot.Plot, error) {
 	end := seconds(tl.End)
-	p := newPlot("Latency of acknowledged writes", "seconds since the run started", "milliseconds (log scale)", end)
+	p := newPlot("Write latency", "seconds since the run started", "milliseconds (log scale)", end)
 	p.Y.Scale = plot.LogScale{}
 	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
 	p.Add(faultBands(tl, colors, false))
@@ -218,27 +248,73 @@ func latencyPlot(tl *Timeline, colors map[string]color.RGBA) (*plot.Plot, error)
 		{"max", color.RGBA{R: 0x7f, G: 0x7f, B: 0x7f, A: 0xff}, 1},
 	}
 	for _, s := range series {
-		var xys plotter.XYs
+		// One line per run of seconds with acknowledged writes: where nothing was
+		// acknowledged (an outage) the plot shows a gap, not a line drawn across it.
+		var segs []plotter.XYs
+		var cur plotter.XYs
 		for k := range tl.Buckets {
 			b := &tl.Buckets[k]
 			v, ok := b.Latency(s.q)
 			if s.q == 1 {
 				v, ok = float64(b.MaxLatency), b.latN > 0
 			}
-			if ok {
-				// Below 1 µs is below what the histogram resolves; keep the log scale finite.
-				xys = append(xys, plotter.XY{X: (float64(k) + 0.5) * w, Y: math.Max(v/1e6, 0.001)})
+			if !ok {
+				if len(cur) > 0 {
+					segs, cur = append(segs, cur), nil
+				}
+				continue
+			}
+			// Below 1 µs is below what the histogram resolves; keep the log scale finite.
+			cur = append(cur, plotter.XY{X: (float64(k) + 0.5) * w, Y: math.Max(v/1e6, 0.001)})
+		}
+		if len(cur) > 0 {
+			segs = append(segs, cur)
+		}
+		for i, seg := range segs {
+			l, err := line(seg, s.color, 1.2)
+			if err != nil {
+				return nil, fmt.Errorf("latency %s: %w", s.name, err)
+			}
+			p.Add(l)
+			if len(seg) == 1 {
+				sc, err := plotter.NewScatter(seg)
+				if err != nil {
+					return nil, fmt.Errorf("latency %s: %w", s.name, err)
+				}
+				sc.Color, sc.Radius = s.color, vg.Points(1.5)
+				p.Add(sc)
+			}
+			if i == 0 {
+				p.Legend.Add(s.name, l)
+			}
+		}
+	}
+	// Writes that failed or went unanswered: how long they waited, drawn apart as marks.
+	for _, s := range []struct {
+		name  string
+		color color.RGBA
+		shape draw.GlyphDrawer
+		get   func(*Bucket) int64
+	}{
+		{"longest failed write", color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}, draw.CrossGlyph{}, func(b *Bucket) int64 { return b.MaxFailedLatency }},
+		{"longest unknown write (info)", color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}, draw.TriangleGlyph{}, func(b *Bucket) int64 { return b.MaxUnknownLatency }},
+	} {
+		var xys plotter.XYs
+		for k := range tl.Buckets {
+			if v := s.get(&tl.Buckets[k]); v > 0 {
+				xys = append(xys, plotter.XY{X: (float64(k) + 0.5) * w, Y: math.Max(float64(v)/1e6, 0.001)})
 			}
 		}
 		if len(xys) == 0 {
 			continue
 		}
-		l, err := line(xys, s.color, 1.2)
+		sc, err := plotter.NewScatter(xys)
 		if err != nil {
 			return nil, fmt.Errorf("latency %s: %w", s.name, err)
 		}
-		p.Add(l)
-		p.Legend.Add(s.name, l)
+		sc.Color, sc.Shape, sc.Radius = s.color, s.shape, vg.Points(2.5)
+		p.Add(sc)
+		p.Legend.Add(s.name, sc)
 	}
 	p.Y.Max *= 4 // headroom for the legend on the log scale
 	return p, nil

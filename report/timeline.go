@@ -39,8 +39,11 @@ type Bucket struct {
 	Acked, Failed, Unknown int64
 	// Polls counts ok polls.
 	Polls int64
-	// MaxLatency is the largest latency of an acknowledged write, in nanoseconds.
-	MaxLatency int64
+	// MaxLatency is the largest latency of an acknowledged write, in nanoseconds;
+	// MaxFailedLatency and MaxUnknownLatency those of writes that failed or went unanswered
+	// (from invoke to their fail or info completion), 0 when none.
+	MaxLatency                          int64
+	MaxFailedLatency, MaxUnknownLatency int64
 	lat        [latBins]uint32
 	latN       int64
 }
@@ -319,8 +322,14 @@ func (s *scanner) add(op *history.Op) {
 			}
 		case history.Fail:
 			b.Failed++
+			if ok {
+				b.MaxFailedLatency = max(b.MaxFailedLatency, op.Time-inv.t)
+			}
 		case history.Info:
 			b.Unknown++
+			if ok {
+				b.MaxUnknownLatency = max(b.MaxUnknownLatency, op.Time-inv.t)
+			}
 		}
 	case op.F == history.FPoll && op.Type == history.OK:
 		s.bucket(op.Time).Polls++
