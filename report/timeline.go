@@ -44,8 +44,8 @@ type Bucket struct {
 	// (from invoke to their fail or info completion), 0 when none.
 	MaxLatency                          int64
 	MaxFailedLatency, MaxUnknownLatency int64
-	lat        [latBins]uint32
-	latN       int64
+	lat                                 [latBins]uint32
+	latN                                int64
 }
 
 // Latency returns the q-quantile (0..1) of the acknowledged writes' latencies in the bucket, in
