@@ -47,6 +47,7 @@ pre{background:#f7f7f7;padding:.6em;overflow:auto;max-height:30em}ul.ex{margin:0
 <div><div class="note">client</div><div class="seed" id="client">{{.Client}}</div></div>
 <div class="note">{{.ForbiddenText}}<br>rerun: <code>{{.Rerun}}</code></div>
 </div>
+{{if .Files}}<p class="note" id="files">Files of the run: {{range $i, $f := .Files}}{{if $i}} · {{end}}<a href="{{$f}}">{{$f}}</a>{{end}}</p>{{end}}
 {{if .Expectation}}<p id="expectation"><b>Expected:</b> {{.Expectation}}</p>{{end}}
 {{if .UnknownReasons}}<p><b>Why the verdict is unknown:</b></p><ul>{{range .UnknownReasons}}<li>{{.}}</li>{{end}}</ul>{{end}}
 {{range .Warnings}}<p class="note"><b>Note:</b> {{.}}</p>{{end}}
@@ -126,8 +127,10 @@ type pageData struct {
 	Scenario, Verdict, ForbiddenText string
 	// Expectation is what the scenario expected, in words; EvidenceFirst puts the anomalies
 	// right under the verdict (a fail or an unknown: the reader came for the evidence).
-	Expectation                   string
-	EvidenceFirst                 bool
+	Expectation   string
+	EvidenceFirst bool
+	// Files are the run's files beside the page (history, results, node logs), relative.
+	Files                         []string
 	Rerun, Client                 string
 	Seed                          int64
 	UnknownReasons, Warnings      []string
@@ -222,6 +225,7 @@ func RenderHTML(w io.Writer, r *results.Results, tl *Timeline, opts Options, war
 	}
 	d.Client = ClientText(r)
 	d.Expectation = opts.Expectation
+	d.Files = opts.files
 	d.EvidenceFirst = r.Verdict != results.Pass
 	d.Rerun = opts.Rerun
 	if d.Rerun == "" {

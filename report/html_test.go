@@ -117,7 +117,7 @@ func TestReportHTML(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the ops page: %v", err)
 	}
-	linked := 0
+	linked, files := 0, 0
 
 	for _, id := range []string{"verdict", "verdict-value", "seed", "summary", "throughput", "latency", "faults", "partitions", "anomalies", "config"} {
 		if p.byID(id) == nil {
@@ -191,6 +191,14 @@ func TestReportHTML(t *testing.T) {
 					}
 					continue
 				}
+				// or to one of the run's files in its folder, which must be there.
+				if a.Key == "href" && !strings.Contains(a.Val, ":") && !strings.HasPrefix(a.Val, "/") && !strings.Contains(a.Val, "..") && !strings.HasPrefix(a.Val, "#") {
+					if _, err := os.Stat(filepath.Join(dir, a.Val)); err != nil {
+						t.Errorf("<a href=%q>: no such file beside the page", a.Val)
+					}
+					files++
+					continue
+				}
 				if !strings.HasPrefix(a.Val, "#") {
 					t.Errorf("<%s %s=%q>: an external reference", n.Data, a.Key, a.Val)
 				}
@@ -208,6 +216,9 @@ func TestReportHTML(t *testing.T) {
 	}
 	if strings.Count(sec, "<tr") > 1+maxOpsShown+2 { // the header, the ops kept, the two that prove it
 		t.Errorf("section lost-write-0 has %d rows, more than %d ops", strings.Count(sec, "<tr")-1, maxOpsShown)
+	}
+	if files < 2 {
+		t.Errorf("the page links %d of the run's files; want the history and junit.xml", files)
 	}
 	if linked == 0 {
 		t.Error("no example links to the ops around it")

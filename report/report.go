@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/verity-kafka/verity/verify/results"
@@ -32,8 +33,26 @@ type Options struct {
 	Expectation string
 
 	// opsPage holds the ids of the example sections ops.html has (Write sets it), which the
-	// page's examples link to.
+	// page's examples link to; files are the run's other files the page links to, relative to
+	// its folder.
 	opsPage map[string]bool
+	files   []string
+}
+
+// runFiles lists the files of a run's folder a reader of its report wants next to it: the
+// history, the results, the JUnit file and every node's and proxy's log.
+func runFiles(dir string) []string {
+	var out []string
+	for _, f := range []string{"history.jsonl", "results.json", JUnitFile, "scenario.yaml"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			out = append(out, f)
+		}
+	}
+	logs, _ := filepath.Glob(filepath.Join(dir, "logs", "*.log"))
+	for _, l := range logs {
+		out = append(out, "logs/"+filepath.Base(l))
+	}
+	return out
 }
 
 func (o Options) withDefaults() Options {
@@ -95,6 +114,13 @@ func Write(ctx context.Context, dir string, r *results.Results, historyPath stri
 				opts.opsPage[win.ID] = true
 			}
 		}
+	}
+	opts.files = runFiles(dir)
+	if historyPath != "" && filepath.Dir(historyPath) != filepath.Clean(dir) {
+		opts.files = slices.DeleteFunc(opts.files, func(f string) bool { return f == "history.jsonl" })
+	}
+	if !slices.Contains(opts.files, JUnitFile) {
+		opts.files = append(opts.files, JUnitFile) // written below, beside the page
 	}
 	var page bytes.Buffer
 	if err := RenderHTML(&page, r, tl, opts, w.Warnings); err != nil {

@@ -313,7 +313,15 @@ func testFranzRefusals(t *testing.T, c *harness.Cluster, log *slog.Logger) {
 	path := filepath.Join(t.TempDir(), "history.jsonl")
 	w, err := history.Create(path, history.Header{Seed: spec.Seed, Config: cfg})
 	require.NoError(t, err)
-	env := Env{Brokers: c.Bootstrap(), Recorder: w, Seed: spec.Seed, Client: kafkaconf.FranzGo, Log: log}
+	// The producers bootstrap from the brokers that answer: a metadata request to the paused
+	// one would wait out the short run.
+	var seeds []string
+	for i, id := range c.Brokers() {
+		if id != int(follower) {
+			seeds = append(seeds, c.Bootstrap()[i])
+		}
+	}
+	env := Env{Brokers: seeds, Recorder: w, Seed: spec.Seed, Client: kafkaconf.FranzGo, Log: log}
 	wctx, stop := context.WithTimeout(ctx, 8*time.Second)
 	defer stop()
 	var wg sync.WaitGroup
