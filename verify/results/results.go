@@ -268,7 +268,8 @@ type ErrorCount struct {
 
 // ErrorClass names the error of an op's "error" text for counting: Kafka's protocol name of a
 // broker error ("NOT_ENOUGH_REPLICAS"), which the workloads put after "kafka server: ", else a
-// class of client-side failure (timeout, connection refused, connection lost), else "other".
+// class of client-side failure (timeout, connection refused, connection lost, circuit breaker
+// open, …), else "other".
 func ErrorClass(text string) string {
 	if _, rest, ok := strings.Cut(text, "kafka server: "); ok {
 		end := strings.IndexFunc(rest, func(r rune) bool { return !(r >= 'A' && r <= 'Z' || r == '_' || r >= '0' && r <= '9') })
@@ -285,6 +286,9 @@ func ErrorClass(text string) string {
 		return "none given"
 	case strings.Contains(low, "aborted"):
 		return "aborted"
+	case strings.Contains(low, "circuit breaker"):
+		// sarama's producer refuses sends at once after a run of failures.
+		return "circuit breaker open"
 	case strings.Contains(low, "deadline") || strings.Contains(low, "timed out") || strings.Contains(low, "timeout"):
 		return "timeout"
 	case strings.Contains(low, "connection refused"):

@@ -155,6 +155,7 @@ func TestErrorClass(t *testing.T) {
 		"context deadline exceeded": "timeout",
 		"EOF":                       "connection lost",
 		"aborted":                   "aborted",
+		"circuit breaker is open":   "circuit breaker open",
 		"":                          "none given",
 		"something else entirely":   "other",
 	} {
