@@ -86,8 +86,27 @@ func (b *bands) Plot(c draw.Canvas, plt *plot.Plot) {
 	sty := plt.Legend.TextStyle
 	sty.Font.Size = vg.Points(7)
 	sty.Color = color.Gray{Y: 0x40}
-	lastLabel := vg.Length(math.Inf(-1))
-	row := 0
+	// Labels are set in rows: each goes into the first row whose last label ends before it
+	// starts, so that none overlaps another; beyond the last row, the row that ends first.
+	const rows = 4
+	place := func(ends *[rows]vg.Length, from, width vg.Length) int {
+		best := 0
+		for r := range rows {
+			if ends[r] < from {
+				best = r
+				break
+			}
+			if ends[r] < ends[best] {
+				best = r
+			}
+		}
+		ends[best] = from + width + 4
+		return best
+	}
+	var spanEnds, markEnds [rows]vg.Length
+	for r := range rows {
+		spanEnds[r], markEnds[r] = vg.Length(math.Inf(-1)), vg.Length(math.Inf(-1))
+	}
 	for _, s := range b.spans {
 		x0, x1 := trX(s.from), trX(s.to)
 		if x1-x0 < 1 {
@@ -98,25 +117,29 @@ func (b *bands) Plot(c draw.Canvas, plt *plot.Plot) {
 		if s.label == "" {
 			continue
 		}
-		// Labels that would overlap the previous one go a line lower.
-		if x0 < lastLabel+sty.Width(s.label) {
-			row = (row + 1) % 3
-		} else {
-			row = 0
-		}
-		lastLabel = x0
 		if c.ContainsX(x0) {
-			// At the bottom: the top holds the legend.
-			c.FillText(sty, vg.Point{X: x0 + 2, Y: c.Min.Y + sty.Font.Size*vg.Length(row) + 2}, s.label)
+			// At the bottom: the top holds the legend. A label that would run past the
+			// right edge ends at it instead.
+			w := sty.Width(s.label)
+			x := min(x0+2, c.Max.X-w-2)
+			row := place(&spanEnds, x, w)
+			c.FillText(sty, vg.Point{X: x, Y: c.Min.Y + sty.Font.Size*vg.Length(row) + 2}, s.label)
 		}
 	}
 	line := draw.LineStyle{Color: color.Gray{Y: 0x60}, Width: vg.Points(0.8), Dashes: []vg.Length{vg.Points(3), vg.Points(2)}}
-	for i, m := range b.markers {
+	for _, m := range b.markers {
 		x := trX(seconds(m.T))
 		if c.ContainsX(x) {
 			c.StrokeLine2(line, x, c.Min.Y, x, c.Max.Y)
-			// Markers come close together (heal-all, then healthy): stagger their labels.
-			c.FillText(sty, vg.Point{X: x + 2, Y: c.Max.Y - sty.Font.Size*vg.Length(i%4+1) - 2}, m.Label)
+			// Markers come close together (heal-all, then healthy): their labels take rows, and
+			// one near the right edge goes to the left of its line.
+			w := sty.Width(m.Label)
+			lx := x + 2
+			if lx+w > c.Max.X {
+				lx = x - w - 2
+			}
+			row := place(&markEnds, lx, w)
+			c.FillText(sty, vg.Point{X: lx, Y: c.Max.Y - sty.Font.Size*vg.Length(row+1) - 2}, m.Label)
 		}
 	}
 }
