@@ -67,8 +67,9 @@ type MatrixRun struct {
 // MatrixResult is what a matrix did.
 type MatrixResult struct {
 	Runs []MatrixRun
-	// Markdown and HTML are the comparison table; MarkdownFile and HTMLFile where they are.
-	Markdown, MarkdownFile, HTMLFile string
+	// Markdown and HTML are the comparison table; MarkdownFile, HTMLFile and JUnitFile (a
+	// suite per run) where they are.
+	Markdown, MarkdownFile, HTMLFile, JUnitFile string
 	// ClustersStarted is how many clusters the matrix started; StartClose their start and
 	// close times summed; Wall the whole matrix.
 	ClustersStarted int
@@ -391,6 +392,6 @@ func (res *MatrixResult) write(m MatrixSpec, units []unit) error {
 	if err != nil {
 		return err
 	}
-	res.Markdown, res.MarkdownFile, res.HTMLFile = t.Markdown, t.MarkdownFile, t.HTMLFile
+	res.Markdown, res.MarkdownFile, res.HTMLFile, res.JUnitFile = t.Markdown, t.MarkdownFile, t.HTMLFile, t.JUnitFile
 	return nil
 }

@@ -90,7 +90,7 @@ func matrixCommand(onUsage cli.OnUsageErrorFunc) *cli.Command {
 			}
 			fmt.Fprintf(stdout, "\n%d runs in %s; %d cluster(s) started (start+remove %s in all); reusing clusters saved about %s\n",
 				len(res.Runs), res.Wall.Round(time.Second), res.ClustersStarted, res.StartClose.Round(time.Second), res.Saved().Round(time.Second))
-			fmt.Fprintf(stdout, "table: %s, %s; runs under %s\n", res.MarkdownFile, res.HTMLFile, out)
+			fmt.Fprintf(stdout, "table: %s, %s, %s; runs under %s\n", res.MarkdownFile, res.HTMLFile, res.JUnitFile, out)
 			if failed > 0 {
 				return &exitError{code: exitUsage, msg: fmt.Sprintf("%d of %d runs did not complete (see above)", failed, len(res.Runs))}
 			}
