@@ -15,7 +15,8 @@ import (
 
 // Axis is one configuration axis of a matrix cell and its value ("acks", "1").
 type Axis struct {
-	Name, Value string
+	Name  string `json:"name"`
+	Value string `json:"value"`
 }
 
 // Cell is one run of a matrix: where it sits on the axes, and what the checker found.

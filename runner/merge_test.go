@@ -107,6 +107,10 @@ func TestMergeGivesTheWholeTable(t *testing.T) {
 	require.Empty(t, merged.Incomplete)
 	require.Len(t, merged.Manifest.Cells, 8)
 	require.Equal(t, whole.Markdown, merged.Markdown, "the merged table is the unsharded one")
+	man, err := os.ReadFile(filepath.Join(root, "merged", ManifestFile))
+	require.NoError(t, err)
+	require.Contains(t, string(man), `"name": "acks"`, "matrix.json is written in its own field names, not Go's")
+	require.NotContains(t, string(man), `"Name"`)
 	require.Contains(t, merged.Markdown, "seeds 7, 8")
 	// The manifest lists the runs in the unsharded order, and links reach the shards' folders.
 	for i, r := range merged.Manifest.Cells {
