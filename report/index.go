@@ -295,7 +295,7 @@ td.pass{background:#e3f4e1}td.fail{background:#fbe0e0}td.unknown{background:#fff
 {{end}}</table>{{end}}
 <h2>Runs, newest first</h2>
 <table id="runs"><tr><th>started</th><th>scenario</th><th>seed</th><th>verdict</th><th>anomalies</th><th>client</th><th>acked writes/s</th><th>writes unavailable</th><th>wall time</th><th>Kafka image</th></tr>
-{{range .Runs}}<tr><td>{{when .Started}}</td><td><a href="{{.Dir}}/report.html">{{.Scenario}}</a></td><td class="num">{{.Seed}}</td><td class="{{.Verdict}}">{{.Verdict}}</td><td>{{if .Anomalies}}{{join .Anomalies ", "}}{{else}}none{{end}}</td><td>{{.Client}}</td><td class="num">{{rate .Throughput}}</td><td class="num">{{ms .UnavailableMs}}</td><td class="num">{{secs .WallS}}</td><td>{{if .Image}}{{.Image}}{{else}}not recorded{{end}}</td></tr>
+{{range .Runs}}<tr><td>{{when .Started}}</td><td><a href="{{.Dir}}/report.html">{{.Scenario}}</a> <span class="note">{{.Dir}}</span></td><td class="num">{{.Seed}}</td><td class="{{.Verdict}}">{{.Verdict}}</td><td>{{if .Anomalies}}{{join .Anomalies ", "}}{{else}}none{{end}}</td><td>{{.Client}}</td><td class="num">{{rate .Throughput}}</td><td class="num">{{ms .UnavailableMs}}</td><td class="num">{{secs .WallS}}</td><td>{{if .Image}}{{.Image}}{{else}}not recorded{{end}}</td></tr>
 {{end}}</table>
 {{if .Skipped}}<p class="note">Skipped (results unreadable):</p><ul>{{range .Skipped}}<li class="note">{{.}}</li>{{end}}</ul>{{end}}
 <p class="note">Written by verity index. Each run's report, history and results are in its folder.</p>
