@@ -27,7 +27,7 @@ import (
 const (
 	plotWidth       = 11 * vg.Inch
 	plotHeight      = 3.4 * vg.Inch
-	partitionHeight = 1.7 * vg.Inch
+	partitionHeight = 2.1 * vg.Inch
 )
 
 // faultPalette colours fault kinds; the same kind has the same colour on every plot. Red is
@@ -355,9 +355,12 @@ func partitionPlot(tl *Timeline, tr *PartitionTrack, colors map[string]color.RGB
 	if minISR > 0 {
 		title += fmt.Sprintf(" (min ISR %d)", minISR)
 	}
-	p := newPlot(title, "", "node", end)
+	p := newPlot(title, "seconds since the run started", "node id", end)
+	// The legend sits above the plot's top node, right-aligned inside the plot, where the
+	// room left for it (Y.Max below) keeps it off the bars.
 	p.Legend.Top = true
 	p.Legend.Left = false
+	p.Legend.XOffs = -vg.Points(4)
 	fb := faultBands(tl, colors, false)
 	fb.markers = nil
 	p.Add(fb)
@@ -437,7 +440,7 @@ func partitionPlot(tl *Timeline, tr *PartitionTrack, colors map[string]color.RGB
 	p.Y.Tick.Marker = plot.ConstantTicks(ticks)
 	if len(nodes) > 0 {
 		// Room above the top node for the legend.
-		p.Y.Min, p.Y.Max = float64(nodes[0])-0.7, float64(nodes[len(nodes)-1])+1.4
+		p.Y.Min, p.Y.Max = float64(nodes[0])-0.7, float64(nodes[len(nodes)-1])+1.8
 	}
 	return p, nil
 }
