@@ -70,6 +70,13 @@ func (c *Cluster) Stop(ctx context.Context, id int) error {
 		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
 		if kerr := c.Kill(kctx, id); kerr != nil {
+			// The clean stop may have finished in the meantime: then the kill finds nothing
+			// running, and the node is down all the same.
+			if in, ierr := c.eng.ContainerInspect(kctx, n.container.GetContainerID(), client.ContainerInspectOptions{}); ierr == nil &&
+				in.Container.State != nil && !in.Container.State.Running {
+				c.setNodeState(id, NodeStopped)
+				return fmt.Errorf("stopping node %d: %w (it stopped meanwhile)", id, err)
+			}
 			return fmt.Errorf("stopping node %d: %w; killing it instead: %w", id, err, kerr)
 		}
 		return fmt.Errorf("stopping node %d: %w (killed it instead)", id, err)

@@ -214,6 +214,15 @@ func TestReportHTML(t *testing.T) {
 			t.Errorf("section lost-write-0 does not mark op %s", i)
 		}
 	}
+	// The ops around each proving op, the last one's too: 4398..4422, not the 400 after 120.
+	for _, i := range []string{"4400", "4420", "108", "132"} {
+		if !strings.Contains(sec, `<td class="num">`+i+`</td>`) {
+			t.Errorf("section lost-write-0 lacks op %s, around a proving op", i)
+		}
+	}
+	if strings.Contains(sec, `<td class="num">200</td>`) {
+		t.Error("section lost-write-0 shows op 200, far from both proving ops")
+	}
 	if strings.Count(sec, "<tr") > 1+maxOpsShown+2 { // the header, the ops kept, the two that prove it
 		t.Errorf("section lost-write-0 has %d rows, more than %d ops", strings.Count(sec, "<tr")-1, maxOpsShown)
 	}

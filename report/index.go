@@ -50,7 +50,15 @@ func CollectRuns(dir string) ([]IndexRun, []string, error) {
 	var skipped []string
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
-			return err
+			if path == dir {
+				return err
+			}
+			// One unreadable folder keeps only itself out of the index.
+			skipped = append(skipped, fmt.Sprintf("%s: %v", path, err))
+			if d != nil && d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
 		}
 		if d.IsDir() || d.Name() != results.FileName {
 			return nil
@@ -96,8 +104,9 @@ func indexRun(rel, hist string, r *results.Results) IndexRun {
 		}
 	}
 	ir.Started, _ = time.Parse(time.RFC3339Nano, started)
-	if ok := r.Stats.Ops["send"].OK; r.Timings.RunS > 0 {
-		ir.Throughput = float64(ok) / r.Timings.RunS
+	// Acknowledged sends per second; n/a (-1) for a run without sends (transactions only).
+	if send, ok := r.Stats.Ops["send"]; ok && send != (results.Outcomes{}) && r.Timings.RunS > 0 {
+		ir.Throughput = float64(send.OK) / r.Timings.RunS
 	}
 	for _, a := range Families(r) {
 		e := r.Anomalies[a]
@@ -116,6 +125,7 @@ func indexRun(rel, hist string, r *results.Results) IndexRun {
 // scenarioTrend is one scenario's runs, oldest first, drawn small.
 type scenarioTrend struct {
 	Scenario string
+	Client   string
 	Runs     int
 	Verdicts template.HTML // a row of squares, one a run
 	Figures  []trendFigure
@@ -129,15 +139,19 @@ type trendFigure struct {
 
 // IndexHTML renders the index page over runs (newest first, as CollectRuns gives them).
 func IndexHTML(title string, runs []IndexRun, skipped []string) (string, error) {
+	// A trend is one scenario under one client: a matrix over clients would otherwise mix
+	// them in one line. (Other axes of a matrix are not in results.json; their cells share a
+	// trend, and each row below names its folder.)
 	byScenario := map[string][]IndexRun{}
 	for _, r := range runs {
-		byScenario[r.Scenario] = append(byScenario[r.Scenario], r)
+		key := r.Scenario + " · " + r.Client
+		byScenario[key] = append(byScenario[key], r)
 	}
 	var trends []scenarioTrend
 	for _, name := range slices.Sorted(maps.Keys(byScenario)) {
 		rs := slices.Clone(byScenario[name])
 		slices.Reverse(rs) // oldest first
-		tr := scenarioTrend{Scenario: name, Runs: len(rs), Verdicts: verdictStrip(rs)}
+		tr := scenarioTrend{Scenario: rs[0].Scenario, Client: rs[0].Client, Runs: len(rs), Verdicts: verdictStrip(rs)}
 		for _, f := range []struct {
 			name, unit string
 			get        func(IndexRun) float64
@@ -290,8 +304,8 @@ td.pass{background:#e3f4e1}td.fail{background:#fbe0e0}td.unknown{background:#fff
 <h1>{{.Title}}</h1>
 {{with .Latest}}<p id="latest">Latest: <a href="{{.Dir}}/report.html">{{.Scenario}} seed {{.Seed}}</a> — <b>{{.Verdict}}</b>, {{when .Started}}</p>{{else}}<p>No run folders found.</p>{{end}}
 {{if .Trends}}<h2>By scenario</h2>
-<table id="trends"><tr><th>scenario</th><th>runs</th><th>verdicts (oldest → newest)</th>{{range (index .Trends 0).Figures}}<th>{{.Name}} (latest)</th>{{end}}</tr>
-{{range .Trends}}<tr><td>{{.Scenario}}</td><td class="num">{{.Runs}}</td><td>{{.Verdicts}}</td>{{range .Figures}}<td>{{.Spark}} {{.Last}}</td>{{end}}</tr>
+<table id="trends"><tr><th>scenario</th><th>client</th><th>runs</th><th>verdicts (oldest → newest)</th>{{range (index .Trends 0).Figures}}<th>{{.Name}} (latest)</th>{{end}}</tr>
+{{range .Trends}}<tr><td>{{.Scenario}}</td><td>{{.Client}}</td><td class="num">{{.Runs}}</td><td>{{.Verdicts}}</td>{{range .Figures}}<td>{{.Spark}} {{.Last}}</td>{{end}}</tr>
 {{end}}</table>{{end}}
 <h2>Runs, newest first</h2>
 <table id="runs"><tr><th>started</th><th>scenario</th><th>seed</th><th>verdict</th><th>anomalies</th><th>client</th><th>acked writes/s</th><th>writes unavailable</th><th>wall time</th><th>Kafka image</th></tr>

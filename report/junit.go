@@ -220,8 +220,21 @@ func WriteJUnit(w io.Writer, r *results.Results) error { return writeXML(w, JUni
 
 // MatrixJUnit is one document over a matrix's runs: each run's suite (JUnit), named by its cell
 // and run so that CI tools list them apart, with the axes as properties.
-func MatrixJUnit(name string, cells []Cell) *JUnitSuites {
+// Each run in missing ("cell run k: why") gets a suite of its own with one error case, so that
+// a run that did not complete shows in CI as an error, not as nothing.
+func MatrixJUnit(name string, cells []Cell, missing []string) *JUnitSuites {
 	doc := &JUnitSuites{Name: name}
+	defer func() {
+		for _, m := range missing {
+			label, why, _ := strings.Cut(m, ": ")
+			s := JUnitSuite{Name: "verity [" + label + "]", Tests: 1, Errors: 1, Time: "0",
+				Cases: []JUnitCase{{Name: "verdict", Classname: "verity [" + label + "]", Time: "0",
+					Error: &JUnitMessage{Type: "incomplete", Message: "the run did not complete: " + why}}}}
+			doc.Tests++
+			doc.Errors++
+			doc.Suites = append(doc.Suites, s)
+		}
+	}()
 	total := 0.0
 	for _, c := range cells {
 		one := JUnit(c.Results)
@@ -254,8 +267,8 @@ func MatrixJUnit(name string, cells []Cell) *JUnitSuites {
 }
 
 // WriteMatrixJUnit writes MatrixJUnit's document to w.
-func WriteMatrixJUnit(w io.Writer, name string, cells []Cell) error {
-	return writeXML(w, MatrixJUnit(name, cells))
+func WriteMatrixJUnit(w io.Writer, name string, cells []Cell, missing []string) error {
+	return writeXML(w, MatrixJUnit(name, cells, missing))
 }
 
 func writeXML(w io.Writer, doc *JUnitSuites) error {

@@ -20,8 +20,9 @@ import (
 // example's op indices to.
 const OpsFile = "ops.html"
 
-// Around each example the page shows the ops from opsBefore below its first op to opsAfter above
-// its last, at most maxOpsShown, for at most maxOpExamples examples over all families.
+// Around each op that proves an example the page shows the ops from opsBefore below it to
+// opsAfter above it, at most maxOpsShown a section (the proving ops always), for at most
+// maxOpExamples examples over all families.
 const (
 	opsBefore     = 12
 	opsAfter      = 12
@@ -32,12 +33,21 @@ const (
 // exampleAnchor is the id of an example's section in ops.html: "lost-write-0".
 func exampleAnchor(a guarantee.Anomaly, k int) string { return string(a) + "-" + strconv.Itoa(k) }
 
-// opWindow is one example's section: the index range it shows and the ops that prove it.
+// opWindow is one example's section: the ops around each op that proves it.
 type opWindow struct {
 	ID, Title, Note string
-	lo, hi          int64
 	proof           []int64
 	ops             []shownOp
+}
+
+// holds reports whether op index i is within the dozen ops around one of the proving ops.
+func (w *opWindow) holds(i int64) bool {
+	for _, p := range w.proof {
+		if i >= p-opsBefore && i <= p+opsAfter {
+			return true
+		}
+	}
+	return false
 }
 
 // shownOp is one event as the page shows it.
@@ -56,13 +66,14 @@ func opWindows(r *results.Results) []*opWindow {
 	var ws []*opWindow
 	for _, name := range Families(r) {
 		for k, e := range r.Anomalies[name].Examples {
-			if len(ws) == maxOpExamples || len(e.Ops) == 0 || k == maxExamplesShown {
+			if len(ws) == maxOpExamples || k == maxExamplesShown {
 				break
 			}
-			lo, hi := slices.Min(e.Ops), slices.Max(e.Ops)
-			w := &opWindow{ID: exampleAnchor(name, k), Title: fmt.Sprintf("%s, example %d", name, k+1), Note: e.Note,
-				lo: max(lo-opsBefore, 0), hi: hi + opsAfter, proof: e.Ops}
-			ws = append(ws, w)
+			if len(e.Ops) == 0 {
+				continue // nothing to show around; the next example keeps its own anchor
+			}
+			ws = append(ws, &opWindow{ID: exampleAnchor(name, k), Title: fmt.Sprintf("%s, example %d", name, k+1),
+				Note: e.Note, proof: slices.Clone(e.Ops)})
 		}
 	}
 	return ws
@@ -72,7 +83,7 @@ func opWindows(r *results.Results) []*opWindow {
 // prove the example are always kept.
 func take(ws []*opWindow, op *history.Op) {
 	for _, w := range ws {
-		if op.Index < w.lo || op.Index > w.hi {
+		if !w.holds(op.Index) {
 			continue
 		}
 		proof := slices.Contains(w.proof, op.Index)
@@ -109,8 +120,8 @@ func opText(op *history.Op) string {
 	if op.Error != "" {
 		s += " — " + op.Error
 	}
-	if len(s) > 300 {
-		s = s[:297] + "…"
+	if r := []rune(s); len(r) > 300 {
+		s = string(r[:297]) + "…"
 	}
 	return s
 }
@@ -197,7 +208,7 @@ td.fail{color:#c62828}td.info{color:#9a6b00}td.ok{color:#2e7d32}
 code{font-family:ui-monospace,Menlo,Consolas,monospace}
 </style></head><body>
 <h1>Ops around each anomaly: {{.Scenario}}, seed {{.Seed}}</h1>
-<p>For each example of report.html, the history's events from a few before its first op to a few after its last, in
+<p>For each example of report.html, the history's events around each op that proves it (a dozen before and after), in
 history order (at most {{.Max}} a section; the ops that prove it always). Highlighted: the ops that prove it; blue: the
 nemesis (faults, ISR samples). <a href="report.html">Back to the report</a>.</p>
 {{range .Windows}}<section id="{{.ID}}"><h2>{{.Title}}</h2><p>{{.Note}}</p>

@@ -100,7 +100,7 @@ func (b *bands) Plot(c draw.Canvas, plt *plot.Plot) {
 				best = r
 			}
 		}
-		ends[best] = from + width + 4
+		ends[best] = max(ends[best], from+width+4)
 		return best
 	}
 	var spanEnds, markEnds [rows]vg.Length

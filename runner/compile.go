@@ -157,6 +157,19 @@ func producerConfig(cl scenarios.Client, g scenarios.ProducerGroup) workloads.Pr
 	}
 }
 
+// Plan checks everything a run of s would check before it starts a cluster — the scenario's
+// claims against its settings, and its compilation into a plan and a header — and starts
+// nothing: what 'verity validate' runs.
+func Plan(s scenarios.Resolved) error {
+	if err := checkClaims(s); err != nil {
+		return err
+	}
+	if _, err := Header(s); err != nil {
+		return fmt.Errorf("planning its run: %w", err)
+	}
+	return nil
+}
+
 // Header is the history header's config a run of s writes, as far as a scenario decides it:
 // made by the same function the run uses (workloads.HeaderConfig), on a cluster of s's shape.
 // The process numbers, the settings of every producer and topic, the isolation and deviations

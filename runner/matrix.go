@@ -242,7 +242,9 @@ func RunMatrix(ctx context.Context, m MatrixSpec) (*MatrixResult, error) {
 	for n0, u := range order {
 		cl, ci, k, n := u.cell, u.ci, u.k, n0+1
 		if ctx.Err() != nil {
-			return res, fmt.Errorf("matrix: interrupted after %d of %d runs: %w", n-1, total, ctx.Err())
+			// The runs done so far still make a manifest and tables (the rest as not run), so
+			// that a shard stopped by its job's time limit can be merged.
+			return res, errors.Join(fmt.Errorf("matrix: interrupted after %d of %d runs: %w", n-1, total, ctx.Err()), res.write(m, units))
 		}
 		if c != nil && shape != cl.shape {
 			closeCluster()
@@ -263,7 +265,7 @@ func RunMatrix(ctx context.Context, m MatrixSpec) (*MatrixResult, error) {
 			started, err := harness.Start(ctx, hs)
 			res.StartClose += time.Since(t0)
 			if err != nil {
-				return res, fmt.Errorf("matrix: %w", err)
+				return res, errors.Join(fmt.Errorf("matrix: %w", err), res.write(m, units))
 			}
 			c, shape = started, cl.shape
 			res.ClustersStarted++
@@ -388,7 +390,8 @@ func (res *MatrixResult) write(m MatrixSpec, units []unit) error {
 	if err := man.write(filepath.Join(m.Out, ManifestFile)); err != nil {
 		return err
 	}
-	t, err := writeTables(m.Out, man, loadCells(m.Out, man.Cells))
+	cells, missing := loadCells(m.Out, man.Cells)
+	t, err := writeTables(m.Out, man, cells, missing)
 	if err != nil {
 		return err
 	}

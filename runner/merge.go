@@ -2,7 +2,6 @@ package runner
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -115,29 +114,35 @@ func sameMatrix(a, b Manifest) string {
 	return ""
 }
 
-// loadCells reads the results of the runs that completed, from the run folders below dir.
-// A run whose results cannot be read is left out of the tables; its manifest entry says why.
-func loadCells(dir string, runs []ManifestRun) []report.Cell {
+// loadCells reads the results of the runs that completed, from the run folders below dir. The
+// others are returned as "cell run k: why": not run, failed to run, or results unreadable.
+func loadCells(dir string, runs []ManifestRun) ([]report.Cell, []string) {
 	var out []report.Cell
+	var missing []string
 	for _, r := range runs {
-		if r.Dir == "" || r.Error != "" {
-			continue
+		why := r.Error
+		if why == "" && r.Dir == "" {
+			why = "not run"
 		}
-		res, err := results.Read(filepath.Join(dir, r.Dir, "results.json"))
-		if err != nil {
-			continue
+		if why == "" {
+			res, err := results.Read(filepath.Join(dir, r.Dir, "results.json"))
+			if err == nil {
+				out = append(out, report.Cell{Axes: r.Axes, Run: r.Run, Results: res, Report: filepath.Join(r.Dir, "report.html")})
+				continue
+			}
+			why = err.Error()
 		}
-		out = append(out, report.Cell{Axes: r.Axes, Run: r.Run, Results: res, Report: filepath.Join(r.Dir, "report.html")})
+		missing = append(missing, fmt.Sprintf("%s run %d: %s", axesLabel(r.Axes), r.Run, oneLine(why)))
 	}
-	return out
+	return out, missing
 }
 
 // tables are a matrix's written tables.
 type tables struct{ Markdown, MarkdownFile, HTMLFile, JUnitFile string }
 
-// writeTables writes matrix.md, matrix.html and junit.xml (one suite per run) into dir, the
-// cells in the order given.
-func writeTables(dir string, m Manifest, cells []report.Cell) (tables, error) {
+// writeTables writes matrix.md, matrix.html and junit.xml (one suite per run; an error case
+// for each run in missing) into dir, the cells in the order given.
+func writeTables(dir string, m Manifest, cells []report.Cell, missing []string) (tables, error) {
 	var t tables
 	var seeds []string
 	for k := 1; k <= m.Runs; k++ {
@@ -161,7 +166,7 @@ func writeTables(dir string, m Manifest, cells []report.Cell) (tables, error) {
 		return t, fmt.Errorf("matrix: writing the table: %w", err)
 	}
 	var buf bytes.Buffer
-	if err := report.WriteMatrixJUnit(&buf, "verity matrix "+m.Scenario, cells); err != nil {
+	if err := report.WriteMatrixJUnit(&buf, "verity matrix "+m.Scenario, cells, missing); err != nil {
 		return t, fmt.Errorf("matrix: %w", err)
 	}
 	t.JUnitFile = filepath.Join(dir, "junit.xml")
@@ -179,9 +184,13 @@ type Merged struct {
 	Incomplete []string
 }
 
-// Worst is the worst verdict over the merged runs: fail, then unknown, then pass.
+// Worst is the worst verdict over the merged runs: fail, then unknown (a run not complete
+// included), then pass.
 func (m *Merged) Worst() results.Verdict {
 	worst := results.Pass
+	if len(m.Incomplete) > 0 {
+		worst = results.Unknown
+	}
 	for _, r := range m.Manifest.Cells {
 		switch {
 		case r.Verdict == results.Fail:
@@ -199,6 +208,17 @@ func (m *Merged) Worst() results.Verdict {
 func MergeMatrix(dirs []string, out string) (*Merged, error) {
 	if len(dirs) == 0 {
 		return nil, errors.New("merge: no shard directories given")
+	}
+	// Absolute paths, so that the links from out into the shards can always be made.
+	var err error
+	if out, err = filepath.Abs(out); err != nil {
+		return nil, fmt.Errorf("merge: %s: %w", out, err)
+	}
+	dirs = slices.Clone(dirs)
+	for i, d := range dirs {
+		if dirs[i], err = filepath.Abs(d); err != nil {
+			return nil, fmt.Errorf("merge: %s: %w", d, err)
+		}
 	}
 	var mans []Manifest
 	for _, d := range dirs {
@@ -229,14 +249,14 @@ func MergeMatrix(dirs []string, out string) (*Merged, error) {
 		}
 		seen[s.K] = dirs[i]
 	}
-	var missing []string
+	var absent []string
 	for k := 1; k <= n; k++ {
 		if _, ok := seen[k]; !ok {
-			missing = append(missing, fmt.Sprintf("%d/%d", k, n))
+			absent = append(absent, fmt.Sprintf("%d/%d", k, n))
 		}
 	}
-	if len(missing) > 0 {
-		return nil, fmt.Errorf("merge: shard(s) %s missing: give every shard's output directory", strings.Join(missing, ", "))
+	if len(absent) > 0 {
+		return nil, fmt.Errorf("merge: shard(s) %s missing: give every shard's output directory", strings.Join(absent, ", "))
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return nil, fmt.Errorf("merge: making %s: %w", out, err)
@@ -247,7 +267,7 @@ func MergeMatrix(dirs []string, out string) (*Merged, error) {
 	for i, m := range mans {
 		rel, err := filepath.Rel(out, dirs[i])
 		if err != nil {
-			rel = dirs[i]
+			return nil, fmt.Errorf("merge: linking %s from %s: %w", dirs[i], out, err)
 		}
 		for _, r := range m.Cells {
 			if r.Dir != "" {
@@ -258,17 +278,12 @@ func MergeMatrix(dirs []string, out string) (*Merged, error) {
 	}
 	order := canonicalOrder(whole)
 	slices.SortStableFunc(whole.Cells, func(a, b ManifestRun) int { return order(a) - order(b) })
-	cells = loadCells(out, whole.Cells)
-	merged := &Merged{Manifest: whole}
-	for _, r := range whole.Cells {
-		if r.Error != "" || r.Dir == "" {
-			merged.Incomplete = append(merged.Incomplete, fmt.Sprintf("%s run %d: %s", axesLabel(r.Axes), r.Run, cmp.Or(r.Error, "not run")))
-		}
-	}
+	cells, missing := loadCells(out, whole.Cells)
+	merged := &Merged{Manifest: whole, Incomplete: missing}
 	if err := whole.write(filepath.Join(out, ManifestFile)); err != nil {
 		return nil, err
 	}
-	t, err := writeTables(out, whole, cells)
+	t, err := writeTables(out, whole, cells, missing)
 	merged.tables = t
 	return merged, err
 }

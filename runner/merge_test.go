@@ -157,3 +157,24 @@ func TestMergeRefusesWhatIsNotOneWholeMatrix(t *testing.T) {
 	_, err = MergeMatrix([]string{d("1of2"), d("2of2")}, d("out"))
 	require.NoError(t, err)
 }
+
+// A run whose results are gone is listed as incomplete and is an error in junit.xml, not a hole
+// in the table; a relative --out links into the shards all the same.
+func TestMergeSaysWhatIsMissing(t *testing.T) {
+	root := t.TempDir()
+	pass := func([]report.Axis, int) results.Verdict { return results.Pass }
+	fakeMatrix(t, filepath.Join(root, "s1"), Shard{K: 1, N: 2}, pass)
+	fakeMatrix(t, filepath.Join(root, "s2"), Shard{K: 2, N: 2}, pass)
+	require.NoError(t, os.Remove(filepath.Join(root, "s2", "acks=1_fault=kill", "run-2", "results.json")))
+	t.Chdir(filepath.Join(root, "s1"))
+	m, err := MergeMatrix([]string{".", "../s2"}, "../merged")
+	require.NoError(t, err)
+	require.Len(t, m.Incomplete, 1)
+	require.Contains(t, m.Incomplete[0], "acks=1,fault=kill run 2: reading results")
+	require.Equal(t, results.Unknown, m.Worst())
+	junit, err := os.ReadFile(filepath.Join(root, "merged", "junit.xml"))
+	require.NoError(t, err)
+	require.Contains(t, string(junit), `type="incomplete"`)
+	require.Equal(t, 8, strings.Count(string(junit), "<testsuite "), "7 runs and the missing one")
+	require.Contains(t, m.Markdown, "| 1 |", "the cell whose run is missing counts 1 run")
+}

@@ -27,6 +27,7 @@ import (
 // metaPart is what the observations showed of one partition's metadata.
 type metaPart struct {
 	leaders map[int32]epochSeen // by leader epoch: the leader first observed with it
+	reused  map[int32]bool      // epochs already reported as naming two leaders
 	top     epochSeen           // the highest epoch observed
 	seen    bool
 	back    *goneBack // an epoch below top, not contradicted since
@@ -58,13 +59,16 @@ func (s *metaState) observe(c *Checker, tp uint32, leader, epoch int32, ord uint
 	s.observed = true
 	p := s.parts[tp]
 	if p == nil {
-		p = &metaPart{leaders: map[int32]epochSeen{}}
+		p = &metaPart{leaders: map[int32]epochSeen{}, reused: map[int32]bool{}}
 		s.parts[tp] = p
 	}
 	now := epochSeen{epoch: epoch, leader: leader, ord: ord}
 	if first, ok := p.leaders[epoch]; !ok {
 		p.leaders[epoch] = now
-	} else if first.leader != leader {
+	} else if first.leader != leader && !p.reused[epoch] {
+		// One finding per epoch: the watcher samples a partition below min ISR every tick,
+		// and every later sample of the second leader would repeat the same evidence.
+		p.reused[epoch] = true
 		s.find(c, tp, first, now)
 	}
 	switch {

@@ -41,6 +41,7 @@ func TestMetadataLost(t *testing.T) {
 				h.leader(1, 4) // op 3
 				h.leader(2, 5) // op 5
 				h.leader(3, 5) // op 7
+				h.leader(3, 5) // the same evidence again: still one finding
 				final(h)
 			},
 			want:    map[guarantee.Anomaly]want{guarantee.MetadataLost: {count: 1, ops: []int64{5, 7}}},

@@ -22,17 +22,41 @@ type statsState struct {
 	avail   []availPart // by partition id
 	windows []window
 	lastW   int64 // time of the last write completion
+	endT    int64 // time of the last op seen
 }
 
 type availPart struct {
 	open   bool
 	start  int64
 	failed int64
-	// lastAck is when the partition last acknowledged a write (0: not yet); stall is its
-	// longest stretch with a write pending and none acknowledged.
+	// lastAck is when the partition last acknowledged a write (0: not yet); since, when
+	// waiting, is the first invoke since then of a write that has not been acknowledged, and
+	// until the last moment a write was known pending since (a failed or unknown completion;
+	// the history's end for a write never answered); stall is the partition's longest such
+	// stretch, from since to the next acknowledgement or, with none, to until.
 	lastAck  int64
+	since    int64
+	until    int64
+	waiting  bool
 	stall    [2]int64
 	hasStall bool
+}
+
+// waitFrom notes a write to the partition pending from t on (its invoke, or the last
+// acknowledgement if that came later).
+func (a *availPart) waitFrom(t int64) {
+	t = max(t, a.lastAck)
+	if !a.waiting || t < a.since {
+		a.since, a.waiting = t, true
+	}
+}
+
+// endStall closes the stretch waiting since a.since at t, keeping it if it is the longest.
+func (a *availPart) endStall(t int64) {
+	if a.waiting && t > a.since && (!a.hasStall || t-a.since > a.stall[1]-a.stall[0]) {
+		a.stall, a.hasStall = [2]int64{a.since, t}, true
+	}
+	a.waiting = false
 }
 
 type window struct {
@@ -51,6 +75,7 @@ func (s *statsState) init() {
 }
 
 func (s *statsState) complete(op *history.Op, k fkind, pd *pending) {
+	s.endT = max(s.endT, op.Time)
 	o := &s.byKind[k]
 	if k == fOther {
 		o = s.other[op.F]
@@ -94,6 +119,12 @@ func (s *statsState) pendingOp(pd *pending) {
 	if pd.f != fOther {
 		s.byKind[pd.f].Pending++
 	}
+	// A write never answered waits to the end of the history.
+	if pd.f == fSend && pd.tp != 0 && int(pd.tp) < len(s.avail) {
+		a := &s.avail[pd.tp]
+		a.waitFrom(pd.time)
+		a.until = max(a.until, s.endT)
+	}
 }
 
 func (s *statsState) nemesis(op *history.Op) {
@@ -118,14 +149,13 @@ func (s *statsState) write(tp uint32, t int64, pd *pending, out uint16) {
 	s.lastW = max(s.lastW, t)
 	a := &s.avail[tp]
 	if pd != nil {
-		// This write was pending from its invoke to now, and nothing was acknowledged on the
-		// partition since lastAck: no acknowledgement while a write waited, for that long.
-		if from := max(a.lastAck, pd.time); t > from && (!a.hasStall || t-from > a.stall[1]-a.stall[0]) {
-			a.stall, a.hasStall = [2]int64{from, t}, true
-		}
+		a.waitFrom(pd.time)
 	}
 	if out == outOK {
+		a.endStall(t)
 		a.lastAck = t
+	} else {
+		a.until = max(a.until, t)
 	}
 	switch out {
 	case outOK:
@@ -316,6 +346,7 @@ func (c *Checker) buildStats() results.Stats {
 	}
 	for tp := range s.avail {
 		a := &s.avail[tp]
+		a.endStall(a.until)
 		if !a.hasStall || tp == 0 || tp >= len(c.parts.ps) {
 			continue
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/verity-kafka/verity/history"
@@ -122,5 +123,36 @@ func TestStallsSeeHungWrites(t *testing.T) {
 	}
 	if st := s.Stalls[0]; st.StartMs != 3 || st.EndMs != 8004 {
 		t.Errorf("t-1's stall %+v", st)
+	}
+}
+
+// Sends that each time out after 2 s, one after another, make one stall from the first to the
+// acknowledgement that ends it; a send never answered stalls its partition to the history's end.
+func TestStallsSpanConsecutiveTimeouts(t *testing.T) {
+	h := newHB()
+	h.send(1, rec("t", 0, "1-1"), OK, 0) // t 1, 2 ms
+	first := h.now + 1_000_000           // the next invoke
+	for i := 2; i <= 11; i++ {
+		inv := h.sendInvoke(1, rec("t", 0, "1-"+strconv.Itoa(i)))
+		h.now += 2_000_000_000
+		h.sendDone(1, inv, rec("t", 0, "1-"+strconv.Itoa(i)), Info, 0, false)
+	}
+	_, acked := h.send(1, rec("t", 0, "1-12"), OK, 1)
+	ackT := h.ops[acked].Time
+	h.sendInvoke(2, rec("t", 1, "2-1")) // never answered
+	hung := h.now
+	h.finalBoth("t", 0, 0, 2, at(rec("t", 0, "1-1"), 0), at(rec("t", 0, "1-12"), 1))
+	h.finalBoth("t", 1, 0, 0)
+	end := h.now
+	s := h.check(strict()).Stats
+	byPart := map[int32]results.Stall{}
+	for _, st := range s.Stalls {
+		byPart[st.Partition] = st
+	}
+	if st := byPart[0]; st.StartMs != float64(first)/1e6 || st.EndMs != float64(ackT)/1e6 {
+		t.Errorf("t-0 stall %+v, want from the first timed-out send's invoke (%v ms) to the acknowledgement (%v ms)", st, float64(first)/1e6, float64(ackT)/1e6)
+	}
+	if st := byPart[1]; st.StartMs != float64(hung)/1e6 || st.EndMs != float64(end)/1e6 {
+		t.Errorf("t-1 stall %+v, want from the unanswered invoke (%v ms) to the history's end (%v ms)", st, float64(hung)/1e6, float64(end)/1e6)
 	}
 }

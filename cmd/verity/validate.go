@@ -52,8 +52,8 @@ func validateFile(path string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if _, err := runner.Header(s); err != nil {
-		return "", fmt.Errorf("planning its run: %w", err)
+	if err := runner.Plan(s); err != nil {
+		return "", err
 	}
 	return fmt.Sprintf("scenario %s, seed %d, %s on %d broker(s), client %s, expects %s",
 		s.Name, s.Seed, s.Duration, s.Topology.Nodes, s.Client.Name, s.Expect.Verdict), nil

@@ -23,24 +23,27 @@ func TestValidate(t *testing.T) {
 	good := write("good.yaml", def)
 	bad := write("bad.yaml", strings.Replace(def, "fault: power-loss", "fault: power-los", 1))
 	few := write("few.yaml", strings.Replace(def, "nodes: 3", "nodes: 1", 1))
+	// A claim the scenario's own settings deny: the run refuses it before it starts, so must
+	// validate.
+	claim := write("claim.yaml", strings.Replace(def, "expect:\n", "expect:\n  permitted: [lost-write]\n", 1))
 
 	code, out, errOut := runCLI("validate", good)
 	if code != exitPass || !strings.Contains(out, "good.yaml: ok: scenario power-loss-controllers, seed 1, 2m") || errOut != "" {
 		t.Errorf("a valid file: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
-	code, out, errOut = runCLI("validate", good, bad, few, filepath.Join(dir, "missing.yaml"))
+	code, out, errOut = runCLI("validate", good, bad, few, claim, filepath.Join(dir, "missing.yaml"))
 	if code != exitUsage {
 		t.Errorf("invalid files: exit %d, want %d", code, exitUsage)
 	}
 	if !strings.Contains(out, "good.yaml: ok") {
 		t.Errorf("the valid file among them is still reported: %q", out)
 	}
-	for _, want := range []string{`"power-los"`, "did you mean power-loss?", "few.yaml", "missing.yaml"} {
+	for _, want := range []string{`"power-los"`, "did you mean power-loss?", "few.yaml", "claim.yaml", "missing.yaml"} {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errOut)
 		}
 	}
-	if n := strings.Count(errOut, "\n"); n != 3 {
+	if n := strings.Count(errOut, "\n"); n != 4 {
 		t.Errorf("one line per bad file, got %d:\n%s", n, errOut)
 	}
 	if code, _, errOut := runCLI("validate"); code != exitUsage || !strings.Contains(errOut, "one or more scenario files") {

@@ -54,10 +54,18 @@ type Faults struct {
 	ControllerDiskLoss  int
 }
 
-// quorumLoss reports whether the faults may have taken committed metadata from a majority of
-// the controllers: power or disk loss on half of them or more, or on nodes or a quorum not known.
+// quorumLoss reports whether n controllers (a count of a power or disk loss) are half of the
+// quorum or more: enough that no majority kept its copy of what was committed. False when the
+// quorum or n is not known (controllersUnknown decides those).
 func (f Faults) quorumLoss(n int) bool {
-	return n != 0 && (n < 0 || f.Controllers == 0 || 2*n >= f.Controllers+1)
+	return n > 0 && f.Controllers > 0 && 2*n >= f.Controllers
+}
+
+// controllersUnknown reports whether a power or disk loss may have hit controllers that the
+// history does not let one count: the header names no controllers, or a loss names no nodes.
+func (f Faults) controllersUnknown() bool {
+	hit := f.ControllerPowerLoss != 0 || f.ControllerDiskLoss != 0
+	return hit && (f.Controllers == 0 || f.ControllerPowerLoss < 0 || f.ControllerDiskLoss < 0)
 }
 
 // PowerLoss reports whether any replica lost its power.

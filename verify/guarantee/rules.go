@@ -223,8 +223,9 @@ func truncOrDisk(f Facts) bool  { return truncation(f) || lossBeyond(f) }
 // survives, but no document promises that) or their disks (the committed log itself is gone), or a
 // minority lost their disks (a voter that comes back empty in a static quorum can vote as if it
 // had the log it lost, KIP-853).
-func quorumPowerLoss(f Facts) bool { return f.Faults.quorumLoss(f.Faults.ControllerPowerLoss) }
-func quorumDiskLoss(f Facts) bool  { return f.Faults.quorumLoss(f.Faults.ControllerDiskLoss) }
+func quorumPowerLoss(f Facts) bool    { return f.Faults.quorumLoss(f.Faults.ControllerPowerLoss) }
+func controllersUnknown(f Facts) bool { return f.Faults.controllersUnknown() }
+func quorumDiskLoss(f Facts) bool     { return f.Faults.quorumLoss(f.Faults.ControllerDiskLoss) }
 func controllerDiskLoss(f Facts) bool {
 	return f.Faults.ControllerDiskLoss != 0
 }
@@ -317,9 +318,10 @@ func Rules() Table {
 		{UnexpectedAck, "acks=all", always, Forbidden, "acks=all: the leader must reject writes with NOT_ENOUGH_REPLICAS while the ISR has fewer than min.insync.replicas members"},
 
 		// KRaft metadata.
-		{MetadataLost, "disk loss on a controller majority", quorumDiskLoss, Permitted, "disk loss on {ctl_disk} of {controllers} controllers: the committed metadata log was on a majority of their disks, and those are gone; beyond any guarantee"},
+		{MetadataLost, "controllers hit not known", controllersUnknown, Unknown, "a power or disk loss may have hit controllers the history does not let one count (its header names no controllers, or the loss names no nodes): whether a majority kept the committed metadata is not known"},
+		{MetadataLost, "disk loss on a controller majority", quorumDiskLoss, Permitted, "disk loss on {ctl_disk} of {controllers} controllers, half of them or more: no majority kept the committed metadata log on its disk; beyond any guarantee"},
 		{MetadataLost, "disk loss on a controller", controllerDiskLoss, Unknown, "disk loss on {ctl_disk} of {controllers} controllers: a voter of a static quorum that comes back with an empty log can vote as the voter it was (KIP-853 tells them apart only in a dynamic quorum); Kafka documents no guarantee for it"},
-		{MetadataLost, "power loss on a controller majority", quorumPowerLoss, Unknown, "power loss on {ctl_power} of {controllers} controllers at once: Kafka's Raft (KIP-595) flushes the metadata log before a voter counts towards a commit, so committed metadata should survive, but no Kafka document promises it"},
+		{MetadataLost, "power loss on a controller majority", quorumPowerLoss, Unknown, "power loss on {ctl_power} of {controllers} controllers at once, half of them or more: Kafka's Raft (KIP-595) flushes the metadata log before a voter counts towards a commit, so committed metadata should survive, but no Kafka document promises it"},
 		{MetadataLost, "otherwise", always, Forbidden, "metadata the KRaft quorum committed (a partition's leader and leader epoch) is on a majority of the controllers before brokers learn it; with no controller disk lost and power lost by fewer than a majority at once, it must survive: a partition's leader epoch never goes back and never names two leaders"},
 	}
 }

@@ -97,6 +97,19 @@ type HostInfo struct {
 	EngineVersion string `json:"engine_version,omitempty"`
 }
 
+// leadingErrorName is the Kafka error name s starts with (upper-case letters, digits and
+// underscores, two or more, ended by ':', ')', a space or the end), or "".
+func leadingErrorName(s string) string {
+	end := strings.IndexFunc(s, func(r rune) bool { return !(r >= 'A' && r <= 'Z' || r == '_' || r >= '0' && r <= '9') })
+	if end < 0 {
+		end = len(s)
+	}
+	if end < 2 || (end < len(s) && !strings.ContainsRune(":) ", rune(s[end]))) {
+		return ""
+	}
+	return s[:end]
+}
+
 // BuildVersion is this binary's module version and the commit it was built from, as the Go
 // toolchain recorded them: "(devel) 3c478d0f1a2b 2026-12-01T14:54:00Z, go1.26.8".
 func BuildVersion() string {
@@ -239,9 +252,10 @@ type Stats struct {
 	// Errors counts the fail and info completions of client ops by the error they carried
 	// (ErrorClass), most first.
 	Errors []ErrorCount
-	// Stalls are, per partition written to, the longest stretch during which a write was
-	// pending and none was acknowledged (a send that hung counts, as it does not in
-	// UnavailableMs), longest first; LongestStallMs is the first one's length.
+	// Stalls are, per partition written to, the longest stretch with no acknowledgement: from
+	// the invoke of the first write not acknowledged to the acknowledgement that ended it (or
+	// the last moment a write was still pending). A send that hung and was then acknowledged
+	// counts, as it does not in UnavailableMs. Longest first; LongestStallMs is the first's length.
 	Stalls         []Stall
 	LongestStallMs float64
 }
@@ -271,13 +285,24 @@ type ErrorCount struct {
 // class of client-side failure (timeout, connection refused, connection lost, circuit breaker
 // open, …), else "other".
 func ErrorClass(text string) string {
-	if _, rest, ok := strings.Cut(text, "kafka server: "); ok {
-		end := strings.IndexFunc(rest, func(r rune) bool { return !(r >= 'A' && r <= 'Z' || r == '_' || r >= '0' && r <= '9') })
-		if end < 0 {
-			end = len(rest)
+	// "kafka server: NOT_ENOUGH_REPLICAS: …" (the workloads' form), "… (kafka server:
+	// REQUEST_TIMED_OUT)" (franz-go's), or "…: kafka server: Messages are rejected … (NOT_ENOUGH_REPLICAS)"
+	// (a wrapped sarama error): Kafka's name is an upper-case token after "kafka server: " or in
+	// the last parentheses.
+	for rest := text; ; {
+		_, after, ok := strings.Cut(rest, "kafka server: ")
+		if !ok {
+			break
 		}
-		if end > 0 {
-			return rest[:end]
+		if name := leadingErrorName(after); name != "" {
+			return name
+		}
+		rest = after
+	}
+	if open := strings.LastIndexByte(text, '('); open >= 0 && strings.HasSuffix(strings.TrimSpace(text), ")") {
+		inner := strings.TrimSuffix(strings.TrimSpace(text[open+1:]), ")")
+		if name := leadingErrorName(inner); name == inner {
+			return name
 		}
 	}
 	low := strings.ToLower(text)

@@ -156,8 +156,10 @@ func TestErrorClass(t *testing.T) {
 		"EOF":                       "connection lost",
 		"aborted":                   "aborted",
 		"circuit breaker is open":   "circuit breaker open",
-		"":                          "none given",
-		"something else entirely":   "other",
+		"kafka: error adding partitions: kafka server: Messages are rejected since there are fewer in-sync replicas than required (NOT_ENOUGH_REPLICAS)": "NOT_ENOUGH_REPLICAS",
+		"produce failed: kafka server: The request timed out.": "timeout",
+		"":                        "none given",
+		"something else entirely": "other",
 	} {
 		if got := ErrorClass(text); got != want {
 			t.Errorf("ErrorClass(%q) = %q, want %q", text, got, want)
