@@ -126,7 +126,39 @@ func (a *adminClient) registeredBrokers() ([]int32, error) {
 	return ids, nil
 }
 
+// createTopicAt sends the CreateTopics request to broker id directly.
+func (a *adminClient) createTopicAt(id int32, t TopicSpec) error {
+	b, err := a.broker(id)
+	if err != nil {
+		return err
+	}
+	req := sarama.NewCreateTopicsRequest(kafkaVersion, map[string]*sarama.TopicDetail{t.Name: t.detail()},
+		a.client.Config().Admin.Timeout, false)
+	resp, err := b.CreateTopics(req)
+	if err != nil {
+		_ = b.Close() // reconnect next time
+		return err
+	}
+	te, ok := resp.TopicErrors[t.Name]
+	switch {
+	case !ok:
+		return sarama.ErrIncompleteResponse
+	case errors.Is(te.Err, sarama.ErrNoError), errors.Is(te.Err, sarama.ErrTopicAlreadyExists):
+		return nil
+	}
+	return te
+}
+
 func (a *adminClient) createTopic(t TopicSpec) error {
+	err := a.admin.CreateTopic(t.Name, t.detail(), false)
+	if errors.Is(err, sarama.ErrTopicAlreadyExists) {
+		return nil
+	}
+	return err
+}
+
+// detail is t as a CreateTopics request states it.
+func (t TopicSpec) detail() *sarama.TopicDetail {
 	cfg := map[string]*string{}
 	set := func(k, v string) { cfg[k] = &v }
 	if t.MinISR > 0 {
@@ -138,13 +170,7 @@ func (a *adminClient) createTopic(t TopicSpec) error {
 	for k, v := range t.Config {
 		set(k, v)
 	}
-	err := a.admin.CreateTopic(t.Name, &sarama.TopicDetail{
-		NumPartitions: t.Partitions, ReplicationFactor: int16(t.RF), ConfigEntries: cfg,
-	}, false)
-	if errors.Is(err, sarama.ErrTopicAlreadyExists) {
-		return nil
-	}
-	return err
+	return &sarama.TopicDetail{NumPartitions: t.Partitions, ReplicationFactor: int16(t.RF), ConfigEntries: cfg}
 }
 
 // CreateTopic creates a topic and waits until every partition has its full ISR and a leader that serves it.
@@ -186,25 +212,39 @@ func (c *Cluster) CreateTopic(ctx context.Context, t TopicSpec) error {
 	return nil
 }
 
-// createTopic sends the CreateTopics request, on a new admin connection once more when the
-// shared one failed without an answer: sarama's admin retries only the controller's refusals, and
-// a connection to a node that was killed and started again since its last use reads EOF (seen in
-// CI after a kill). Creating is idempotent here: an existing topic counts as created.
+// createTopic sends the CreateTopics request through the admin client, which sends it to the
+// broker the metadata names as controller (in KRaft any broker, which forwards it); when that
+// fails without an answer it is sent to every broker in turn on a new connection. CI met a
+// broker that answered CreateTopics with EOF on every attempt, and on a new admin client, after
+// the test had killed and restarted nodes; another broker takes the request all the same.
+// Creating is idempotent here: an existing topic counts as created. The error names every
+// attempt.
 func (c *Cluster) createTopic(t TopicSpec) error {
-	var err error
-	for range 2 {
-		var a *adminClient
-		if a, err = c.adminClient(); err != nil {
-			return err
-		}
-		err = a.createTopic(t)
-		var answer *sarama.TopicError
-		if err == nil || errors.As(err, &answer) {
-			return err
-		}
-		c.ResetAdmin()
+	a, err := c.adminClient()
+	if err != nil {
+		return err
 	}
-	return err
+	first := a.createTopic(t)
+	var answer *sarama.TopicError
+	if first == nil || errors.As(first, &answer) {
+		return first
+	}
+	c.ResetAdmin()
+	errs := []error{fmt.Errorf("through the admin client: %w", first)}
+	if a, err = c.adminClient(); err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	for _, id := range c.Brokers() {
+		err := a.createTopicAt(int32(id), t)
+		if err == nil {
+			return nil
+		}
+		errs = append(errs, fmt.Errorf("at broker %d: %w", id, err))
+		if errors.As(err, &answer) {
+			return errors.Join(errs...)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Describe returns the state of every partition of topic, as the brokers that the harness has

@@ -165,6 +165,26 @@ func TestNodeAndLinkControls(t *testing.T) {
 		}
 	})
 
+	t.Run("a topic is created though the broker the admin client asks refuses clients", func(t *testing.T) {
+		adm, err := c.Admin()
+		require.NoError(t, err)
+		ctrl, err := adm.Controller()
+		require.NoError(t, err)
+		link := harness.Link{From: harness.ClientEndpoint, To: int(ctrl.ID())}
+		require.NoError(t, c.Cut(ctx, link, harness.CutRefuse))
+		// The link comes back a few seconds on, so that the wait for the new partition's
+		// leader ends even when that leader is the cut broker; the request itself must have
+		// gone through another broker by then, or CreateTopic has already failed.
+		healed := make(chan error, 1)
+		go func() {
+			time.Sleep(3 * time.Second)
+			healed <- c.Heal(context.WithoutCancel(ctx), link)
+		}()
+		require.NoError(t, c.CreateTopic(ctx, harness.TopicSpec{Name: "controls-fallback", Partitions: 1, RF: 3, MinISR: 2}),
+			"broker %d refuses clients", ctrl.ID())
+		require.NoError(t, <-healed)
+	})
+
 	t.Run("an open transaction holds the LSO below the high watermark", func(t *testing.T) {
 		const txTopic = "controls-txn"
 		require.NoError(t, c.CreateTopic(ctx, harness.TopicSpec{Name: txTopic, Partitions: 1, RF: 3, MinISR: 2}))
