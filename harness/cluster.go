@@ -563,7 +563,7 @@ func (c *Cluster) Close(ctx context.Context) error {
 		}
 		var rm Removed
 		for _, r := range runs {
-			rm.add(r.Removed)
+			rm.Add(r.Removed)
 		}
 		c.log.Info("cluster removed", "containers", rm.Containers, "networks", rm.Networks, "volumes", rm.Volumes,
 			"logs", filepath.Join(c.spec.ArtifactDir, "logs"))

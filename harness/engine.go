@@ -114,9 +114,13 @@ func connect(ctx context.Context) (*engine, error) {
 	return &engine{DockerClient: cli, host: host, remote: remote}, nil
 }
 
-func (e *engine) hasImage(ctx context.Context, ref string) bool {
-	_, err := e.ImageInspect(ctx, ref)
-	return err == nil
+// imageID is ref's image id (sha256 of its configuration) when the engine has it, else "".
+func (e *engine) imageID(ctx context.Context, ref string) string {
+	in, err := e.ImageInspect(ctx, ref)
+	if err != nil {
+		return ""
+	}
+	return in.ID
 }
 
 // Images says which images a run uses and why. KafkaID and ToxiproxyID are the images' ids
@@ -144,15 +148,6 @@ func (e *engine) info(ctx context.Context) EngineInfo {
 	return EngineInfo{Cores: in.Info.NCPU, MemoryBytes: in.Info.MemTotal, Version: in.Info.ServerVersion}
 }
 
-// imageID is ref's image id, or "" when the engine does not say.
-func (e *engine) imageID(ctx context.Context, ref string) string {
-	in, err := e.ImageInspect(ctx, ref)
-	if err != nil {
-		return ""
-	}
-	return in.ID
-}
-
 // ChooseImages picks the images: VERITY_KAFKA_IMAGE / VERITY_TOXIPROXY_IMAGE (or the spec's
 // fields) if set, else the official tags if present locally, else the stand-ins. An image that is
 // not present locally is an error that says how to get it.
@@ -166,34 +161,35 @@ func ChooseImages(ctx context.Context, spec Spec) (Images, error) {
 }
 
 func (e *engine) chooseImages(ctx context.Context, spec Spec, log *slog.Logger) (Images, error) {
-	pick := func(explicit, env, official, standIn string) (string, string, error) {
+	// pick returns the image chosen, its id (from the one inspect that found it) and why.
+	pick := func(explicit, env, official, standIn string) (string, string, string, error) {
 		if explicit == "" {
 			explicit = os.Getenv(env)
 		}
 		if explicit != "" {
-			if !e.hasImage(ctx, explicit) {
-				return "", "", fmt.Errorf("%w: %s (asked for by %s) is not present locally; build or load it, or unset %s", ErrImage, explicit, env, env)
+			id := e.imageID(ctx, explicit)
+			if id == "" {
+				return "", "", "", fmt.Errorf("%w: %s (asked for by %s) is not present locally; build or load it, or unset %s", ErrImage, explicit, env, env)
 			}
-			return explicit, "set by " + env, nil
+			return explicit, id, "set by " + env, nil
 		}
-		if e.hasImage(ctx, official) {
-			return official, "official, present locally", nil
+		if id := e.imageID(ctx, official); id != "" {
+			return official, id, "official, present locally", nil
 		}
-		if e.hasImage(ctx, standIn) {
-			return standIn, "offline stand-in (" + official + " not present)", nil
+		if id := e.imageID(ctx, standIn); id != "" {
+			return standIn, id, "offline stand-in (" + official + " not present)", nil
 		}
-		return "", "", fmt.Errorf("%w: neither %s nor %s is present; run `make images` and try again", ErrImage, official, standIn)
+		return "", "", "", fmt.Errorf("%w: neither %s nor %s is present; run `make images` and try again", ErrImage, official, standIn)
 	}
-	k, kwhy, err := pick(spec.KafkaImage, "VERITY_KAFKA_IMAGE", OfficialKafkaImage, StandInKafkaImage)
+	k, kid, kwhy, err := pick(spec.KafkaImage, "VERITY_KAFKA_IMAGE", OfficialKafkaImage, StandInKafkaImage)
 	if err != nil {
 		return Images{}, err
 	}
-	t, twhy, err := pick(spec.ToxiproxyImage, "VERITY_TOXIPROXY_IMAGE", OfficialToxiproxyImage, StandInToxiproxyImage)
+	t, tid, twhy, err := pick(spec.ToxiproxyImage, "VERITY_TOXIPROXY_IMAGE", OfficialToxiproxyImage, StandInToxiproxyImage)
 	if err != nil {
 		return Images{}, err
 	}
-	im := Images{Kafka: k, Toxiproxy: t, KafkaID: e.imageID(ctx, k), ToxiproxyID: e.imageID(ctx, t),
-		Why: fmt.Sprintf("kafka: %s; toxiproxy: %s", kwhy, twhy)}
+	im := Images{Kafka: k, Toxiproxy: t, KafkaID: kid, ToxiproxyID: tid, Why: fmt.Sprintf("kafka: %s; toxiproxy: %s", kwhy, twhy)}
 	if log != nil {
 		log.Info("images chosen", "kafka", k, "kafka_why", kwhy, "toxiproxy", t, "toxiproxy_why", twhy)
 	}

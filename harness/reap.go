@@ -22,7 +22,8 @@ type Removed struct{ Containers, Networks, Volumes int }
 // Any reports whether anything was counted.
 func (r Removed) Any() bool { return r != Removed{} }
 
-func (r *Removed) add(o Removed) {
+// Add adds o's counts to r's.
+func (r *Removed) Add(o Removed) {
 	r.Containers += o.Containers
 	r.Networks += o.Networks
 	r.Volumes += o.Volumes
@@ -128,11 +129,8 @@ func listLabelled(ctx context.Context, e *engine, runID string) (labelled, error
 	return l, nil
 }
 
-func reap(ctx context.Context, e *engine, opts ReapOptions) ([]RunLeft, error) {
-	l, err := listLabelled(ctx, e, opts.Run)
-	if err != nil {
-		return nil, err
-	}
+// byRun counts what l holds by run, with each run's owner.
+func (l labelled) byRun() map[string]*RunLeft {
 	runs := map[string]*RunLeft{}
 	at := func(t labelledThing) *RunLeft {
 		r := runs[t.Run]
@@ -152,6 +150,15 @@ func reap(ctx context.Context, e *engine, opts ReapOptions) ([]RunLeft, error) {
 	for _, v := range l.volumes {
 		at(v).Found.Volumes++
 	}
+	return runs
+}
+
+func reap(ctx context.Context, e *engine, opts ReapOptions) ([]RunLeft, error) {
+	l, err := listLabelled(ctx, e, opts.Run)
+	if err != nil {
+		return nil, err
+	}
+	runs := l.byRun()
 	remove := map[string]bool{}
 	for id, r := range runs {
 		if !opts.All {
@@ -221,20 +228,8 @@ func LeftoversByRun(ctx context.Context) (map[string]Removed, error) {
 		return nil, err
 	}
 	byRun := map[string]Removed{}
-	for _, c := range l.containers {
-		r := byRun[c.Run]
-		r.Containers++
-		byRun[c.Run] = r
-	}
-	for _, n := range l.networks {
-		r := byRun[n.Run]
-		r.Networks++
-		byRun[n.Run] = r
-	}
-	for _, v := range l.volumes {
-		r := byRun[v.Run]
-		r.Volumes++
-		byRun[v.Run] = r
+	for id, r := range l.byRun() {
+		byRun[id] = r.Found
 	}
 	return byRun, nil
 }

@@ -183,23 +183,22 @@ func IndexHTML(title string, runs []IndexRun, skipped []string) (string, error) 
 	if len(runs) > 0 {
 		data.Latest = &runs[0]
 	}
-	t, err := template.New("index").Funcs(template.FuncMap{
-		"join": strings.Join,
-		"when": func(t time.Time) string {
-			if t.IsZero() {
-				return "?"
-			}
-			return t.UTC().Format("2006-01-02 15:04:05Z")
-		},
-		"secs": func(s float64) string { return (time.Duration(s * float64(time.Second))).Round(time.Second).String() },
-		"rate": func(v float64) string {
-			if v < 0 {
-				return "n/a"
-			}
-			return fmt.Sprintf("%.0f", v)
-		},
-		"ms": func(v float64) string { return fmt.Sprintf("%.0f ms", v) },
-	}).Parse(indexTemplate)
+	// The report's functions, and the index's own: a start time, a wall time, a rate.
+	funcs := templateFuncs()
+	funcs["when"] = func(t time.Time) string {
+		if t.IsZero() {
+			return "?"
+		}
+		return t.UTC().Format("2006-01-02 15:04:05Z")
+	}
+	funcs["wall"] = func(s float64) string { return (time.Duration(s * float64(time.Second))).Round(time.Second).String() }
+	funcs["rate"] = func(v float64) string {
+		if v < 0 {
+			return "n/a"
+		}
+		return fmt.Sprintf("%.0f", v)
+	}
+	t, err := template.New("index").Funcs(funcs).Parse(indexTemplate)
 	if err != nil {
 		return "", fmt.Errorf("index template: %w", err)
 	}
@@ -221,9 +220,9 @@ func WriteIndex(dir string) (string, []IndexRun, []string, error) {
 	if err != nil {
 		return "", nil, skipped, err
 	}
-	path := filepath.Join(dir, IndexFile)
-	if err := os.WriteFile(path, []byte(page), 0o644); err != nil {
-		return "", nil, skipped, fmt.Errorf("index: writing %s: %w", path, err)
+	path, err := writeFile(dir, IndexFile, []byte(page))
+	if err != nil {
+		return "", nil, skipped, fmt.Errorf("index: %w", err)
 	}
 	return path, runs, skipped, nil
 }
@@ -309,7 +308,7 @@ td.pass{background:#e3f4e1}td.fail{background:#fbe0e0}td.unknown{background:#fff
 {{end}}</table>{{end}}
 <h2>Runs, newest first</h2>
 <table id="runs"><tr><th>started</th><th>scenario</th><th>seed</th><th>verdict</th><th>anomalies</th><th>client</th><th>acked writes/s</th><th>writes unavailable</th><th>wall time</th><th>Kafka image</th></tr>
-{{range .Runs}}<tr><td>{{when .Started}}</td><td><a href="{{.Dir}}/report.html">{{.Scenario}}</a> <span class="note">{{.Dir}}</span></td><td class="num">{{.Seed}}</td><td class="{{.Verdict}}">{{.Verdict}}</td><td>{{if .Anomalies}}{{join .Anomalies ", "}}{{else}}none{{end}}</td><td>{{.Client}}</td><td class="num">{{rate .Throughput}}</td><td class="num">{{ms .UnavailableMs}}</td><td class="num">{{secs .WallS}}</td><td>{{if .Image}}{{.Image}}{{else}}not recorded{{end}}</td></tr>
+{{range .Runs}}<tr><td>{{when .Started}}</td><td><a href="{{.Dir}}/report.html">{{.Scenario}}</a> <span class="note">{{.Dir}}</span></td><td class="num">{{.Seed}}</td><td class="{{.Verdict}}">{{.Verdict}}</td><td>{{if .Anomalies}}{{join .Anomalies ", "}}{{else}}none{{end}}</td><td>{{.Client}}</td><td class="num">{{rate .Throughput}}</td><td class="num">{{ms .UnavailableMs}}</td><td class="num">{{wall .WallS}}</td><td>{{if .Image}}{{.Image}}{{else}}not recorded{{end}}</td></tr>
 {{end}}</table>
 {{if .Skipped}}<p class="note">Skipped (results unreadable):</p><ul>{{range .Skipped}}<li class="note">{{.}}</li>{{end}}</ul>{{end}}
 <p class="note">Written by verity index. Each run's report, history and results are in its folder.</p>

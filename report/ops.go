@@ -2,11 +2,8 @@ package report
 
 import (
 	"bytes"
-	"context"
-	"errors"
 	"fmt"
 	"html/template"
-	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -150,31 +147,8 @@ func recordsText(rs []history.Record) string {
 	return strings.Join(parts, ", ")
 }
 
-// renderOps streams the history once and renders ops.html for r's examples; nil when r has no
-// example with ops.
-func renderOps(ctx context.Context, historyPath string, r *results.Results) ([]byte, error) {
-	ws := opWindows(r)
-	if len(ws) == 0 {
-		return nil, nil
-	}
-	h, err := history.Open(historyPath)
-	if err != nil {
-		return nil, fmt.Errorf("reading the ops around the anomalies: %w", err)
-	}
-	defer h.Close()
-	var op history.Op
-	for n := 0; ; n++ {
-		if n%65536 == 0 && ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		if err := h.Next(&op); err != nil {
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			return nil, fmt.Errorf("reading the ops around the anomalies: %w", err)
-		}
-		take(ws, &op)
-	}
+// renderOps renders ops.html from the windows the history's pass filled (take).
+func renderOps(r *results.Results, ws []*opWindow) ([]byte, error) {
 	t, err := template.New("ops").Parse(opsTemplate)
 	if err != nil {
 		return nil, fmt.Errorf("ops template: %w", err)

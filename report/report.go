@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/verify/results"
 )
 
@@ -86,11 +87,14 @@ func Write(ctx context.Context, dir string, r *results.Results, historyPath stri
 	}
 	var w Written
 	var tl *Timeline
+	// The ops around each anomaly example are gathered in the timeline's one pass over the
+	// history.
+	windows := opWindows(r)
 	if historyPath == "" {
 		w.Warnings = append(w.Warnings, "no history given: the page has no plots")
 	} else {
 		var err error
-		tl, err = ReadTimeline(ctx, historyPath, opts.Bucket)
+		tl, err = readTimeline(ctx, historyPath, opts.Bucket, func(op *history.Op) { take(windows, op) })
 		if err != nil {
 			if ctx.Err() != nil {
 				return w, fmt.Errorf("writing the report: %w", ctx.Err())
@@ -98,21 +102,17 @@ func Write(ctx context.Context, dir string, r *results.Results, historyPath stri
 			w.Warnings = append(w.Warnings, err.Error())
 		}
 	}
-	if historyPath != "" && tl != nil {
-		ops, err := renderOps(ctx, historyPath, r)
-		switch {
-		case err != nil && ctx.Err() != nil:
-			return w, fmt.Errorf("writing the report: %w", ctx.Err())
-		case err != nil:
-			w.Warnings = append(w.Warnings, err.Error())
-		case ops != nil:
-			if w.Ops, err = writeFile(dir, OpsFile, ops); err != nil {
-				return w, err
-			}
-			opts.opsPage = map[string]bool{}
-			for _, win := range opWindows(r) {
-				opts.opsPage[win.ID] = true
-			}
+	if tl != nil && len(windows) > 0 {
+		ops, err := renderOps(r, windows)
+		if err != nil {
+			return w, err
+		}
+		if w.Ops, err = writeFile(dir, OpsFile, ops); err != nil {
+			return w, err
+		}
+		opts.opsPage = map[string]bool{}
+		for _, win := range windows {
+			opts.opsPage[win.ID] = true
 		}
 	}
 	opts.files = runFiles(dir)

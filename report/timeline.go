@@ -180,18 +180,28 @@ func (tl *Timeline) Duration() time.Duration { return time.Duration(tl.End) }
 // (default one second). It returns what it read so far along with an error from a malformed
 // line, so that a report can still show a run whose history was cut short.
 func ReadTimeline(ctx context.Context, path string, bucket time.Duration) (*Timeline, error) {
+	return readTimeline(ctx, path, bucket, nil)
+}
+
+// readTimeline is ReadTimeline that also hands every op to also (when not nil), so that what
+// else the report gathers from the history comes from the same pass.
+func readTimeline(ctx context.Context, path string, bucket time.Duration, also func(*history.Op)) (*Timeline, error) {
 	r, err := history.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading the timeline: %w", err)
 	}
 	defer r.Close()
-	tl, err := ScanTimeline(ctx, r, bucket)
+	tl, err := scanTimeline(ctx, r, bucket, also)
 	tl.Path = path
 	return tl, err
 }
 
 // ScanTimeline is ReadTimeline over an open reader.
 func ScanTimeline(ctx context.Context, r *history.Reader, bucket time.Duration) (*Timeline, error) {
+	return scanTimeline(ctx, r, bucket, nil)
+}
+
+func scanTimeline(ctx context.Context, r *history.Reader, bucket time.Duration, also func(*history.Op)) (*Timeline, error) {
 	if bucket <= 0 {
 		bucket = time.Second
 	}
@@ -210,6 +220,9 @@ func ScanTimeline(ctx context.Context, r *history.Reader, bucket time.Duration) 
 			break
 		}
 		s.add(&op)
+		if also != nil {
+			also(&op)
+		}
 	}
 	tl := s.finish()
 	tl.Torn = r.Torn()

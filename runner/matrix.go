@@ -33,8 +33,8 @@ func AxisNames() []string {
 
 // MatrixAxis is one axis and its values (strings as the flags take them).
 type MatrixAxis struct {
-	Name   string
-	Values []string
+	Name   string   `json:"name"`
+	Values []string `json:"values"`
 }
 
 // MatrixSpec is a matrix: the base scenario, the axes whose cartesian product makes the cells,

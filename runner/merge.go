@@ -46,27 +46,6 @@ type ManifestRun struct {
 	Error string `json:"error,omitempty"`
 }
 
-// MarshalJSON of MatrixAxis writes its lower-case names, a manifest's contract.
-func (a MatrixAxis) MarshalJSON() ([]byte, error) {
-	return json.Marshal(struct {
-		Name   string   `json:"name"`
-		Values []string `json:"values"`
-	}{a.Name, a.Values})
-}
-
-// UnmarshalJSON reads what MarshalJSON writes.
-func (a *MatrixAxis) UnmarshalJSON(b []byte) error {
-	var v struct {
-		Name   string   `json:"name"`
-		Values []string `json:"values"`
-	}
-	if err := json.Unmarshal(b, &v); err != nil {
-		return err
-	}
-	a.Name, a.Values = v.Name, v.Values
-	return nil
-}
-
 func (m Manifest) write(path string) error {
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {

@@ -46,9 +46,7 @@ func reapCommand(onUsage cli.OnUsageErrorFunc) *cli.Command {
 				default:
 					fmt.Fprintf(w, "run %s (%s): removed %s\n", r.ID, owner, counts(r.Removed))
 				}
-				total.Containers += r.Removed.Containers
-				total.Networks += r.Removed.Networks
-				total.Volumes += r.Removed.Volumes
+				total.Add(r.Removed)
 			}
 			if err != nil {
 				return &exitError{code: exitUsage, msg: oneLine(err.Error())}
