@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make images: makes sure a Kafka 4.3.1 image and a Toxiproxy 2.12.0 image are present locally.
 # The official tags are used when they are present or can be pulled; otherwise offline stand-ins are
-# built: verity/kafka:4.3.1 (official jars from Maven on a debootstrapped Debian bookworm + OpenJDK 17)
+# built: verity/kafka:4.3.1 (official jars and the Jolokia JMX agent from Maven on a debootstrapped Debian bookworm + OpenJDK 17)
 # and verity/toxiproxy:2.12.0 (the server from the Go module, static, FROM scratch).
 # An image already present is reused, so on a warm machine this takes seconds.
 set -euo pipefail
@@ -63,6 +63,7 @@ build_kafka() {
   log "collecting the Apache Kafka 4.3.1 jars with Maven"
   mvn -q -B -f "$here/kafka/pom.xml" dependency:copy-dependencies \
     -DoutputDirectory="$ctx/libs" -DincludeScope=runtime >&2
+  mv "$ctx"/libs/jolokia-agent-jvm-*-javaagent.jar "$ctx/jolokia-agent.jar"
   cp "$here/kafka/"{Dockerfile,run,jsa-train,server.properties,log4j2.yaml,tools-log4j2.yaml} "$ctx/"
   cp "$LAZYFS" "$ctx/verity-lazyfs"
   docker build --build-arg BASE="$BASE" --label io.verity.recipe="$(recipe kafka)" -t "$KAFKA_STANDIN" "$ctx" \

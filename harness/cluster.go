@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"os/signal"
@@ -45,7 +46,9 @@ type Cluster struct {
 	nodes       map[int]*Node
 	bootstrap   []string // host addresses of the client proxies
 
-	clientHostPorts map[int]int // broker id -> host port of client->id
+	clientHostPorts map[int]int    // broker id -> host port of client->id
+	metricsAddrs    map[int]string // node id -> host address of its JMX agent (through proxy-client)
+	metricsHTTP     *http.Client
 
 	adminOnce sync.Once
 	admin     *adminClient
@@ -253,6 +256,9 @@ func (c *Cluster) startProxies(ctx context.Context) error {
 		if m.isBroker() {
 			exposed = append(exposed, fmt.Sprintf("%d/tcp", clientProxyBase+m.ID))
 		}
+		if c.images.JMXAgent != "" {
+			exposed = append(exposed, fmt.Sprintf("%d/tcp", metricsProxyBase+m.ID))
+		}
 	}
 	start(0, testcontainers.ContainerRequest{
 		Name:           c.containerName("proxy-client"),
@@ -308,7 +314,11 @@ func (c *Cluster) startProxies(ctx context.Context) error {
 			Upstream: fmt.Sprintf("node-%d:%d", m.ID, clientPort),
 		})
 	}
-	if _, err := c.clientProxy.api.Populate(clientProxies); err != nil {
+	metricsProxies, err := c.metricsProxies(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := c.clientProxy.api.Populate(append(clientProxies, metricsProxies...)); err != nil {
 		return fmt.Errorf("creating the client proxies: %w", err)
 	}
 	c.clientHostPorts = hostPorts
@@ -388,11 +398,15 @@ func (c *Cluster) startNodes(ctx context.Context) error {
 		c.nodes[m.ID] = node
 		wg.Go(func() {
 			link := c.links[m.ID].Name
+			env := c.spec.nodeEnv(m, c.eng.host, c.clientHostPorts)
+			if c.images.JMXAgent != "" {
+				env["KAFKA_OPTS"] = jmxAgentOpts(c.images.JMXAgent)
+			}
 			req := testcontainers.ContainerRequest{
 				Image:          c.images.Kafka,
 				Name:           node.Name,
 				Labels:         c.runLabels(),
-				Env:            c.spec.nodeEnv(m, c.eng.host, c.clientHostPorts),
+				Env:            env,
 				Networks:       []string{c.core.Name, link},
 				NetworkAliases: map[string][]string{c.core.Name: {fmt.Sprintf("node-%d", m.ID)}},
 				HostConfigModifier: func(hc *container.HostConfig) {

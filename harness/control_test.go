@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/verity-kafka/verity/harness"
 	"github.com/verity-kafka/verity/harness/harnesstest"
+	"github.com/verity-kafka/verity/metrics"
 )
 
 // TestNodeAndLinkControls exercises pause/resume, disk loss and a latency toxic on one cluster.
@@ -42,10 +43,25 @@ func TestNodeAndLinkControls(t *testing.T) {
 		})
 		require.NoError(t, err)
 		t.Logf("paused %d: ISR %v", fs[0], out.ISR)
+		// The leader's JMX gauges say what the ISR says; the paused node answers nothing.
+		got := waitMetrics(t, c, leader, func(m map[metrics.Name]float64) bool { return m[metrics.UnderReplicated] > 0 })
+		require.Zero(t, got[metrics.UnderMinISR], "ISR %v is not below min ISR 2", out.ISR)
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err = c.ReadMetrics(pctx, fs[0])
+		cancel()
+		require.Error(t, err, "a paused node's agent must not answer")
 		require.NoError(t, c.Resume(ctx, fs[0]))
 		back, err := c.WaitPartition(ctx, tp, 0, func(p harness.PartitionState) bool { return has(p.ISR, fs[0]) })
 		require.NoError(t, err)
 		t.Logf("resumed %d: ISR %v", fs[0], back.ISR)
+		waitMetrics(t, c, leader, func(m map[metrics.Name]float64) bool { return m[metrics.UnderReplicated] == 0 })
+		active := 0.0
+		for _, id := range c.Controllers() {
+			m, err := c.ReadMetrics(ctx, id)
+			require.NoError(t, err)
+			active += m[metrics.ActiveController]
+		}
+		require.Equal(t, 1.0, active, "exactly one active controller")
 	})
 
 	t.Run("wipe disk: the node comes back empty and refills", func(t *testing.T) {
@@ -399,4 +415,24 @@ func TestPanicCleansUp(t *testing.T) {
 	left, err := harness.Leftovers(ctx, "t-panic")
 	require.NoError(t, err)
 	require.Zero(t, left, "a panicking test must still remove its cluster")
+}
+
+// waitMetrics reads node id's metrics until ok holds (bounded by the test's deadline) and
+// returns the last reading.
+func waitMetrics(t *testing.T, c *harness.Cluster, id int, ok func(map[metrics.Name]float64) bool) map[metrics.Name]float64 {
+	t.Helper()
+	ctx := withTimeout(t, time.Minute)
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		m, err := c.ReadMetrics(ctx, id)
+		if err == nil && ok(m) {
+			return m
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("node %d's metrics never met the condition: last %v, %v", id, m, err)
+		case <-tick.C:
+		}
+	}
 }

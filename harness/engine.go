@@ -114,14 +114,29 @@ func connect(ctx context.Context) (*engine, error) {
 	return &engine{DockerClient: cli, host: host, remote: remote}, nil
 }
 
-// imageID is ref's image id (sha256 of its configuration) when the engine has it, else "".
-func (e *engine) imageID(ctx context.Context, ref string) string {
+// image is what the engine says of an image it has.
+type image struct {
+	id     string // sha256 of its configuration
+	labels map[string]string
+}
+
+// image inspects ref; ok is false when the engine does not have it.
+func (e *engine) image(ctx context.Context, ref string) (image, bool) {
 	in, err := e.ImageInspect(ctx, ref)
 	if err != nil {
-		return ""
+		return image{}, false
 	}
-	return in.ID
+	var labels map[string]string
+	if in.Config != nil {
+		labels = in.Config.Labels
+	}
+	return image{id: in.ID, labels: labels}, true
 }
+
+// JMXAgentLabel, on a Kafka image, names the path in the image of a Jolokia JVM agent jar: the
+// nodes then start with it and Cluster.ReadMetrics reads their JMX metrics (Verity's stand-in
+// carries one; see docker/kafka).
+const JMXAgentLabel = "io.verity.jmx-agent"
 
 // Images says which images a run uses and why. KafkaID and ToxiproxyID are the images' ids
 // (sha256 of their configuration): a locally built stand-in has no registry digest, and the id
@@ -130,6 +145,8 @@ type Images struct {
 	Kafka, Toxiproxy     string
 	KafkaID, ToxiproxyID string
 	Why                  string
+	// JMXAgent is the path of the Kafka image's JMX agent (its JMXAgentLabel), "" when it has none.
+	JMXAgent string
 }
 
 // EngineInfo is what the Docker engine says of the machine the nodes run on.
@@ -161,35 +178,36 @@ func ChooseImages(ctx context.Context, spec Spec) (Images, error) {
 }
 
 func (e *engine) chooseImages(ctx context.Context, spec Spec, log *slog.Logger) (Images, error) {
-	// pick returns the image chosen, its id (from the one inspect that found it) and why.
-	pick := func(explicit, env, official, standIn string) (string, string, string, error) {
+	// pick returns the image chosen, what the one inspect that found it said, and why.
+	pick := func(explicit, env, official, standIn string) (string, image, string, error) {
 		if explicit == "" {
 			explicit = os.Getenv(env)
 		}
 		if explicit != "" {
-			id := e.imageID(ctx, explicit)
-			if id == "" {
-				return "", "", "", fmt.Errorf("%w: %s (asked for by %s) is not present locally; build or load it, or unset %s", ErrImage, explicit, env, env)
+			im, ok := e.image(ctx, explicit)
+			if !ok {
+				return "", image{}, "", fmt.Errorf("%w: %s (asked for by %s) is not present locally; build or load it, or unset %s", ErrImage, explicit, env, env)
 			}
-			return explicit, id, "set by " + env, nil
+			return explicit, im, "set by " + env, nil
 		}
-		if id := e.imageID(ctx, official); id != "" {
-			return official, id, "official, present locally", nil
+		if im, ok := e.image(ctx, official); ok {
+			return official, im, "official, present locally", nil
 		}
-		if id := e.imageID(ctx, standIn); id != "" {
-			return standIn, id, "offline stand-in (" + official + " not present)", nil
+		if im, ok := e.image(ctx, standIn); ok {
+			return standIn, im, "offline stand-in (" + official + " not present)", nil
 		}
-		return "", "", "", fmt.Errorf("%w: neither %s nor %s is present; run `make images` and try again", ErrImage, official, standIn)
+		return "", image{}, "", fmt.Errorf("%w: neither %s nor %s is present; run `make images` and try again", ErrImage, official, standIn)
 	}
-	k, kid, kwhy, err := pick(spec.KafkaImage, "VERITY_KAFKA_IMAGE", OfficialKafkaImage, StandInKafkaImage)
+	k, kim, kwhy, err := pick(spec.KafkaImage, "VERITY_KAFKA_IMAGE", OfficialKafkaImage, StandInKafkaImage)
 	if err != nil {
 		return Images{}, err
 	}
-	t, tid, twhy, err := pick(spec.ToxiproxyImage, "VERITY_TOXIPROXY_IMAGE", OfficialToxiproxyImage, StandInToxiproxyImage)
+	t, tim, twhy, err := pick(spec.ToxiproxyImage, "VERITY_TOXIPROXY_IMAGE", OfficialToxiproxyImage, StandInToxiproxyImage)
 	if err != nil {
 		return Images{}, err
 	}
-	im := Images{Kafka: k, Toxiproxy: t, KafkaID: kid, ToxiproxyID: tid, Why: fmt.Sprintf("kafka: %s; toxiproxy: %s", kwhy, twhy)}
+	im := Images{Kafka: k, Toxiproxy: t, KafkaID: kim.id, ToxiproxyID: tim.id, JMXAgent: kim.labels[JMXAgentLabel],
+		Why: fmt.Sprintf("kafka: %s; toxiproxy: %s", kwhy, twhy)}
 	if log != nil {
 		log.Info("images chosen", "kafka", k, "kafka_why", kwhy, "toxiproxy", t, "toxiproxy_why", twhy)
 	}

@@ -43,6 +43,8 @@ const (
 	internalProxyBase = 20000 // proxy-i listens on internalProxyBase+j for i->j replication
 	controlProxyBase  = 30000 // proxy-i listens on controlProxyBase+j for i->j quorum traffic
 	clientProxyBase   = 9000  // proxy-client listens on clientProxyBase+j for client->j
+	metricsProxyBase  = 8700  // proxy-client listens on metricsProxyBase+j for node j's JMX agent
+	jmxAgentPort      = 8778  // the JMX agent's HTTP port in a node
 
 	controllerIDBase = 100 // dedicated controllers are 101, 102, 103
 )

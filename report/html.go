@@ -67,17 +67,18 @@ pre{background:#f7f7f7;padding:.6em;overflow:auto;max-height:30em}ul.ex{margin:0
 <table><tr><th>op</th><th>ok</th><th>fail</th><th>info</th><th>pending</th></tr>
 {{range .OpRows}}<tr><td>{{.Name}}</td><td class="num">{{.O.OK}}</td><td class="num">{{.O.Fail}}</td><td class="num">{{.O.Info}}</td><td class="num">{{.O.Pending}}</td></tr>{{end}}
 </table>
-{{if .Stats.Errors}}<table id="errors"><tr><th>op</th><th>outcome</th><th>error</th><th>count</th><th>first (s)</th><th>last (s)</th></tr>
-{{range .Stats.Errors}}<tr><td>{{.F}}</td><td>{{.Outcome}}</td><td>{{.Error}}</td><td class="num">{{.Count}}</td><td class="num">{{printf "%.1f" .FirstS}}</td><td class="num">{{printf "%.1f" .LastS}}</td></tr>{{end}}
+{{if .Stats.Errors}}<table id="errors"><tr><th>op</th><th>outcome</th><th>error</th><th>count</th><th>first (s)</th><th>last (s)</th><th>by partition</th></tr>
+{{range .Stats.Errors}}<tr><td>{{.F}}</td><td>{{.Outcome}}</td><td>{{.Error}}</td><td class="num">{{.Count}}</td><td class="num">{{printf "%.1f" .FirstS}}</td><td class="num">{{printf "%.1f" .LastS}}</td><td>{{byPartition .ByPartition}}</td></tr>{{end}}
 </table><p class="note">Failed (fail) and unknown (info) completions by the error they carried: Kafka's name of a broker error, else the kind of client-side failure.</p>{{end}}
-{{if .Windows}}<p>Windows during which writes failed{{if .WindowsCut}} (first {{len .Windows}} of {{.WindowsCut}}){{end}}:</p>
+{{if .Windows}}<details id="windows"{{if le (len .Windows) 10}} open{{end}}><summary>Windows during which writes failed{{if .WindowsCut}} (first {{len .Windows}} of {{.WindowsCut}}){{else}} ({{len .Windows}}){{end}}</summary>
 <table><tr><th>partition</th><th>from (s)</th><th>to (s)</th><th>failed writes</th></tr>
-{{range .Windows}}<tr><td>{{.Topic}}-{{.Partition}}</td><td class="num">{{secs1000 .StartMs}}</td><td class="num">{{secs1000 .EndMs}}</td><td class="num">{{.Failed}}</td></tr>{{end}}</table>{{end}}
+{{range .Windows}}<tr><td>{{.Topic}}-{{.Partition}}</td><td class="num">{{secs1000 .StartMs}}</td><td class="num">{{secs1000 .EndMs}}</td><td class="num">{{.Failed}}</td></tr>{{end}}</table></details>{{end}}
 </section>
 
 <section id="throughput"><h2>Throughput</h2>
 {{if .FaultLegend}}<p class="note">Shaded: fault intervals (injection to heal).{{range .FaultLegend}}<span class="swatch" style="background: {{.Color}}"></span>{{.Name}}{{end}}</p>{{end}}
 {{if .Throughput}}<img class="plot" alt="throughput over time" src="{{.Throughput}}">{{else}}<p class="note">No client operations in the history.</p>{{end}}
+{{if .Errors}}<img class="plot" alt="failed and unknown writes by error over time" src="{{.Errors}}"><p class="note">Per {{.Bucket}}: the writes that failed or went unanswered, by the error they carried (the summary's table, over time); the legend gives each class's total.</p>{{end}}
 </section>
 <section id="latency"><h2>Latency</h2>
 {{if .Latency}}<img class="plot" alt="latency over time" src="{{.Latency}}"><p class="note">Per {{.Bucket}}: p50 and p99 of acknowledged writes from a log histogram (within 4 %), and the largest; lines break where nothing was acknowledged. Marks: the longest wait of a write that failed (×) or went unanswered (▲) in that second, from its invoke to its completion.</p>{{else}}<p class="note">No acknowledged writes.</p>{{end}}
@@ -99,6 +100,15 @@ pre{background:#f7f7f7;padding:.6em;overflow:auto;max-height:30em}ul.ex{margin:0
 {{if .PartitionsOmitted}}<p class="note">Plots of {{.PartitionsOmitted}} more partitions are left out (see the table).</p>{{end}}
 {{else}}<p class="note">The history has no ISR observations (f "isr").</p>{{end}}
 {{range .TimelineNotes}}<p class="note">{{.}}</p>{{end}}
+</section>
+
+<section id="broker-metrics"><h2>Broker metrics</h2>
+{{with .Metrics}}{{with .Summary}}<p class="note">{{.Samples}} samples of every node each {{.IntervalMS}} ms ({{.Unanswered}} unanswered: the node was stopped, paused or cut off), read through the {{.Source}}; file <a href="{{.File}}">{{.File}}</a>.</p>
+<p id="alerts">Alerts checked against the ISR watch: {{.Alerts.Checked}} stretches in which a partition's leader answered while the watch saw its ISR below min ISR or short of its replicas; the leader's gauge rose in {{.Alerts.Fired}}{{if .Alerts.Unsampled}}; {{.Alerts.Unsampled}} more could not be judged (the leader did not answer){{end}}.</p>{{end}}
+{{if .Findings}}<table id="alert-findings"><tr><th>alert that would not have fired</th><th>ops (isr observations)</th></tr>
+{{range .Findings}}<tr class="forbidden"><td>{{.Text}}</td><td>{{if .Href}}<a href="{{.Href}}">{{ints64 .Ops}}</a>{{else}}{{ints64 .Ops}}{{end}}</td></tr>{{end}}</table>{{end}}
+{{range .Plots}}<img class="plot" alt="{{.Name}} per node" src="{{.SVG}}"><p class="note">{{.Name}}: {{.About}}.</p>{{end}}
+{{else}}<p class="note">No broker metrics were sampled in this run{{if $.MetricsWhy}}: {{$.MetricsWhy}}{{end}}.</p>{{end}}
 </section>
 
 {{if not .EvidenceFirst}}{{template "anomalies" .}}{{end}}
@@ -142,7 +152,7 @@ type pageData struct {
 	OpRows                        []opRow
 	Windows                       []results.Window
 	WindowsCut                    int
-	Throughput, Latency           template.URL
+	Throughput, Latency, Errors   template.URL
 	FaultLegend                   []legendItem
 	Faults                        []FaultInterval
 	Markers                       []Marker
@@ -150,6 +160,8 @@ type pageData struct {
 	PartitionsOmitted             int
 	TimelineNotes                 []string
 	Anomalies                     []anomalyView
+	Metrics                       *metricsView
+	MetricsWhy                    string
 	NoneFound                     []string
 	Deviations, SettingDeviations []string
 	Assumed, Overrides, Notes     []string
@@ -197,6 +209,14 @@ func templateFuncs() template.FuncMap {
 		"secs1000": func(v float64) string { return strconv.FormatFloat(v/1000, 'f', 2, 64) },
 		"ns":       func(v int64) string { return strconv.FormatFloat(float64(v)/1e9, 'f', 2, 64) },
 		"ints":     func(v []int) string { return joinInts(v) },
+		"ints64":   func(v []int64) string { return joinInts(v) },
+		"byPartition": func(m map[string]int64) string {
+			var out []string
+			for _, k := range slices.Sorted(maps.Keys(m)) {
+				out = append(out, k+": "+strconv.FormatInt(m[k], 10))
+			}
+			return strings.Join(out, ", ")
+		},
 		"links": func(ls [][2]string) string {
 			s := make([]string, len(ls))
 			for i, l := range ls {
@@ -252,6 +272,14 @@ func RenderHTML(w io.Writer, r *results.Results, tl *Timeline, opts Options, war
 			return err
 		}
 	}
+	if err := d.addMetrics(r, tl, opts.metrics, opts.opsPage); err != nil {
+		return err
+	}
+	for _, n := range r.RunNotes {
+		if why, ok := strings.CutPrefix(n, MetricsNotSampled); ok {
+			d.MetricsWhy = why
+		}
+	}
 	t, err := template.New("report").Funcs(templateFuncs()).Parse(pageTemplate)
 	if err != nil {
 		return fmt.Errorf("report template: %w", err)
@@ -296,6 +324,13 @@ func (d *pageData) addTimeline(tl *Timeline, opts Options) error {
 		}
 		if d.Throughput, err = svgURI(p, plotWidth, plotHeight); err != nil {
 			return err
+		}
+		if p, ok, err := errorsPlot(tl, colors); err != nil {
+			return err
+		} else if ok {
+			if d.Errors, err = svgURI(p, plotWidth, plotHeight); err != nil {
+				return err
+			}
 		}
 		hasLatency := slices.ContainsFunc(tl.Buckets, func(b Bucket) bool { return b.latN > 0 })
 		if hasLatency {

@@ -7,7 +7,6 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
-	"github.com/verity-kafka/verity/harness/harnesstest"
 	"io"
 	"os"
 	"os/exec"
@@ -18,7 +17,10 @@ import (
 
 	"golang.org/x/net/html"
 
+	"github.com/verity-kafka/verity/harness/harnesstest"
 	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/metrics"
+	"github.com/verity-kafka/verity/verify/results"
 )
 
 // page is a parsed report.html.
@@ -101,7 +103,9 @@ func renderSample(t *testing.T) (page, string) {
 	cfg := r.Header().Config
 	cfg.Client = &history.ClientInfo{Name: "franz-go", Version: "v1.22.3", TxnProtocol: "v2"}
 	r.Close()
-	w, err := Write(context.Background(), dir, sampleResults(hist, cfg), "", Options{})
+	res := sampleResults(hist, cfg)
+	res.BrokerMetrics = writeTestMetrics(t, dir)
+	w, err := Write(context.Background(), dir, res, "", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,6 +113,37 @@ func renderSample(t *testing.T) (page, string) {
 		t.Errorf("warnings: %v", w.Warnings)
 	}
 	return parsePage(t, w.HTML), dir
+}
+
+// writeTestMetrics writes a metrics.jsonl of 3 nodes over 30 s (node 2 stopped from 10 s to
+// 15 s, a counter that restarts) and returns results that name it, with one silent alert.
+func writeTestMetrics(t *testing.T, dir string) *results.BrokerMetrics {
+	t.Helper()
+	w, err := metrics.Create(filepath.Join(dir, "metrics.jsonl"), metrics.Header{IntervalMS: 1000, Source: "test", Metrics: metrics.All()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ms := int64(0); ms <= 30_000; ms += 1000 {
+		for node := 1; node <= 3; node++ {
+			s := metrics.Sample{TimeMS: ms, Node: node, Values: map[metrics.Name]float64{
+				metrics.UnderReplicated: float64(ms / 10_000), metrics.ISRShrinks: float64(ms / 3000)}}
+			if node == 2 && ms >= 10_000 && ms < 15_000 {
+				s = metrics.Sample{TimeMS: ms, Node: node, Error: "stopped"}
+			}
+			if node == 2 && ms >= 15_000 {
+				s.Values[metrics.ISRShrinks] = float64((ms - 15_000) / 3000)
+			}
+			if err := w.Write(s); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return &results.BrokerMetrics{File: "metrics.jsonl", Source: "test", IntervalMS: 1000, Samples: 93, Unanswered: 5,
+		Alerts: metrics.Outcome{Checked: 2, Fired: 1, Findings: []metrics.Finding{{Metric: metrics.UnderMinISR, Node: 1,
+			Topic: "t", FromMS: 2000, ToMS: 9000, Samples: 5, Ops: []int64{4, 7}, Text: "UnderMinIsrPartitionCount stayed 0"}}}}
 }
 
 func TestReportHTML(t *testing.T) {
@@ -119,7 +154,7 @@ func TestReportHTML(t *testing.T) {
 	}
 	linked, files := 0, 0
 
-	for _, id := range []string{"verdict", "verdict-value", "seed", "summary", "throughput", "latency", "faults", "partitions", "anomalies", "config"} {
+	for _, id := range []string{"verdict", "verdict-value", "seed", "summary", "throughput", "latency", "faults", "partitions", "anomalies", "config", "broker-metrics"} {
 		if p.byID(id) == nil {
 			t.Errorf("no element with id %q", id)
 		}
@@ -135,6 +170,25 @@ func TestReportHTML(t *testing.T) {
 	}
 	if !strings.Contains(text(p.elements("title")[0]), "fail") {
 		t.Error("the title does not carry the verdict")
+	}
+
+	// Broker metrics: a plot for each metric some node has (two here), and the silent alert
+	// with its ops linked to their section of ops.html.
+	bm := p.byID("broker-metrics")
+	plots := 0
+	walk(bm, func(n *html.Node) {
+		if n.Type == html.ElementNode && n.Data == "img" {
+			plots++
+		}
+	})
+	if plots != 2 {
+		t.Errorf("broker metrics: %d plots, want 2 (under-replicated, ISR shrinks)", plots)
+	}
+	if got := text(p.byID("alert-findings")); !strings.Contains(got, "UnderMinIsrPartitionCount stayed 0") || !strings.Contains(got, "4, 7") {
+		t.Errorf("silent alert shows %q", got)
+	}
+	if !strings.Contains(p.raw, `href="ops.html#broker-metrics-0"`) || !bytes.Contains(opsPage, []byte(`id="broker-metrics-0"`)) {
+		t.Error("the silent alert's ops do not link to their section of ops.html")
 	}
 
 	// Every example's op indices are in the anomaly table, with their family.
@@ -236,10 +290,10 @@ func TestReportHTML(t *testing.T) {
 		t.Error("the ops page is not self-contained")
 	}
 
-	// Plots: throughput, latency and one per partition, each a real SVG.
+	// Plots: throughput, errors, latency, one per partition and two broker metrics, each a real SVG.
 	imgs := p.elements("img")
-	if len(imgs) != 5 {
-		t.Errorf("%d plots, want 5 (throughput, latency, 3 partitions)", len(imgs))
+	if len(imgs) != 8 {
+		t.Errorf("%d plots, want 8 (throughput, errors, latency, 3 partitions, 2 broker metrics)", len(imgs))
 	}
 	for _, img := range imgs {
 		src, _ := attr(img, "src")
@@ -348,7 +402,7 @@ func TestReportOpensInChromium(t *testing.T) {
 		t.Fatalf("chromium: %v\n%s", err, stderr.String())
 	}
 	dom := stdout.String()
-	if !strings.Contains(dom, `id="verdict-value"`) || strings.Count(dom, "<img") != 5 {
+	if !strings.Contains(dom, `id="verdict-value"`) || strings.Count(dom, "<img") != 8 {
 		t.Errorf("the DOM chromium loaded lacks the verdict or the plots:\n%.500s", dom)
 	}
 	if ev, img := strings.Index(dom, `id="anomalies"`), strings.Index(dom, "<img"); ev < 0 || ev > img {

@@ -8,10 +8,12 @@ package report
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/base64"
 	"fmt"
 	"html/template"
 	"image/color"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -222,6 +224,65 @@ func throughputPlot(tl *Timeline, colors map[string]color.RGBA) (*plot.Plot, err
 	p.Y.Max *= 1.35
 	p.Y.Tick.Marker = countTicks{}
 	return p, nil
+}
+
+// maxErrorClasses bounds the lines of the errors plot; the rarer classes share one.
+const maxErrorClasses = 6
+
+// errorsPlot draws the failed and unknown write completions per second by their error's class,
+// the most frequent classes first (the rarest share one line); false when no write failed.
+func errorsPlot(tl *Timeline, colors map[string]color.RGBA) (*plot.Plot, bool, error) {
+	totals := map[string]int64{}
+	for k := range tl.Buckets {
+		for c, n := range tl.Buckets[k].Errors {
+			totals[c] += n
+		}
+	}
+	if len(totals) == 0 {
+		return nil, false, nil
+	}
+	classes := slices.SortedFunc(maps.Keys(totals), func(a, b string) int {
+		return cmp.Or(cmp.Compare(totals[b], totals[a]), cmp.Compare(a, b))
+	})
+	// line[c] is the line class c is drawn on.
+	lineOf := map[string]int{}
+	names := classes
+	if len(classes) > maxErrorClasses {
+		names = append(slices.Clone(classes[:maxErrorClasses-1]), "other classes")
+	}
+	for i, c := range classes {
+		lineOf[c] = min(i, len(names)-1)
+	}
+	sums := make([]int64, len(names))
+	for c, n := range totals {
+		sums[lineOf[c]] += n
+	}
+	p := newPlot("Failed and unknown writes by error", "seconds since the run started", "writes per second", seconds(tl.End))
+	p.Add(faultBands(tl, colors, false))
+	w := tl.Bucket.Seconds()
+	for i, name := range names {
+		xys := make(plotter.XYs, len(tl.Buckets))
+		for k := range tl.Buckets {
+			var n int64
+			for c, m := range tl.Buckets[k].Errors {
+				if lineOf[c] == i {
+					n += m
+				}
+			}
+			xys[k] = plotter.XY{X: (float64(k) + 0.5) * w, Y: float64(n) / w}
+		}
+		l, err := line(xys, nodeColors[i%len(nodeColors)], 1.2)
+		if err != nil {
+			return nil, false, fmt.Errorf("errors plot %s: %w", name, err)
+		}
+		l.StepStyle = plotter.MidStep
+		p.Add(l)
+		p.Legend.Add(fmt.Sprintf("%s (%d)", name, sums[i]), l)
+	}
+	p.Y.Min = 0
+	p.Y.Max *= 1.35
+	p.Y.Tick.Marker = countTicks{}
+	return p, true, nil
 }
 
 // countTicks labels an axis of counts or rates with about five round values ("0", "500",

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/metrics"
 	"github.com/verity-kafka/verity/verify/results"
 )
 
@@ -38,13 +39,17 @@ type Options struct {
 	// its folder.
 	opsPage map[string]bool
 	files   []string
+	metrics *metrics.File
 }
+
+// MetricsNotSampled begins the run note that says why a run has no broker metrics.
+const MetricsNotSampled = "broker metrics not sampled: "
 
 // runFiles lists the files of a run's folder a reader of its report wants next to it: the
 // history, the results, the JUnit file and every node's and proxy's log.
 func runFiles(dir string) []string {
 	var out []string
-	for _, f := range []string{"history.jsonl", "results.json", JUnitFile, "scenario.yaml"} {
+	for _, f := range []string{"history.jsonl", "results.json", JUnitFile, "scenario.yaml", "metrics.jsonl"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
 			out = append(out, f)
 		}
@@ -89,7 +94,12 @@ func Write(ctx context.Context, dir string, r *results.Results, historyPath stri
 	var tl *Timeline
 	// The ops around each anomaly example are gathered in the timeline's one pass over the
 	// history.
-	windows := opWindows(r)
+	windows := append(opWindows(r), metricWindows(r)...)
+	if m, err := readMetrics(dir, r); err != nil {
+		w.Warnings = append(w.Warnings, err.Error())
+	} else {
+		opts.metrics = m
+	}
 	if historyPath == "" {
 		w.Warnings = append(w.Warnings, "no history given: the page has no plots")
 	} else {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/verify/results"
 )
 
 // Limits that keep a timeline's memory bounded whatever the history holds.
@@ -44,8 +45,11 @@ type Bucket struct {
 	// (from invoke to their fail or info completion), 0 when none.
 	MaxLatency                          int64
 	MaxFailedLatency, MaxUnknownLatency int64
-	lat                                 [latBins]uint32
-	latN                                int64
+	// Errors counts the failed and unknown write completions by their error's class
+	// (results.ErrorClass); nil when there were none.
+	Errors map[string]int64
+	lat    [latBins]uint32
+	latN   int64
 }
 
 // Latency returns the q-quantile (0..1) of the acknowledged writes' latencies in the bucket, in
@@ -78,12 +82,24 @@ func (b *Bucket) addLatency(ns int64) {
 	b.MaxLatency = max(b.MaxLatency, ns)
 }
 
+func (b *Bucket) addError(class string, n int64) {
+	if b.Errors == nil {
+		b.Errors = map[string]int64{}
+	}
+	b.Errors[class] += n
+}
+
 func (b *Bucket) merge(o *Bucket) {
 	b.Acked += o.Acked
 	b.Failed += o.Failed
 	b.Unknown += o.Unknown
 	b.Polls += o.Polls
 	b.MaxLatency = max(b.MaxLatency, o.MaxLatency)
+	b.MaxFailedLatency = max(b.MaxFailedLatency, o.MaxFailedLatency)
+	b.MaxUnknownLatency = max(b.MaxUnknownLatency, o.MaxUnknownLatency)
+	for k, n := range o.Errors {
+		b.addError(k, n)
+	}
 	for k := range b.lat {
 		b.lat[k] += o.lat[k]
 	}
@@ -335,11 +351,13 @@ func (s *scanner) add(op *history.Op) {
 			}
 		case history.Fail:
 			b.Failed++
+			b.addError(results.ErrorClass(op.Error), 1)
 			if ok {
 				b.MaxFailedLatency = max(b.MaxFailedLatency, op.Time-inv.t)
 			}
 		case history.Info:
 			b.Unknown++
+			b.addError(results.ErrorClass(op.Error), 1)
 			if ok {
 				b.MaxUnknownLatency = max(b.MaxUnknownLatency, op.Time-inv.t)
 			}

@@ -48,3 +48,5 @@ func TestProgressLines(t *testing.T) {
 	q.phase("x")
 	q.stop()
 }
+
+func (c *countingRecorder) Since() time.Duration { return 0 }

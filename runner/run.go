@@ -226,10 +226,17 @@ func (r *run) execute(ctx context.Context, c *harness.Cluster) error {
 		wctx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
 		watched := make(chan error, 1)
 		go func() { watched <- n.WatchISR(wctx, pl.topics, 500*time.Millisecond) }()
+		sampled := make(chan error, 1)
+		go func() {
+			sampled <- sampleMetrics(wctx, c, rec, filepath.Join(r.opts.Out, MetricsFile), metricsInterval)
+		}()
 		defer func() {
 			stopWatch()
 			if werr := <-watched; werr != nil && !errors.Is(werr, context.Canceled) {
 				log.Warn("ISR watch", "err", werr)
+			}
+			if serr := <-sampled; serr != nil {
+				r.notes = append(r.notes, report.MetricsNotSampled+oneLine(serr.Error()))
 			}
 		}()
 		if len(pl.txnTopics) > 0 {
@@ -276,7 +283,11 @@ func (r *run) judge(ctx context.Context) error {
 	s, out := r.s, r.out
 	r.prog.phase("checking")
 	checkBegan := time.Now()
-	res, err := verify.CheckFile(ctx, out.History, verify.Options{Logger: r.log})
+	opts := verify.Options{Logger: r.log}
+	if err := withMetrics(&opts, r.opts.Out); err != nil {
+		r.notes = append(r.notes, "broker metrics not checked: "+oneLine(err.Error()))
+	}
+	res, err := verify.CheckFile(ctx, out.History, opts)
 	if err != nil {
 		return fmt.Errorf("run %s: checking the history: %w", s.Name, err)
 	}
@@ -329,6 +340,9 @@ func addRun(res *results.Results, notes, unknown []string) {
 // wrote) and keeps what only the run knew from its earlier results, prev (nil: none): its
 // timings, its notes and the reasons it could not be judged.
 func Rejudge(ctx context.Context, dir string, prev *results.Results, opts verify.Options) (*results.Results, error) {
+	if err := withMetrics(&opts, dir); err != nil {
+		return nil, err
+	}
 	res, err := verify.CheckFile(ctx, filepath.Join(dir, HistoryFile), opts)
 	if err != nil {
 		return nil, err

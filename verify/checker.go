@@ -9,6 +9,7 @@ import (
 
 	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/kafkaconf"
+	"github.com/verity-kafka/verity/metrics"
 	"github.com/verity-kafka/verity/verify/guarantee"
 	"github.com/verity-kafka/verity/verify/results"
 )
@@ -29,6 +30,11 @@ type Options struct {
 	// the command line's settings); Overrides names those settings for the results.
 	Adjust    func(history.Config) (history.Config, error)
 	Overrides []string
+	// Metrics, when set, are the broker metrics sampled during the run (metrics.jsonl): their
+	// alerts are checked against the history's ISR observations (results "broker_metrics").
+	// MetricsFile names the file in the results.
+	Metrics     *metrics.File
+	MetricsFile string
 }
 
 // Checker accumulates one history. Feed every op with Add, in file order, then call Results.
@@ -62,6 +68,7 @@ type Checker struct {
 	conflicts map[conflictKey]struct{}
 	skips     list[skipCand]
 	isr       isrState
+	observed  []metrics.Observation // the ISR observations, kept when Options.Metrics is set
 	meta      metaState
 	stats     statsState
 	torn      int

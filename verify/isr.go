@@ -2,9 +2,11 @@ package verify
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/kafkaconf"
+	"github.com/verity-kafka/verity/metrics"
 	"github.com/verity-kafka/verity/verify/guarantee"
 )
 
@@ -85,6 +87,14 @@ func (s *isrState) observe(c *Checker, op *history.Op, ord uint32) {
 	minISR := c.topicSettings(tp).MinISR
 	if ev.MinISR != nil {
 		minISR = *ev.MinISR
+	}
+	if c.opts.Metrics != nil {
+		o := metrics.Observation{Index: op.Index, TimeMS: op.Time / int64(time.Millisecond), Topic: ev.Topic, Partition: ev.Partition,
+			Leader: -1, ISR: ev.ISR, Replicas: ev.Replicas, MinISR: minISR}
+		if ev.Leader != nil {
+			o.Leader = *ev.Leader
+		}
+		c.observed = append(c.observed, o)
 	}
 	ps := &s.parts[tp]
 	if len(ev.ISR) >= minISR {

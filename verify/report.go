@@ -7,8 +7,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/verity-kafka/verity/kafkaconf"
+	"github.com/verity-kafka/verity/metrics"
 	"github.com/verity-kafka/verity/verify/guarantee"
 	"github.com/verity-kafka/verity/verify/results"
 )
@@ -264,7 +266,25 @@ func (c *Checker) Results() *results.Results {
 	}
 	r.Verdict = verdictOf(r)
 	r.History = &results.HistoryInfo{Ops: c.ops, TornLine: c.torn}
+	r.BrokerMetrics = c.brokerMetrics()
 	return r
+}
+
+// brokerMetrics checks the sampled broker metrics' alerts against the ISR observations.
+func (c *Checker) brokerMetrics() *results.BrokerMetrics {
+	m := c.opts.Metrics
+	if m == nil {
+		return nil
+	}
+	out := &results.BrokerMetrics{File: c.opts.MetricsFile, Source: m.Header.Source, IntervalMS: m.Header.IntervalMS,
+		Samples: len(m.Samples)}
+	for _, s := range m.Samples {
+		if s.Error != "" {
+			out.Unanswered++
+		}
+	}
+	out.Alerts = metrics.Check(m.Samples, c.observed, time.Duration(m.Header.IntervalMS)*time.Millisecond)
+	return out
 }
 
 // anomaly judges the findings idx of family a and builds its results entry. It returns how

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"strconv"
 
 	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/verify/results"
@@ -14,7 +15,7 @@ import (
 // final logs' sizes. All of it is kept in fixed-size or per-partition state.
 
 type statsState struct {
-	errs    map[errKey]*results.ErrorCount
+	errs    map[errKey]*errCount
 	byKind  [fISR + 1]results.Outcomes
 	other   map[string]*results.Outcomes
 	nem     map[string]int64
@@ -68,8 +69,14 @@ type window struct {
 // errKey is one kind of op, outcome and error class.
 type errKey struct{ f, outcome, class string }
 
+// errCount is one row of stats.errors, with its counts by partition id.
+type errCount struct {
+	results.ErrorCount
+	byTP map[uint32]int64
+}
+
 func (s *statsState) init() {
-	s.errs = map[errKey]*results.ErrorCount{}
+	s.errs = map[errKey]*errCount{}
 	s.other = map[string]*results.Outcomes{}
 	s.nem = map[string]int64{}
 }
@@ -92,25 +99,32 @@ func (s *statsState) complete(op *history.Op, k fkind, pd *pending) {
 		}
 	case history.Fail:
 		o.Fail++
-		s.failed(op)
+		s.failed(op, pd)
 	case history.Info:
 		o.Info++
-		s.failed(op)
+		s.failed(op, pd)
 	}
 }
 
-// failed counts a fail or info completion by its error's class.
-func (s *statsState) failed(op *history.Op) {
+// failed counts a fail or info completion by its error's class, and by the partition of a
+// send.
+func (s *statsState) failed(op *history.Op, pd *pending) {
 	k := errKey{f: op.F, outcome: string(op.Type), class: results.ErrorClass(op.Error)}
 	t := round3(float64(op.Time) / 1e9)
 	e := s.errs[k]
 	if e == nil {
 		k.f = string([]byte(k.f))
-		e = &results.ErrorCount{F: k.f, Outcome: k.outcome, Error: k.class, FirstS: t}
+		e = &errCount{ErrorCount: results.ErrorCount{F: k.f, Outcome: k.outcome, Error: k.class, FirstS: t}}
 		s.errs[k] = e
 	}
 	e.Count++
 	e.LastS = t
+	if pd != nil && pd.f == fSend && pd.tp != 0 {
+		if e.byTP == nil {
+			e.byTP = map[uint32]int64{}
+		}
+		e.byTP[pd.tp]++
+	}
 }
 
 // pendingOp counts an op invoked and never completed. Other ops (assign, crash, …) keep no
@@ -312,7 +326,17 @@ func (c *Checker) buildStats() results.Stats {
 		}
 	}
 	for _, e := range s.errs {
-		out.Errors = append(out.Errors, *e)
+		row := e.ErrorCount
+		for tp, n := range e.byTP {
+			if int(tp) < len(c.parts.ps) {
+				if row.ByPartition == nil {
+					row.ByPartition = map[string]int64{}
+				}
+				p := c.parts.ps[tp]
+				row.ByPartition[p.topic+"-"+strconv.Itoa(int(p.part))] = n
+			}
+		}
+		out.Errors = append(out.Errors, row)
 	}
 	slices.SortFunc(out.Errors, func(a, b results.ErrorCount) int {
 		return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.F, b.F), cmp.Compare(a.Outcome, b.Outcome), cmp.Compare(a.Error, b.Error))

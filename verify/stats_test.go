@@ -2,6 +2,7 @@ package verify
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -45,6 +46,13 @@ func TestStats(t *testing.T) {
 	}
 	if e := s.Errors[0]; e.FirstS != 0.006 || e.LastS != 0.01 {
 		t.Errorf("first and last info timeout at %v s and %v s, want 0.006 and 0.01", e.FirstS, e.LastS)
+	}
+	// Sends' errors split by partition; a transaction's are not a partition's.
+	if got := s.Errors[0].ByPartition; !maps.Equal(got, map[string]int64{"t-0": 1, "t-1": 1}) {
+		t.Errorf("info timeouts by partition %v, want one on t-0 and one on t-1", got)
+	}
+	if got := s.Errors[2].ByPartition; got != nil {
+		t.Errorf("the aborted transaction counted by partition: %v", got)
 	}
 	if s.Nemesis["kill"] != 1 {
 		t.Errorf("nemesis %v", s.Nemesis)

@@ -400,3 +400,5 @@ func (r *timedRecorder) CompleteAsync(inv history.Op, ty history.Type, v history
 	r.writes++
 	return op, err
 }
+
+func (r *timedRecorder) Since() time.Duration { return r.w.Since() }

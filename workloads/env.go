@@ -16,12 +16,15 @@ import (
 	"github.com/verity-kafka/verity/kafkaconf"
 )
 
-// Recorder is where workloads record their ops: a *history.Writer, or anything with its three
+// Recorder is where workloads record their ops: a *history.Writer, or anything with its
 // methods (a test's fake, a recorder that also counts). Workloads never read it back.
 type Recorder interface {
 	Invoke(p history.Process, f string, v history.Payload) (history.Op, error)
 	Complete(inv history.Op, t history.Type, v history.Payload, errText string) (history.Op, error)
 	CompleteAsync(inv history.Op, t history.Type, v history.Payload, errText string) (history.Op, error)
+	// Since is the time since the history's start, the time base of its ops: what is
+	// recorded beside the history (broker metrics) is stamped with it.
+	Since() time.Duration
 }
 
 // Env is what every workload of a run shares: where the cluster is, where ops go, the run's seed.

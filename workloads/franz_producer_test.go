@@ -709,3 +709,5 @@ func (r *notOKRecorder) AppendBatch(ops []history.Op) ([]history.Op, error) {
 	}
 	return r.Recorder.(batchRecorder).AppendBatch(ops)
 }
+
+func (r *fpNoRecorder) Since() time.Duration { return 0 }

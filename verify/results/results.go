@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/metrics"
 	"github.com/verity-kafka/verity/verify/guarantee"
 )
 
@@ -69,6 +70,22 @@ type Results struct {
 	// Run says what ran: written by a run (verity run, matrix), absent from a check of a
 	// history alone.
 	Run *RunInfo `json:"run,omitempty"`
+	// BrokerMetrics is what the broker metrics sampled during the run said; absent when none
+	// were sampled (the run's notes say why).
+	BrokerMetrics *BrokerMetrics `json:"broker_metrics,omitempty"`
+}
+
+// BrokerMetrics sums up a run's metrics.jsonl and checks its alerts against the ISR watch:
+// an alert that stayed silent while the condition it watches held is a finding (it does not
+// change the verdict, which judges Kafka's delivery guarantees, not its monitoring).
+type BrokerMetrics struct {
+	File       string `json:"file"`
+	Source     string `json:"source"`
+	IntervalMS int64  `json:"interval_ms"`
+	// Samples counts the node samples; Unanswered those in which the node did not answer.
+	Samples    int             `json:"samples"`
+	Unanswered int             `json:"unanswered"`
+	Alerts     metrics.Outcome `json:"alerts"`
 }
 
 // RunInfo identifies a run and what it ran on, so that results can be compared and traced.
@@ -278,6 +295,8 @@ type ErrorCount struct {
 	Count   int64   `json:"count"`
 	FirstS  float64 `json:"first_s"`
 	LastS   float64 `json:"last_s"`
+	// ByPartition splits the count of sends by partition ("topic-partition").
+	ByPartition map[string]int64 `json:"by_partition,omitempty"`
 }
 
 // ErrorClass names the error of an op's "error" text for counting: Kafka's protocol name of a

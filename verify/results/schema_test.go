@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/metrics"
 	"github.com/verity-kafka/verity/runner"
 	"github.com/verity-kafka/verity/scenarios"
 	"github.com/verity-kafka/verity/verify"
@@ -45,6 +46,12 @@ func TestResultsMatchTheirSchema(t *testing.T) {
 	r.Run = &results.RunInfo{ID: "3cb8fd6a", VerityVersion: results.BuildVersion(), Started: "2026-01-01T00:00:00Z",
 		KafkaImage: "verity/kafka:4.3.1", KafkaImageID: "sha256:" + strings.Repeat("ab", 32),
 		ToxiproxyImage: "verity/toxiproxy:2.12.0", Host: results.HostInfo{Cores: 2, MemoryBytes: 24 << 30, EngineVersion: "20.10.24"}}
+	r.BrokerMetrics = &results.BrokerMetrics{File: "metrics.jsonl", Source: "test", IntervalMS: 1000, Samples: 30, Unanswered: 3,
+		Alerts: metrics.Outcome{Checked: 3, Fired: 1}}
+	for _, m := range metrics.AlertMetrics() {
+		r.BrokerMetrics.Alerts.Findings = append(r.BrokerMetrics.Alerts.Findings, metrics.Finding{Metric: m, Node: 1, Topic: "t",
+			FromMS: 1000, ToMS: 9000, Samples: 5, Ops: []int64{3, 9}, Text: "silent"})
+	}
 	dir := t.TempDir()
 	path, err := results.Write(dir, r)
 	if err != nil {
