@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,6 +41,8 @@ type Cluster struct {
 
 	core  *testcontainers.DockerNetwork
 	links map[int]*testcontainers.DockerNetwork
+
+	svc serviceSet // the side-effect services (services.go)
 
 	clientProxy *proxyBox         // proxy-client: client->node links
 	nodeProxies map[int]*proxyBox // proxy-i: links from node i
@@ -77,6 +80,7 @@ type Node struct {
 	Name      string // container name
 	Volume    string // data volume name
 	container testcontainers.Container
+	pausedAt  time.Time // when Pause last returned (Resume waits out pauseSettle after it); under Cluster.mu
 }
 
 // NodeState is what the harness last did to a node.
@@ -127,6 +131,7 @@ func Start(ctx context.Context, spec Spec) (_ *Cluster, err error) {
 		cuts:        map[Link]CutKind{},
 		cutPending:  map[int]bool{},
 		drops:       map[int]Drop{},
+		svc:         newServiceSet(),
 	}
 	if !spec.NoSignalCleanup {
 		c.cleanupOnSignal()
@@ -151,12 +156,15 @@ func Start(ctx context.Context, spec Spec) (_ *Cluster, err error) {
 	if err := c.startProxies(ctx); err != nil {
 		return nil, err
 	}
-	if err := c.startNodes(ctx); err != nil {
+	if err := c.startNodesAndServices(ctx); err != nil {
 		return nil, err
 	}
 	rctx, cancel := context.WithTimeout(ctx, spec.ReadyTimeout)
 	defer cancel()
 	if err := c.waitReady(rctx); err != nil {
+		return nil, err
+	}
+	if err := c.waitServices(rctx); err != nil {
 		return nil, err
 	}
 	if spec.PowerLoss && !spec.KeepBootUnsynced {
@@ -260,6 +268,7 @@ func (c *Cluster) startProxies(ctx context.Context) error {
 			exposed = append(exposed, fmt.Sprintf("%d/tcp", metricsProxyBase+m.ID))
 		}
 	}
+	exposed = append(exposed, c.serviceExposed()...)
 	start(0, testcontainers.ContainerRequest{
 		Name:           c.containerName("proxy-client"),
 		Networks:       []string{c.core.Name},
@@ -318,7 +327,11 @@ func (c *Cluster) startProxies(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := c.clientProxy.api.Populate(append(clientProxies, metricsProxies...)); err != nil {
+	serviceProxies, err := c.serviceProxies(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := c.clientProxy.api.Populate(slices.Concat(clientProxies, metricsProxies, serviceProxies)); err != nil {
 		return fmt.Errorf("creating the client proxies: %w", err)
 	}
 	c.clientHostPorts = hostPorts
@@ -617,6 +630,9 @@ func (c *Cluster) saveLogs(ctx context.Context) error {
 	}
 	for id, p := range c.nodeProxies {
 		errs = append(errs, save("proxy-"+strconv.Itoa(id), p.container))
+	}
+	for name, ctr := range c.serviceLogs() {
+		errs = append(errs, save(name, ctr))
 	}
 	return errors.Join(errs...)
 }

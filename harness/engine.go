@@ -24,6 +24,11 @@ const (
 	OfficialToxiproxyImage = "ghcr.io/shopify/toxiproxy:2.12.0"
 	StandInKafkaImage      = "verity/kafka:4.3.1"
 	StandInToxiproxyImage  = "verity/toxiproxy:2.12.0"
+	// The side-effect services' images (Spec.Postgres, Spec.Ledger). The ledger is Verity's own
+	// (cmd/verity-ledger): it has no official image.
+	OfficialPostgresImage = "postgres:15"
+	StandInPostgresImage  = "verity/postgres:15"
+	StandInLedgerImage    = "verity/ledger:1"
 )
 
 // ErrEngine is wrapped by every error that comes from an unreachable Docker engine.
@@ -147,6 +152,10 @@ type Images struct {
 	Why                  string
 	// JMXAgent is the path of the Kafka image's JMX agent (its JMXAgentLabel), "" when it has none.
 	JMXAgent string
+	// Postgres and Ledger are the side-effect services' images, and PostgresID and LedgerID
+	// their ids; all "" unless the spec asks for the service (Spec.Postgres, Spec.Ledger).
+	Postgres, Ledger     string
+	PostgresID, LedgerID string
 }
 
 // EngineInfo is what the Docker engine says of the machine the nodes run on.
@@ -167,7 +176,9 @@ func (e *engine) info(ctx context.Context) EngineInfo {
 
 // ChooseImages picks the images: VERITY_KAFKA_IMAGE / VERITY_TOXIPROXY_IMAGE (or the spec's
 // fields) if set, else the official tags if present locally, else the stand-ins. An image that is
-// not present locally is an error that says how to get it.
+// not present locally is an error that says how to get it. The services' images
+// (VERITY_POSTGRES_IMAGE / VERITY_LEDGER_IMAGE, the same way) are picked only when the spec asks
+// for the service.
 func ChooseImages(ctx context.Context, spec Spec) (Images, error) {
 	e, err := connect(ctx)
 	if err != nil {
@@ -190,6 +201,12 @@ func (e *engine) chooseImages(ctx context.Context, spec Spec, log *slog.Logger) 
 			}
 			return explicit, im, "set by " + env, nil
 		}
+		if official == "" { // Verity's own: the stand-in is the image
+			if im, ok := e.image(ctx, standIn); ok {
+				return standIn, im, "Verity's own, present locally", nil
+			}
+			return "", image{}, "", fmt.Errorf("%w: %s is not present; run `make images` and try again", ErrImage, standIn)
+		}
 		if im, ok := e.image(ctx, official); ok {
 			return official, im, "official, present locally", nil
 		}
@@ -208,8 +225,25 @@ func (e *engine) chooseImages(ctx context.Context, spec Spec, log *slog.Logger) 
 	}
 	im := Images{Kafka: k, Toxiproxy: t, KafkaID: kim.id, ToxiproxyID: tim.id, JMXAgent: kim.labels[JMXAgentLabel],
 		Why: fmt.Sprintf("kafka: %s; toxiproxy: %s", kwhy, twhy)}
+	if spec.Postgres {
+		p, pim, pwhy, err := pick(spec.PostgresImage, "VERITY_POSTGRES_IMAGE", OfficialPostgresImage, StandInPostgresImage)
+		if err != nil {
+			return Images{}, err
+		}
+		im.Postgres, im.PostgresID, im.Why = p, pim.id, im.Why+"; postgres: "+pwhy
+	}
+	if spec.Ledger {
+		l, lim, lwhy, err := pick(spec.LedgerImage, "VERITY_LEDGER_IMAGE", "", StandInLedgerImage)
+		if err != nil {
+			return Images{}, err
+		}
+		im.Ledger, im.LedgerID, im.Why = l, lim.id, im.Why+"; ledger: "+lwhy
+	}
 	if log != nil {
 		log.Info("images chosen", "kafka", k, "kafka_why", kwhy, "toxiproxy", t, "toxiproxy_why", twhy)
+		if spec.Postgres || spec.Ledger {
+			log.Info("service images chosen", "postgres", im.Postgres, "ledger", im.Ledger, "why", im.Why)
+		}
 	}
 	return im, nil
 }

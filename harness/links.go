@@ -14,15 +14,11 @@ import (
 const ClientEndpoint = 0
 
 // Link is one directed link: the connections that From opens to To (requests flow From->To,
-// responses To->From on the same connections). From is a node id or ClientEndpoint.
+// responses To->From on the same connections). From is a node id or ClientEndpoint; To is a
+// node id, or a side-effect service's endpoint (PostgresEndpoint, LedgerEndpoint) for a client.
 type Link struct{ From, To int }
 
-func (l Link) String() string {
-	if l.From == ClientEndpoint {
-		return fmt.Sprintf("client->%d", l.To)
-	}
-	return fmt.Sprintf("%d->%d", l.From, l.To)
-}
+func (l Link) String() string { return endpointName(l.From) + "->" + endpointName(l.To) }
 
 // CutKind says how a link is cut.
 type CutKind string
@@ -41,6 +37,9 @@ const (
 )
 
 func proxyName(from, to int, kind string) string {
+	if d, ok := serviceDefOf(to); ok && from == ClientEndpoint {
+		return "client-" + d.name
+	}
 	if from == ClientEndpoint {
 		return fmt.Sprintf("client-n%d", to)
 	}
@@ -50,6 +49,9 @@ func proxyName(from, to int, kind string) string {
 // linkProxies are the Toxiproxy proxies that carry link l: client->j has one; i->j has the
 // replication proxy when both are brokers and the quorum proxy when j is a controller.
 func (c *Cluster) linkProxies(l Link) (*proxyBox, []string, error) {
+	if isService(l.To) {
+		return c.serviceLinkProxies(l)
+	}
 	to := c.memberOf(l.To)
 	if to == nil {
 		return nil, nil, fmt.Errorf("link %s: no node %d", l, l.To)
@@ -142,7 +144,7 @@ func (c *Cluster) Heal(ctx context.Context, l Link) error {
 				return fmt.Errorf("removing %s: %w", t, err)
 			}
 		}
-		if !p.Enabled && c.nodeState(l.To) != NodeStopped {
+		if !p.Enabled && !c.endpointStopped(l.To) {
 			return p.Enable()
 		}
 		return nil

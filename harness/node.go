@@ -167,15 +167,39 @@ func (c *Cluster) Pause(ctx context.Context, id int) error {
 		!strings.Contains(err.Error(), "is already paused") {
 		return fmt.Errorf("pausing node %d: %w", id, err)
 	}
+	c.mu.Lock()
+	n.pausedAt = time.Now()
+	c.mu.Unlock()
 	c.setNodeState(id, NodePaused)
 	return nil
 }
+
+// pauseSettle is how long after a pause the engine may still learn of it. Docker marks a
+// container paused when the pause call returns and again when containerd's "paused" event
+// reaches it, asynchronously; an unpause that lands between the two is undone by the late
+// event, and the engine then takes a running container for paused and refuses both pause and
+// unpause ("cannot resume a running process", seen in make test with a resume 10 ms after a
+// pause). The engine offers no signal that the event was handled, so a resume waits out this
+// margin instead; real pauses last seconds, and only tests resume sooner.
+const pauseSettle = 300 * time.Millisecond
 
 // Resume thaws a paused node.
 func (c *Cluster) Resume(ctx context.Context, id int) error {
 	n, err := c.node(id)
 	if err != nil {
 		return err
+	}
+	c.mu.Lock()
+	wait := pauseSettle - time.Since(n.pausedAt)
+	c.mu.Unlock()
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("resuming node %d: %w", id, ctx.Err())
+		case <-t.C:
+		}
 	}
 	if _, err := c.eng.ContainerUnpause(ctx, n.container.GetContainerID(), client.ContainerUnpauseOptions{}); err != nil {
 		return fmt.Errorf("resuming node %d: %w", id, err)
@@ -259,8 +283,9 @@ func (c *Cluster) waitContainer(ctx context.Context, n *Node, running bool) erro
 	return nil
 }
 
-// Restore undoes every fault: heals every link, resumes paused nodes and starts stopped ones. It
-// does not wait for the cluster to be healthy again (WaitHealthy does).
+// Restore undoes every fault: heals every link, resumes paused nodes and starts stopped ones
+// (stopped services too, waiting until they answer). It does not wait for the cluster to be
+// healthy again (WaitHealthy does).
 func (c *Cluster) Restore(ctx context.Context) error {
 	// Nodes first: HealAll enables every proxy, and one in front of a killed node would dial a
 	// container that is gone (see setInbound).
@@ -273,7 +298,7 @@ func (c *Cluster) Restore(ctx context.Context) error {
 			err = errors.Join(err, c.Start(ctx, id))
 		}
 	}
-	err = errors.Join(err, c.HealAll(ctx))
+	err = errors.Join(err, c.restoreServices(ctx), c.HealAll(ctx))
 	if err != nil {
 		return fmt.Errorf("restoring the cluster: %w", err)
 	}

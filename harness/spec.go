@@ -88,6 +88,15 @@ type Spec struct {
 	// Kafka image that does not carry one (the official apache/kafka); default $VERITY_LAZYFS,
 	// else the image's own (Verity's stand-in carries it).
 	LazyFSBinary string
+	// Postgres starts a PostgreSQL 15 server beside the cluster, reached through its own link
+	// (Cluster.PostgresDSN, PostgresEndpoint; see services.go).
+	Postgres bool
+	// Ledger starts Verity's HTTP ledger (cmd/verity-ledger) beside the cluster, reached through
+	// its own link (Cluster.LedgerURL, LedgerEndpoint).
+	Ledger bool
+	// PostgresImage and LedgerImage override the services' image choice (see ChooseImages); each
+	// needs its service asked for.
+	PostgresImage, LedgerImage string
 }
 
 // FastDefaults are the harness's departures from Kafka's defaults that keep runs short on a small
@@ -144,6 +153,12 @@ func (s Spec) validate() error {
 		if st, err := os.Stat(s.LazyFSBinary); err != nil || !st.Mode().IsRegular() || !filepath.IsAbs(s.LazyFSBinary) {
 			return fmt.Errorf("spec: LazyFSBinary (or $VERITY_LAZYFS) %q must be an absolute path to a verity-lazyfs binary; build one with `CGO_ENABLED=0 go build -o /abs/path/verity-lazyfs ./cmd/verity-lazyfs`", s.LazyFSBinary)
 		}
+	}
+	if s.PostgresImage != "" && !s.Postgres {
+		return fmt.Errorf("spec: PostgresImage=%q is only used with Postgres", s.PostgresImage)
+	}
+	if s.LedgerImage != "" && !s.Ledger {
+		return fmt.Errorf("spec: LedgerImage=%q is only used with Ledger", s.LedgerImage)
 	}
 	for k := range s.BrokerConfig {
 		if slices.Contains(topologyKeys, k) {

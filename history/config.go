@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/verity-kafka/verity/kafkaconf"
+	"github.com/verity-kafka/verity/sink"
 )
 
 // Config is the header's "config": the settings a run's clients and topics ran with, which
@@ -44,6 +45,9 @@ type Config struct {
 	// Controllers are the node ids of the KRaft voters; the checker judges metadata-lost by how
 	// many of them a power or disk loss hit.
 	Controllers []int `json:"controllers,omitempty"`
+	// Sinks are the run's sinks by name: how each applied its input outside Kafka. The
+	// checker judges effect-duplicate and effect-missing by their mode.
+	Sinks map[string]SinkInfo `json:"sinks,omitempty"`
 	// Deviations are the broker settings that depart from Kafka 4.3's defaults
 	// ("replica.lag.time.max.ms=10000"), copied to the results.
 	Deviations []string `json:"deviations,omitempty"`
@@ -51,6 +55,15 @@ type Config struct {
 	// reader of the history; the checker does not judge by them.
 	Spec      json.RawMessage `json:"spec,omitempty"`
 	Workloads json.RawMessage `json:"workloads,omitempty"`
+}
+
+// SinkInfo is one sink: its mode, the topic it consumes, its consumer group and the history
+// processes of its instances.
+type SinkInfo struct {
+	Mode      sink.Mode `json:"mode"`
+	Topic     string    `json:"topic"`
+	Group     string    `json:"group,omitempty"`
+	Processes []int     `json:"processes,omitempty"`
 }
 
 // ClientInfo is the Kafka client a run drove: its name (kafkaconf.Clients), its module and the
@@ -112,6 +125,14 @@ func (c Config) Clone() Config {
 	}
 	c.Processes = maps.Clone(c.Processes)
 	c.Topics = maps.Clone(c.Topics)
+	if c.Sinks != nil {
+		sinks := make(map[string]SinkInfo, len(c.Sinks))
+		for k, v := range c.Sinks {
+			v.Processes = slices.Clone(v.Processes)
+			sinks[k] = v
+		}
+		c.Sinks = sinks
+	}
 	c.Faults = slices.Clone(c.Faults)
 	c.Deviations = slices.Clone(c.Deviations)
 	c.Spec = slices.Clone(c.Spec)

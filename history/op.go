@@ -42,6 +42,10 @@ const (
 	FFinalRead = "final-read"
 	FRPW       = "rpw"
 	FCrash     = "crash"
+	// FEffect is a sink's application of one record outside Kafka, FSinkRead the final state
+	// of a sink's store (docs/history.md).
+	FEffect   = "effect"
+	FSinkRead = "sink-read"
 )
 
 // Isolation levels as they appear in poll and final-read payloads (kafkaconf's names).

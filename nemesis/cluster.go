@@ -3,7 +3,7 @@ package nemesis
 import (
 	"context"
 	"slices"
-	"strconv"
+	"strings"
 
 	"github.com/verity-kafka/verity/harness"
 	"github.com/verity-kafka/verity/history"
@@ -16,6 +16,8 @@ type Cluster interface {
 	Controllers() []int
 	Bootstrap() []string
 	Links() []harness.Link
+	// ServiceLinks are the clients' links to the side-effect services the cluster runs.
+	ServiceLinks() []harness.Link
 	NodeStates() map[int]harness.NodeState
 	Cuts() map[harness.Link]harness.CutKind
 
@@ -28,6 +30,8 @@ type Cluster interface {
 	PowerCut(ctx context.Context, id int) error
 	Dropped(id int) (harness.Drop, bool)
 	PowerLoss() bool
+	KillService(ctx context.Context, endpoint int) error
+	StartService(ctx context.Context, endpoint int) error
 
 	Cut(ctx context.Context, l harness.Link, kind harness.CutKind) error
 	Heal(ctx context.Context, l harness.Link) error
@@ -83,11 +87,8 @@ func (t Targets) Faults() history.Faults {
 
 // linkPair is a link as the history names it: ["1","2"], or ["client","2"] for a client link.
 func linkPair(l harness.Link) [2]string {
-	from := "client"
-	if l.From != harness.ClientEndpoint {
-		from = strconv.Itoa(l.From)
-	}
-	return [2]string{from, strconv.Itoa(l.To)}
+	from, to, _ := strings.Cut(l.String(), "->") // "client", a node id, or a service's name
+	return [2]string{from, to}
 }
 
 func linkPairs(ls []harness.Link) [][2]string {

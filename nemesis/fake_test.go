@@ -450,3 +450,14 @@ func short(es []event) []string {
 	}
 	return out
 }
+
+// The fake runs one service, PostgreSQL, whose kills and starts it logs.
+func (f *fakeCluster) ServiceLinks() []harness.Link {
+	return []harness.Link{{From: harness.ClientEndpoint, To: harness.PostgresEndpoint}}
+}
+func (f *fakeCluster) KillService(_ context.Context, endpoint int) error {
+	return f.log("service-kill %d", endpoint)
+}
+func (f *fakeCluster) StartService(_ context.Context, endpoint int) error {
+	return f.log("service-start %d", endpoint)
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/verity-kafka/verity/kafkaconf"
 	"github.com/verity-kafka/verity/nemesis"
 	"github.com/verity-kafka/verity/scenarios"
+	"github.com/verity-kafka/verity/sink"
 	"github.com/verity-kafka/verity/workloads"
 )
 
@@ -35,17 +36,21 @@ type clusterShape struct {
 	DedicatedControllers bool
 	PowerLoss            bool
 	Broker               string // the broker overrides, canonical
+	Stores               string // the side-effect services the sinks need, sorted
 }
 
 func shapeOf(s scenarios.Scenario) clusterShape {
 	return clusterShape{Nodes: s.Topology.Nodes, DedicatedControllers: s.Topology.DedicatedControllers,
-		PowerLoss: s.Topology.PowerLoss, Broker: fmt.Sprint(s.Broker)} // fmt prints maps sorted by key
+		PowerLoss: s.Topology.PowerLoss, Broker: fmt.Sprint(s.Broker), // fmt prints maps sorted by key
+		Stores: fmt.Sprint(slices.Sorted(slices.Values(s.Workload.Stores())))}
 }
 
 // clusterSpec is base (the caller's harness options) with the cluster s asks for.
 func clusterSpec(base harness.Spec, s scenarios.Scenario) harness.Spec {
 	base.Nodes, base.DedicatedControllers, base.BrokerConfig = s.Topology.Nodes, s.Topology.DedicatedControllers, s.Broker
 	base.PowerLoss = s.Topology.PowerLoss
+	stores := s.Workload.Stores()
+	base.Postgres, base.Ledger = slices.Contains(stores, sink.Postgres), slices.Contains(stores, sink.Ledger)
 	return base
 }
 
@@ -126,6 +131,10 @@ func compile(s scenarios.Resolved, tag string) (*plan, error) {
 			ws.Consumers = append(ws.Consumers, workloads.ConsumerConfig{Topics: g.Topics, Mode: workloads.Subscribe,
 				Group: name, Isolation: cl.Isolation, RestartEvery: g.RestartEvery.Std()})
 		}
+	}
+	for _, sk := range s.Workload.Sinks {
+		ws.Sinks = append(ws.Sinks, workloads.SinkConfig{Name: sk.Name, Mode: sk.Mode, Topic: sk.Topic,
+			Group: tag + "-sink-" + sk.Name, Instances: sk.Count, CrashEvery: sk.CrashEvery.Std()})
 	}
 	if s.Workload.Transactional.Count > 0 || pr.Count > 0 {
 		pl.txnTopics = map[string]int32{}
@@ -209,6 +218,9 @@ func freshNames(r scenarios.Resolved, suffix string) scenarios.Resolved {
 	ren(&w.Processors.Output)
 	renAll(w.Consumers.Topics)
 	renAll(w.Group.Topics)
+	for i := range w.Sinks {
+		ren(&w.Sinks[i].Topic)
+	}
 	var target func(t *scenarios.Target)
 	target = func(t *scenarios.Target) {
 		if t != nil {

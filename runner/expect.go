@@ -57,11 +57,21 @@ func Expectations(s scenarios.Resolved) ([]Expected, error) {
 			}
 		}
 	}
+	// A sink's anomalies are judged by its mode: one circumstance per sink.
+	var sinkFacts []guarantee.Facts
+	for _, name := range slices.Sorted(maps.Keys(h.Sinks)) {
+		si := h.Sinks[name]
+		sinkFacts = append(sinkFacts, guarantee.Facts{Sink: si.Mode, Topic: kafkaconf.ResolveTopic(h.TopicOf(si.Topic)), Faults: faults})
+	}
 	table := guarantee.Rules()
 	var out []Expected
 	for _, a := range guarantee.Anomalies() {
 		e := Expected{Anomaly: a, Why: map[guarantee.Judgement]string{}}
-		for _, f := range facts {
+		fs := facts
+		if a.OfSinks() {
+			fs = sinkFacts
+		}
+		for _, f := range fs {
 			d := table.Judge(a, f)
 			if _, seen := e.Why[d.Judgement]; !seen {
 				e.Why[d.Judgement] = d.Why

@@ -24,6 +24,7 @@ import (
 	"github.com/verity-kafka/verity/nemesis"
 	"github.com/verity-kafka/verity/report"
 	"github.com/verity-kafka/verity/scenarios"
+	"github.com/verity-kafka/verity/sink"
 	"github.com/verity-kafka/verity/verify"
 	"github.com/verity-kafka/verity/verify/guarantee"
 	"github.com/verity-kafka/verity/verify/results"
@@ -407,6 +408,14 @@ func compatible(c *harness.Cluster, want clusterShape) error {
 	spec := c.Spec()
 	got := shapeOf(scenarios.Scenario{Topology: scenarios.Topology{Nodes: len(c.Brokers()), DedicatedControllers: spec.DedicatedControllers,
 		PowerLoss: spec.PowerLoss}, Broker: spec.BrokerConfig})
+	var stores []sink.Store
+	if spec.Postgres {
+		stores = append(stores, sink.Postgres)
+	}
+	if spec.Ledger {
+		stores = append(stores, sink.Ledger)
+	}
+	got.Stores = fmt.Sprint(slices.Sorted(slices.Values(stores)))
 	if got != want {
 		return fmt.Errorf("the cluster given (%s) does not have the scenario's shape (%s)", describeShape(got), describeShape(want))
 	}
@@ -417,6 +426,9 @@ func describeShape(s clusterShape) string {
 	d := fmt.Sprintf("%d brokers", s.Nodes)
 	if s.DedicatedControllers {
 		d += " + 3 dedicated controllers"
+	}
+	if s.Stores != "[]" && s.Stores != "" {
+		d += ", stores " + s.Stores
 	}
 	if s.PowerLoss {
 		d += " on the lazy filesystem"

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -161,5 +162,37 @@ func TestPositiveControlLostWrites(t *testing.T) {
 	ex := lost.Examples[0]
 	if len(ex.Ops) < 3 || ex.Topic == "" || ex.Partition == nil || len(ex.Offsets) == 0 || !strings.Contains(ex.Note, "absent from the final read") {
 		t.Errorf("example %+v: want the send, its acknowledgement and the final read that lacks it", ex)
+	}
+}
+
+// TestSinkUnderServiceFaults runs sink-naive shortened, on a real PostgreSQL: its members crash
+// between side effect and commit (a positive control: duplicates, permitted), its database
+// link is cut and the database is killed and started again; no input below the committed
+// position may lack its effect, and both service faults must have taken effect.
+func TestSinkUnderServiceFaults(t *testing.T) {
+	s, err := scenarios.Builtin("sink-naive")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Duration = scenarios.Duration(30 * time.Second)
+	s.Faults.Timeline = []scenarios.Step{
+		{At: scenarios.Duration(8 * time.Second), For: scenarios.Duration(4 * time.Second), Fault: scenarios.Fault{Name: scenarios.FaultSinkCut}},
+		{At: scenarios.Duration(16 * time.Second), For: scenarios.Duration(4 * time.Second), Fault: scenarios.Fault{Name: scenarios.FaultServiceKill}},
+	}
+	dir := t.TempDir()
+	o := runtest.Run(t, s, runtest.Options{Out: dir})
+	r := o.Results
+	dup, miss := r.Anomalies[guarantee.EffectDuplicate], r.Anomalies[guarantee.EffectMissing]
+	t.Logf("verdict %s; effect-duplicate %d (%s); effect-missing %d; faults %v", o.Verdict(), dup.Count, dup.Judgement, miss.Count, r.Faults)
+	if o.Verdict() != results.Pass || dup.Count == 0 || dup.Forbidden != 0 || miss.Count != 0 {
+		t.Errorf("want pass with permitted duplicates and nothing missing: %s, %+v, %+v", o.Verdict(), dup, miss)
+	}
+	for _, f := range []string{"sink-cut", "service-kill"} {
+		if !slices.Contains(r.Faults, f) {
+			t.Errorf("fault %s did not take effect: %v", f, r.Faults)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "logs", "postgres.log")); err != nil {
+		t.Errorf("the database's log: %v", err)
 	}
 }

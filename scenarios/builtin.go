@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/verity-kafka/verity/kafkaconf"
+	"github.com/verity-kafka/verity/sink"
 	"github.com/verity-kafka/verity/verify/guarantee"
 )
 
@@ -56,6 +57,7 @@ func builtinMakers() []func() Scenario {
 		idempotentAckLoss, idempotentInflight5AckLoss, plainAckLoss, plainInflightReorder, plainInflight1Order, appResend,
 		eosCoordinatorKill, eosRollingBounce,
 		groupRebalance,
+		sinkNaive, sinkUniqueKey, sinkOffsetsInDB, sinkInbox, sinkHTTP, sinkHTTPKeyed,
 	}
 }
 
@@ -560,3 +562,47 @@ func groupRebalance() Scenario {
 	}
 	return s
 }
+
+// sinkScenario is a sink of mode m (two members of one group, each crashed about every 6 s
+// right after a side effect, before its offset commit) under its store's link cut, a broker
+// kill and, for PostgreSQL, a database crash.
+func sinkScenario(m sink.Mode) Scenario {
+	info, _ := m.Info()
+	s := base("sink-"+string(m), "A sink in mode "+string(m)+" ("+info.About+"), crashed between side effect and commit, "+
+		"its store's link cut, a leader killed.", "002; 000 §1.7, §15.4–15.6")
+	s.Workload = Workload{
+		Producers: []ProducerGroup{{Count: 1, Topic: DefaultTopic, Rate: 60}},
+		Sinks:     []Sink{{Name: "sink", Mode: m, Count: 2, Topic: DefaultTopic, CrashEvery: sec(6)}},
+	}
+	service := ServicePostgres
+	if info.Store == sink.Ledger {
+		service = ServiceLedger
+	}
+	steps := []Step{
+		{At: sec(12), For: sec(6), Fault: Fault{Name: FaultSinkCut, Params: Params{Service: service}}},
+		step(25, 10, FaultKill, leaderOf0()),
+	}
+	if info.Store == sink.Postgres {
+		// The ledger keeps its entries in memory: killing it would lose effects by design.
+		steps = append(steps, Step{At: sec(42), For: sec(5), Fault: Fault{Name: FaultServiceKill, Params: Params{Service: service}}})
+	}
+	s.Faults = timeline(steps...)
+	s.Expect.Text = "Kafka's exactly-once ends at the cluster. A sink that does its side effect and then commits its " +
+		"offset applies an input again when it crashes (or loses an answer) between the two; a sink that makes the " +
+		"side effect idempotent (a unique key, an inbox, the offset in the same transaction, an idempotency key) " +
+		"applies each input once. No input below the committed position may lack its effect, in any mode."
+	if !info.Dedupes {
+		s.Expect.Likely = []guarantee.Anomaly{guarantee.EffectDuplicate}
+		s.Expect.Provoke = "Each member crashes about every 6 s right after a side effect and before committing its " +
+			"offset; the member that takes the partition over starts from the last committed offset and applies that " +
+			"input again."
+	}
+	return s
+}
+
+func sinkNaive() Scenario       { return sinkScenario(sink.Naive) }
+func sinkUniqueKey() Scenario   { return sinkScenario(sink.UniqueKey) }
+func sinkOffsetsInDB() Scenario { return sinkScenario(sink.OffsetsInDB) }
+func sinkInbox() Scenario       { return sinkScenario(sink.Inbox) }
+func sinkHTTP() Scenario        { return sinkScenario(sink.HTTP) }
+func sinkHTTPKeyed() Scenario   { return sinkScenario(sink.HTTPKeyed) }

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"maps"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/verity-kafka/verity/kafkaconf"
@@ -128,6 +129,21 @@ func (s Scenario) withDefaults() Scenario {
 			w.Group.Topics = []string{first}
 		}
 	}
+	for i := range w.Sinks {
+		sk := &w.Sinks[i]
+		if sk.Name == "" {
+			sk.Name = "sink"
+			if i > 0 {
+				sk.Name += strconv.Itoa(i + 1)
+			}
+		}
+		if sk.Count == 0 {
+			sk.Count = 1
+		}
+		if sk.Topic == "" {
+			sk.Topic = first
+		}
+	}
 
 	f := &s.Faults
 	if f.Kind == "" {
@@ -195,6 +211,7 @@ func (s Scenario) Clone() Scenario {
 	w.Transactional.Topics = slices.Clone(w.Transactional.Topics)
 	w.Consumers.Topics = slices.Clone(w.Consumers.Topics)
 	w.Group.Topics = slices.Clone(w.Group.Topics)
+	w.Sinks = slices.Clone(w.Sinks)
 	s.Faults.Timeline = slices.Clone(s.Faults.Timeline)
 	for i := range s.Faults.Timeline {
 		s.Faults.Timeline[i].Fault = s.Faults.Timeline[i].Fault.clone()

@@ -37,6 +37,8 @@ const (
 	FaultSlowClose         FaultName = "slow-close"
 	FaultLimitData         FaultName = "limit-data"
 	FaultAckLoss           FaultName = "ack-loss"
+	FaultSinkCut           FaultName = "sink-cut"
+	FaultServiceKill       FaultName = "service-kill"
 	FaultCompound          FaultName = "compound"
 	FaultNone              FaultName = "none"
 )
@@ -65,6 +67,7 @@ const (
 	KindNetwork  = "network"
 	KindToxic    = "toxic"
 	KindAckLoss  = "ack-loss"
+	KindService  = "service"
 	KindCompound = "compound"
 	KindNone     = "none"
 )
@@ -81,6 +84,13 @@ const (
 	ParamHold     = "hold"
 	ParamTo       = "to"
 	ParamGate     = "gate"
+	ParamService  = "service"
+)
+
+// Values of Params.Service: the side-effect service a service fault acts on.
+const (
+	ServicePostgres = "postgres"
+	ServiceLedger   = "ledger"
 )
 
 // Values of Params.Links and Params.Cut.
@@ -292,6 +302,14 @@ func FaultSpecs() []FaultSpec {
 				}
 				return parts, nil
 			}},
+		{Name: FaultSinkCut, Kind: KindService, Target: TargetNone, Params: []string{ParamService, ParamCut}, Heals: true,
+			Doc: "cut the sinks off from their store (service postgres, the default, or ledger); Kafka is untouched",
+			Build: untargeted(func(p Params) nemesis.Fault {
+				return nemesis.ServiceCut{Service: p.serviceEndpoint(), Cut: p.cutKind()}
+			})},
+		{Name: FaultServiceKill, Kind: KindService, Target: TargetNone, Params: []string{ParamService}, Heals: true,
+			Doc:   "SIGKILL the sinks' store (service postgres, the default: a database crash and recovery; ledger: its memory is lost); healed by starting it",
+			Build: untargeted(func(p Params) nemesis.Fault { return nemesis.ServiceKill{Service: p.serviceEndpoint()} })},
 		{Name: FaultNone, Kind: KindNone, Target: TargetNone,
 			Doc:    "no fault: a control run, or a quiet slot in a periodic set",
 			Build:  untargeted(func(Params) nemesis.Fault { return nemesis.None{} }),
@@ -392,6 +410,14 @@ func toxic(make func(nemesis.LinkSet, Params) nemesis.Fault) func(Fault, Refs) (
 		}
 		return make(nemesis.ClientLinksTo(t), f.Params), nil
 	}
+}
+
+// serviceEndpoint is the harness endpoint of the service p names (default PostgreSQL).
+func (p Params) serviceEndpoint() int {
+	if p.Service == ServiceLedger {
+		return harness.LedgerEndpoint
+	}
+	return harness.PostgresEndpoint
 }
 
 func (p Params) cutKind() harness.CutKind {

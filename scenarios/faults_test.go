@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"cmp"
+	"github.com/verity-kafka/verity/sink"
 	"slices"
 	"strings"
 	"testing"
@@ -34,8 +35,8 @@ func TestFaultCatalogueHasTheIssueList(t *testing.T) {
 // Every spec is consistent: known roles and params, required params among the accepted ones,
 // a target need that matches its roles.
 func TestFaultSpecsConsistent(t *testing.T) {
-	params := []string{ParamLinks, ParamCut, ParamDelay, ParamJitter, ParamRateKBps, ParamAfter, ParamBytes, ParamHold, ParamTo, ParamGate}
-	kinds := []string{KindProcess, KindNetwork, KindToxic, KindAckLoss, KindCompound, KindNone}
+	params := []string{ParamLinks, ParamCut, ParamDelay, ParamJitter, ParamRateKBps, ParamAfter, ParamBytes, ParamHold, ParamTo, ParamGate, ParamService}
+	kinds := []string{KindProcess, KindNetwork, KindToxic, KindAckLoss, KindService, KindCompound, KindNone}
 	for _, s := range FaultSpecs() {
 		if s.Doc == "" || !slices.Contains(kinds, s.Kind) {
 			t.Errorf("%s: doc %q, kind %q", s.Name, s.Doc, s.Kind)
@@ -91,6 +92,9 @@ func TestEveryFaultValidatesInAScenario(t *testing.T) {
 			}
 			if spec.Name == FaultCompound {
 				f.Parts = []Fault{{Name: FaultKill, Target: &Target{Role: RoleController}}, {Name: FaultBridge}}
+			}
+			if spec.Kind == KindService {
+				s.Workload.Sinks = []Sink{{Name: "sink", Mode: sink.Naive, Count: 1, Topic: DefaultTopic}}
 			}
 			st := Step{At: sec(5), Fault: f}
 			if spec.Heals {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/kafkaconf"
+	"github.com/verity-kafka/verity/sink"
 )
 
 // KnobKind is the type of a knob's value, which decides the flag's type.
@@ -121,6 +122,36 @@ func Knobs() []Knob {
 				p, err := kafkaconf.ParseTxnProtocol(v)
 				s.Client.TxnProtocol = p
 				return err
+			}},
+		{Name: "sink", Usage: "the `MODE` of every sink (" + sinkModeNames() + "); service faults follow its store",
+			Kind: KnobText, Axis: true,
+			Scenario: func(s *Scenario, v string) error {
+				m, err := sink.Parse(v)
+				if err != nil {
+					return err
+				}
+				if len(s.Workload.Sinks) == 0 {
+					return fmt.Errorf("the scenario has no sink (workload.sinks); the sink-* built-ins have one")
+				}
+				for i := range s.Workload.Sinks {
+					s.Workload.Sinks[i].Mode = m
+				}
+				aimServiceFaults(s, m)
+				return nil
+			},
+			Header: func(c *history.Config, v string) error {
+				m, err := sink.Parse(v)
+				if err != nil {
+					return err
+				}
+				if len(c.Sinks) == 0 {
+					return fmt.Errorf("the history has no sink (its header lists none)")
+				}
+				for name, si := range c.Sinks {
+					si.Mode = m
+					c.Sinks[name] = si
+				}
+				return nil
 			}},
 		{Name: "nodes", Usage: "number of brokers `N` (a matrix starts a cluster for each)", Kind: KnobInt, Axis: true,
 			Scenario: func(s *Scenario, v string) error {
@@ -380,3 +411,40 @@ func (e *OverrideError) Error() string {
 
 // Unwrap gives the Errors, for errors.As.
 func (e *OverrideError) Unwrap() error { return e.Errs }
+
+func sinkModeNames() string {
+	var names []string
+	for _, in := range sink.Modes() {
+		names = append(names, string(in.Mode))
+	}
+	return strings.Join(names, ", ")
+}
+
+// aimServiceFaults points the schedule's service faults at the store of mode m. A service-kill
+// of the ledger would lose its in-memory entries, which no sink can survive: such steps are
+// dropped when the store becomes the ledger.
+func aimServiceFaults(s *Scenario, m sink.Mode) {
+	in, _ := m.Info()
+	service := ServicePostgres
+	if in.Store == sink.Ledger {
+		service = ServiceLedger
+	}
+	aim := func(f *Fault) bool { // false: drop the fault
+		spec, _ := LookupFault(f.Name)
+		if spec.Kind != KindService {
+			return true
+		}
+		f.Params.Service = service
+		return !(f.Name == FaultServiceKill && service == ServiceLedger)
+	}
+	s.Faults.Timeline = slices.DeleteFunc(s.Faults.Timeline, func(st Step) bool { return !aim(&st.Fault) })
+	for i := range s.Faults.Timeline {
+		aim(&s.Faults.Timeline[i].Fault)
+	}
+	if p := s.Faults.Periodic; p != nil {
+		p.Set = slices.DeleteFunc(p.Set, func(f Fault) bool { return !aim(&f) })
+		for i := range p.Set {
+			aim(&p.Set[i])
+		}
+	}
+}

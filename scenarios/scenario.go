@@ -2,8 +2,10 @@ package scenarios
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/verity-kafka/verity/kafkaconf"
+	"github.com/verity-kafka/verity/sink"
 	"github.com/verity-kafka/verity/verify/guarantee"
 	"github.com/verity-kafka/verity/verify/results"
 )
@@ -161,6 +163,36 @@ type Workload struct {
 	Consumers Consumers `yaml:"consumers,omitempty" json:"consumers,omitzero"`
 	// Group are members of one consumer group (subscribe, commit after processing).
 	Group Group `yaml:"group,omitempty" json:"group,omitzero"`
+	// Sinks apply every record of a topic to a store outside Kafka (PostgreSQL or the HTTP
+	// ledger), each in one of the patterns of docs/sinks.md; the cluster then runs the stores.
+	Sinks []Sink `yaml:"sinks,omitempty" json:"sinks,omitempty"`
+}
+
+// Sink is Count members of one consumer group that apply each record of Topic to a store
+// outside Kafka in Mode, then commit (or, for offsets-in-db, keep the offset with the effect).
+type Sink struct {
+	// Name names the sink (its tables, its consumer group); default "sink", then "sink2", …
+	Name string `yaml:"name,omitempty" json:"name,omitempty"`
+	// Mode is naive, unique-key, offsets-in-db, inbox, http or http-keyed (sink.Modes).
+	Mode sink.Mode `yaml:"mode" json:"mode"`
+	// Count: default 1.
+	Count int `yaml:"count" json:"count"`
+	// Topic consumed; default the first topic.
+	Topic string `yaml:"topic,omitempty" json:"topic,omitempty"`
+	// CrashEvery crashes each member about this often, on its own seeded schedule, right after
+	// a side effect and before its offset commit.
+	CrashEvery Duration `yaml:"crash_every,omitempty" json:"crash_every,omitempty"`
+}
+
+// Stores are the stores the scenario's sinks write to, each once, in sink order.
+func (w Workload) Stores() []sink.Store {
+	var out []sink.Store
+	for _, s := range w.Sinks {
+		if in, ok := s.Mode.Info(); ok && !slices.Contains(out, in.Store) {
+			out = append(out, in.Store)
+		}
+	}
+	return out
 }
 
 // ProducerGroup is Count identical plain producers. Delivery settings given here replace the
@@ -331,6 +363,9 @@ type Params struct {
 	To *Target `yaml:"to,omitempty" json:"to,omitempty"`
 	// Gate bounds a rolling bounce's wait for a healthy cluster between two nodes.
 	Gate Duration `yaml:"gate,omitempty" json:"gate,omitempty"`
+	// Service is the side-effect service a service fault acts on: postgres (default) or
+	// ledger.
+	Service string `yaml:"service,omitempty" json:"service,omitempty"`
 }
 
 // Duration is a duration written as Go writes them ("60s", "1m30s") in YAML and JSON.

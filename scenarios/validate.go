@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/verity-kafka/verity/kafkaconf"
+	"github.com/verity-kafka/verity/sink"
 	"github.com/verity-kafka/verity/verify/guarantee"
 	"github.com/verity-kafka/verity/verify/results"
 )
@@ -452,6 +453,39 @@ func (c *checker) workload() {
 	if len(w.Producers) == 0 && w.Transactional.Count == 0 && w.Processors.Count == 0 {
 		c.addf("workload", "no producers, transactional producers or processors: nothing would be written")
 	}
+	names := map[string]bool{}
+	for i, sk := range w.Sinks {
+		path := fmt.Sprintf("workload.sinks[%d]", i)
+		if _, err := sink.Parse(string(sk.Mode)); err != nil {
+			c.addf(path+".mode", "%v", err)
+		}
+		if sk.Count < 0 {
+			c.addf(path+".count", "%d: want 0 or more", sk.Count)
+		}
+		if sk.CrashEvery < 0 {
+			c.addf(path+".crash_every", "%s: want 0 or more", sk.CrashEvery)
+		}
+		if !validSinkName(sk.Name) {
+			c.addf(path+".name", "%q: lower-case letters, digits and _ (it names database tables)", sk.Name)
+		}
+		if names[sk.Name] {
+			c.addf(path+".name", "%q: another sink has this name", sk.Name)
+		}
+		names[sk.Name] = true
+		c.knownTopic(path+".topic", sk.Topic)
+	}
+}
+
+func validSinkName(n string) bool {
+	if n == "" || len(n) > 40 {
+		return false
+	}
+	for _, r := range n {
+		if (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '_' {
+			return false
+		}
+	}
+	return true
 }
 
 func (c *checker) schedule() {
@@ -555,6 +589,15 @@ func (c *checker) fault(path string, f Fault, top bool) (FaultSpec, bool) {
 	if nodes := c.s.Topology.Nodes; nodes < spec.MinNodes {
 		c.addf(path+".fault", "%s needs at least %d brokers (topology.nodes %d)", f.Name, spec.MinNodes, nodes)
 	}
+	if spec.Kind == KindService {
+		want := sink.Postgres
+		if f.Params.Service == ServiceLedger {
+			want = sink.Ledger
+		}
+		if !slices.Contains(c.s.Workload.Stores(), want) {
+			c.addf(path+".fault", "%s acts on %s, and no sink of the workload writes to it (workload.sinks)", f.Name, want)
+		}
+	}
 	switch spec.Target {
 	case TargetNone:
 		if f.Target != nil {
@@ -657,7 +700,7 @@ func (c *checker) params(path string, f Fault, spec FaultSpec) {
 	set := map[string]bool{
 		ParamLinks: p.Links != "", ParamCut: p.Cut != "", ParamDelay: p.Delay != 0, ParamJitter: p.Jitter != 0,
 		ParamRateKBps: p.RateKBps != 0, ParamAfter: p.After != 0, ParamBytes: p.Bytes != 0, ParamHold: p.Hold,
-		ParamTo: p.To != nil, ParamGate: p.Gate != 0,
+		ParamTo: p.To != nil, ParamGate: p.Gate != 0, ParamService: p.Service != "",
 	}
 	for _, name := range slices.Sorted(maps.Keys(set)) {
 		if !set[name] || slices.Contains(spec.Params, name) {
@@ -684,6 +727,9 @@ func (c *checker) params(path string, f Fault, spec FaultSpec) {
 		default:
 			c.addf(path+".links", "%q: want client, fetch or node", p.Links)
 		}
+	}
+	if p.Service != "" && p.Service != ServicePostgres && p.Service != ServiceLedger {
+		c.addf(path+".service", "%q: want postgres or ledger", p.Service)
 	}
 	if p.Cut != "" && p.Cut != CutBlackhole && p.Cut != CutRefuse {
 		c.addf(path+".cut", "%q: want blackhole or refuse", p.Cut)

@@ -69,6 +69,7 @@ type Checker struct {
 	skips     list[skipCand]
 	isr       isrState
 	observed  []metrics.Observation // the ISR observations, kept when Options.Metrics is set
+	sinks     sinkState
 	meta      metaState
 	stats     statsState
 	torn      int
@@ -385,6 +386,7 @@ func (c *Checker) complete(p *proc, k fkind, op *history.Op, ord uint32) {
 			c.forgetTxnIDs(p)
 		}
 		c.claimFromOp(p, op, ord)
+		c.sinkOp(op, ord)
 	}
 	switch k {
 	case fSend:

@@ -28,6 +28,7 @@ type finding struct {
 	iso       int8
 	txn       uint32
 	meta      uint32 // metadata-lost: its evidence, c.meta.evidence[meta-1]; 0 none
+	sink      uint8  // effect-*: the sink's mode, c.sinks.modes[sink-1]; 0 none
 	note      note
 	judgement guarantee.Judgement // once judged
 }
@@ -81,6 +82,7 @@ func (c *Checker) finish() {
 	c.checkTransactions()
 	c.checkEOS()
 	c.checkMetadataLost()
+	c.checkSinks()
 }
 
 // producerSettings are the effective settings of process p (cached): what the header states of
@@ -147,10 +149,11 @@ type judgeKey struct {
 	tp     uint32
 	tp2    uint32 // a second partition (a duplicate across partitions), or 0
 	iso    int8
+	sink   uint8
 }
 
 func (c *Checker) judge(f *finding, table guarantee.Table, cache map[judgeKey]guarantee.Decision) guarantee.Decision {
-	k := judgeKey{a: f.a, writer: -1, weak: -1, tp: f.tp, iso: f.iso}
+	k := judgeKey{a: f.a, writer: -1, weak: -1, tp: f.tp, iso: f.iso, sink: f.sink}
 	if f.tp2 != f.tp {
 		k.tp2 = f.tp2
 	}
@@ -170,6 +173,9 @@ func (c *Checker) judge(f *finding, table guarantee.Table, cache map[judgeKey]gu
 	}
 	facts := guarantee.Facts{Faults: c.faultsOf(k.tp, k.tp2), Isolation: isoName(f.iso)}
 	facts.Client, facts.TxnProtocol = c.client()
+	if f.sink != 0 {
+		facts.Sink = c.sinks.modes[f.sink-1]
+	}
 	if f.tp != 0 {
 		facts.Topic = c.topicSettings(f.tp)
 	}
@@ -346,7 +352,11 @@ func (c *Checker) anomaly(a guarantee.Anomaly, idx []int, table guarantee.Table,
 func (c *Checker) defaultDecision(a guarantee.Anomaly, table guarantee.Table) guarantee.Decision {
 	var best guarantee.Decision
 	found := false
-	for _, f := range c.runFacts() {
+	facts := c.runFacts()
+	if a.OfSinks() {
+		facts = c.sinkFacts()
+	}
+	for _, f := range facts {
 		d := table.Judge(a, f)
 		if !found || d.Judgement.Severity() < best.Judgement.Severity() {
 			best, found = d, true
@@ -455,6 +465,10 @@ func (c *Checker) unchecked(a guarantee.Anomaly) string {
 	case guarantee.PartialTransaction, guarantee.ZombieWrite:
 		if len(c.txns) == 0 {
 			return "no transactions"
+		}
+	case guarantee.EffectDuplicate, guarantee.EffectMissing:
+		if len(c.sinks.reads) == 0 {
+			return "no sink reads (the run has no sink)"
 		}
 	}
 	return ""
@@ -605,6 +619,22 @@ func (c *Checker) describe(f *finding, ops []int64) string {
 	case guarantee.UnexpectedAck:
 		return fmt.Sprintf("ISR of %s below min ISR from %s through %s; %s was sent at %s and acknowledged at %s",
 			part(f.tp), at(0), at(3), c.name(f.v), at(1), at(2))
+	case guarantee.EffectDuplicate:
+		var by []string
+		for _, o := range f.ops[:2] {
+			if o != none {
+				by = append(by, "op "+strconv.FormatInt(c.opIndex(o), 10))
+			}
+		}
+		applied := "no effect op recorded applying it (an unknown outcome that was applied)"
+		if len(by) > 0 {
+			applied = strings.Join(by, " and ") + " applied it"
+		}
+		return fmt.Sprintf("%s (from %s offset %d) was applied %d times by a %s sink: %s; the sink's final state is op %d",
+			c.name(f.v), part(f.tp), f.off, f.skipped, c.sinks.modes[f.sink-1], applied, c.opIndex(f.ops[2]))
+	case guarantee.EffectMissing:
+		return fmt.Sprintf("%s at %s offset %d (%s) is below the position the %s sink committed, yet its final state (%s) has no effect of it",
+			c.name(f.v), part(f.tp), f.off, at(0), c.sinks.modes[f.sink-1], at(1))
 	}
 	return strings.Join(opList(ops), ", ")
 }

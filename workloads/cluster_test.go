@@ -26,8 +26,10 @@ import (
 // levels; then the recording overhead figures, and last a log truncated under the consumers by
 // an unclean election (it kills a broker).
 func TestOnCluster(t *testing.T) {
-	c := harnesstest.Start(t, harness.Spec{Nodes: 3})
+	c := harnesstest.Start(t, harness.Spec{Nodes: 3, Postgres: true, Ledger: true})
 	log := slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+
+	t.Run("sinks: every mode, crashed between side effect and commit", func(t *testing.T) { testSinks(t, c, log) })
 
 	t.Run("sarama", func(t *testing.T) {
 		t.Run("mixed 60s healthy", func(t *testing.T) { testMixed(t, c, log) })

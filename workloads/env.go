@@ -53,6 +53,12 @@ type Env struct {
 	Franz func(clientID string) []kgo.Opt
 	// Log receives progress and warnings; default discards.
 	Log *slog.Logger
+	// Postgres and Ledger are the addresses of the side-effect services sinks write to (a
+	// pgx DSN, an http:// URL); "" when the cluster runs none.
+	Postgres, Ledger string
+	// RunTag tells this run's entries in a shared store (the ledger) from other runs'; Run
+	// sets it to the history's start time.
+	RunTag string
 }
 
 func (e Env) withDefaults() (Env, error) {

@@ -29,6 +29,13 @@ type Cluster interface {
 	Deviations() []string
 }
 
+// Services is what a cluster with side-effect services has (*harness.Cluster does): the
+// addresses sinks write to, "" for a service it does not run.
+type Services interface {
+	PostgresDSN() string
+	LedgerURL() string
+}
+
 // ProducerSpec is a group of identical producer instances, each its own history process.
 type ProducerSpec struct {
 	Instances int `json:"instances"` // default 1
@@ -54,6 +61,7 @@ type Spec struct {
 	Transactional []TxnConfig         `json:"transactional,omitempty"`
 	Processors    []ProcessorConfig   `json:"processors,omitempty"`
 	Consumers     []ConsumerConfig    `json:"consumers,omitempty"`
+	Sinks         []SinkConfig        `json:"sinks,omitempty"`
 	// FinalRead: Topics defaults to every topic of the spec; Isolations to both levels when
 	// the run has transactional workloads, read_uncommitted otherwise.
 	FinalRead FinalReadConfig `json:"final_read,omitzero"`
@@ -82,6 +90,7 @@ type Result struct {
 	Transactional []TxnStats
 	Processors    []ProcessorStats
 	Consumers     []ConsumerStats
+	Sinks         []SinkStats
 	FinalRead     FinalReadStats
 }
 
@@ -111,6 +120,9 @@ func Run(ctx context.Context, c Cluster, path string, spec Spec) (*Result, error
 	}
 	env := Env{Brokers: c.Bootstrap(), Seed: spec.Seed, Client: spec.Client, TxnProtocol: spec.TxnProtocol,
 		Sarama: spec.Sarama, Franz: spec.Franz, Log: log}
+	if svc, ok := c.(Services); ok {
+		env.Postgres, env.Ledger = svc.PostgresDSN(), svc.LedgerURL()
+	}
 	if env, err = env.settled(); err != nil {
 		return nil, fmt.Errorf("run: %w", err)
 	}
@@ -130,12 +142,20 @@ func Run(ctx context.Context, c Cluster, path string, spec Spec) (*Result, error
 	}
 	res := &Result{Path: path, Header: w.Header()}
 	env.Recorder, env.Processes = w, NewProcesses(plan.next+plan.final.Workers)
+	env.RunTag = res.Header.Started
+	if err := prepareSinks(ctx, env, plan.sinkConfigs()); err != nil {
+		_ = w.Close()
+		return res, fmt.Errorf("run: %w", err)
+	}
 	errs := runWorkloads(ctx, env, spec, plan, res)
 
 	frStats, frErr := FinalRead(ctx, env, plan.next, plan.final)
 	res.FinalRead = frStats
 	if frErr != nil {
 		errs = append(errs, fmt.Errorf("final read: %w", frErr))
+	}
+	if err := readSinks(ctx, env, plan.sinkConfigs()); err != nil {
+		errs = append(errs, fmt.Errorf("reading the sinks: %w", err))
 	}
 	res.Ops, res.Bytes = w.Count(), w.Bytes()
 	if err := w.Close(); err != nil {
@@ -169,6 +189,7 @@ type runPlan struct {
 	txns      []numbered[TxnConfig]
 	procs     []numbered[ProcessorConfig]
 	consumers []numbered[ConsumerConfig]
+	sinks     []numbered[SinkConfig] // one per instance
 	final     FinalReadConfig
 	next      int // first process number after the configured instances
 	warnings  []string
@@ -222,6 +243,21 @@ func planRun(spec Spec) (runPlan, error) {
 		}
 		pl.consumers = append(pl.consumers, numbered[ConsumerConfig]{p, cfg})
 		p++
+	}
+	names := map[string]bool{}
+	for i, sc := range spec.Sinks {
+		cfg, err := sc.resolved()
+		if err != nil {
+			return pl, fmt.Errorf("run: sinks[%d]: %w", i, err)
+		}
+		if names[cfg.Name] {
+			return pl, fmt.Errorf("run: sinks[%d]: a second sink named %q (each needs its own name: it names its tables)", i, cfg.Name)
+		}
+		names[cfg.Name] = true
+		for range cfg.Instances {
+			pl.sinks = append(pl.sinks, numbered[SinkConfig]{p, cfg})
+			p++
+		}
 	}
 	pl.next = p
 	if (len(pl.txns) > 0 || len(pl.procs) > 0) && spec.TxnProtocol != "" && !slices.Contains(client.TxnProtocols, spec.TxnProtocol) {
@@ -283,6 +319,7 @@ type resolvedWorkloads struct {
 	Transactional []numbered[TxnConfig]       `json:"transactional,omitempty"`
 	Processors    []numbered[ProcessorConfig] `json:"processors,omitempty"`
 	Consumers     []numbered[ConsumerConfig]  `json:"consumers,omitempty"`
+	Sinks         []numbered[SinkConfig]      `json:"sinks,omitempty"`
 	FinalRead     FinalReadConfig             `json:"final_read"`
 	Warnings      []string                    `json:"warnings,omitempty"`
 }
@@ -304,6 +341,15 @@ func headerConfig(spec Spec, pl runPlan, brokers int, controllers []int, deviati
 	for _, n := range pl.procs {
 		c.Processes[n.p] = transactional(client, n.cfg.TxnClientConfig).Config()
 	}
+	for _, n := range pl.sinks {
+		if c.Sinks == nil {
+			c.Sinks = map[string]history.SinkInfo{}
+		}
+		si := c.Sinks[n.cfg.Name]
+		si.Mode, si.Topic, si.Group = n.cfg.Mode, n.cfg.Topic, n.cfg.Group
+		si.Processes = append(si.Processes, n.p)
+		c.Sinks[n.cfg.Name] = si
+	}
 	broker := map[string]string{} // the brokers' settings that depart from Kafka's defaults
 	for _, d := range deviations {
 		if k, v, ok := strings.Cut(d, "="); ok {
@@ -324,7 +370,7 @@ func headerConfig(spec Spec, pl runPlan, brokers int, controllers []int, deviati
 	}
 	w, err := json.Marshal(resolvedWorkloads{Duration: kafkaconf.Duration(spec.Duration), Topics: spec.Topics,
 		Producers: pl.producers, Transactional: pl.txns, Processors: pl.procs, Consumers: pl.consumers,
-		FinalRead: pl.final, Warnings: pl.warnings})
+		Sinks: pl.sinks, FinalRead: pl.final, Warnings: pl.warnings})
 	if err != nil {
 		return c, fmt.Errorf("run: encoding the header's workloads: %w", err)
 	}
@@ -378,6 +424,7 @@ func runWorkloads(ctx context.Context, env Env, spec Spec, pl runPlan, res *Resu
 	res.Transactional = startAll(wctx, &wg, env, pl.txns, RunTxnProducer, fail)
 	res.Processors = startAll(wctx, &wg, env, pl.procs, RunProcessor, fail)
 	res.Consumers = startAll(wctx, &wg, env, pl.consumers, RunConsumer, fail)
+	res.Sinks = startAll(wctx, &wg, env, pl.sinks, RunSink, fail)
 	if spec.Nemesis != nil {
 		wg.Go(func() {
 			if err := spec.Nemesis(wctx, env.Recorder); err != nil {

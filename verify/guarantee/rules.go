@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/verity-kafka/verity/kafkaconf"
+	"github.com/verity-kafka/verity/sink"
 )
 
 // Anomaly is the name of an anomaly family, as docs/guarantees.md spells it.
@@ -28,13 +29,20 @@ const (
 	PollSkip           Anomaly = "poll-skip"
 	UnexpectedAck      Anomaly = "unexpected-ack"
 	MetadataLost       Anomaly = "metadata-lost"
+	EffectDuplicate    Anomaly = "effect-duplicate"
+	EffectMissing      Anomaly = "effect-missing"
 )
 
 // Anomalies lists every family in report order.
 func Anomalies() []Anomaly {
 	return []Anomaly{LostWrite, LostObserved, Duplicate, Reorder, InconsistentOffset, AbortedRead,
-		PartialTransaction, ZombieWrite, EOSMissing, EOSDuplicate, NonmonotonicPoll, PollSkip, UnexpectedAck, MetadataLost}
+		PartialTransaction, ZombieWrite, EOSMissing, EOSDuplicate, NonmonotonicPoll, PollSkip, UnexpectedAck, MetadataLost,
+		EffectDuplicate, EffectMissing}
 }
+
+// OfSinks reports whether a is about a sink's side effects outside Kafka (judged by the sink's
+// mode, not by a producer's settings).
+func (a Anomaly) OfSinks() bool { return a == EffectDuplicate || a == EffectMissing }
 
 // ParseAnomaly reads an anomaly family's name.
 func ParseAnomaly(s string) (Anomaly, error) {
@@ -151,6 +159,8 @@ type Facts struct {
 	// protocol its transactional producers spoke; empty when the header does not say.
 	Client      kafkaconf.ClientName
 	TxnProtocol kafkaconf.TxnProtocol
+	// Sink is the mode of the sink whose side effects a finding is about; empty otherwise.
+	Sink sink.Mode
 }
 
 // Rule is one row of the guarantee table: when Match holds for a finding's Facts, the anomaly
@@ -218,6 +228,9 @@ func diskLoss(f Facts) bool     { return f.Faults.DiskLoss() }
 func minISROne(f Facts) bool    { return f.Topic.MinISR == 1 || f.Topic.RF == 1 }
 func diskWeakAcks(f Facts) bool { return f.Faults.DiskLoss() && weakAcks(f) }
 func truncOrDisk(f Facts) bool  { return truncation(f) || lossBeyond(f) }
+
+func sinkModeUnknown(f Facts) bool { _, ok := f.Sink.Info(); return !ok }
+func sinkDedupes(f Facts) bool     { in, _ := f.Sink.Info(); return in.Dedupes }
 
 // Controllers whose committed metadata may be gone: a majority lost the power (what Raft fsynced
 // survives, but no document promises that) or their disks (the committed log itself is gone), or a
@@ -323,6 +336,14 @@ func Rules() Table {
 		{MetadataLost, "disk loss on a controller", controllerDiskLoss, Unknown, "disk loss on {ctl_disk} of {controllers} controllers: a voter of a static quorum that comes back with an empty log can vote as the voter it was (KIP-853 tells them apart only in a dynamic quorum); Kafka documents no guarantee for it"},
 		{MetadataLost, "power loss on a controller majority", quorumPowerLoss, Unknown, "power loss on {ctl_power} of {controllers} controllers at once, half of them or more: Kafka's Raft (KIP-595) flushes the metadata log before a voter counts towards a commit, so committed metadata should survive, but no Kafka document promises it"},
 		{MetadataLost, "otherwise", always, Forbidden, "metadata the KRaft quorum committed (a partition's leader and leader epoch) is on a majority of the controllers before brokers learn it; with no controller disk lost and power lost by fewer than a majority at once, it must survive: a partition's leader epoch never goes back and never names two leaders"},
+
+		// Sinks: side effects outside Kafka, judged by the pattern the sink follows, not by a
+		// Kafka guarantee (Kafka's exactly-once ends at the cluster).
+		{EffectDuplicate, "sink mode not known", sinkModeUnknown, Unknown, "the history's header does not say how the sink applied its input: whether a repeated side effect is allowed is not known"},
+		{EffectDuplicate, "the sink de-duplicates", sinkDedupes, Forbidden, "{sink}: an input replayed after a crash or a lost answer is absorbed by the store, so each input is applied at most once"},
+		{EffectDuplicate, "otherwise", always, Permitted, "{sink}: at-least-once — Kafka's exactly-once ends at the cluster, and an input whose side effect was done but whose offset was not yet committed is applied again after a crash, a rebalance or a lost answer"},
+		{EffectMissing, "log truncation possible", truncOrDisk, Permitted, "the input topic's log may be truncated (unclean election, or disk or power loss beyond the guarantee): a record below the committed position may have been replaced by another the sink never read"},
+		{EffectMissing, "otherwise", always, Forbidden, "{sink}: the position is committed only after the side effect is done (or with it, in one transaction), so every input below the committed position has its effect"},
 	}
 }
 
@@ -365,7 +386,17 @@ func Explain(why string, f Facts) string {
 		"{topic_conflict}", f.Topic.Conflict,
 		"{txn_protocol}", protocolNote(f.TxnProtocol),
 		"{rewind}", rewindNote(f.Client),
+		"{sink}", sinkNote(f.Sink),
 	).Replace(why)
+}
+
+// sinkNote is a sink's mode as a reason states it: the mode and what it does.
+func sinkNote(m sink.Mode) string {
+	in, ok := m.Info()
+	if !ok {
+		return "a sink of unknown mode"
+	}
+	return "sink mode " + string(m) + " (" + in.About + ")"
 }
 
 // countText is a node count as a reason states it: unknown when not positive.

@@ -1,0 +1,134 @@
+package verify
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+
+	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/sink"
+	"github.com/verity-kafka/verity/verify/guarantee"
+	"github.com/verity-kafka/verity/verify/results"
+)
+
+// effect writes a sink's effect op for value v read at t-0 offset off; it returns the ok's index.
+func (h *hb) effect(p int, v string, off int64, applied bool) int64 {
+	in, _ := json.Marshal(map[string]any{"sink": "s", "event": v, "topic": "t", "partition": 0, "offset": off})
+	out, _ := json.Marshal(map[string]any{"sink": "s", "event": v, "topic": "t", "partition": 0, "offset": off, "applied": applied})
+	h.add(history.Op{Process: history.Client(p), Type: history.Invoke, F: history.FEffect, Value: history.Payload{Raw: in}})
+	return h.add(history.Op{Process: history.Client(p), Type: history.OK, F: history.FEffect, Value: history.Payload{Raw: out}})
+}
+
+// sinkRead writes the sink's final state.
+func (h *hb) sinkRead(mode sink.Mode, effects map[string]int, committed map[string]int64) int64 {
+	in, _ := json.Marshal(map[string]any{"sink": "s"})
+	out, _ := json.Marshal(map[string]any{"sink": "s", "mode": mode, "store": "postgres", "effects": effects, "committed": committed})
+	h.add(history.Op{Process: history.Client(98), Type: history.Invoke, F: history.FSinkRead, Value: history.Payload{Raw: in}})
+	return h.add(history.Op{Process: history.Client(98), Type: history.OK, F: history.FSinkRead, Value: history.Payload{Raw: out}})
+}
+
+func TestSinks(t *testing.T) {
+	with := func(m sink.Mode) func() history.Config {
+		return func() history.Config {
+			c := strict()
+			c.Sinks = map[string]history.SinkInfo{"s": {Mode: m, Topic: "t", Processes: []int{2}}}
+			return c
+		}
+	}
+	// Three records on t-0, written and read back.
+	input := func(h *hb) {
+		for i, v := range []string{"1-1", "1-2", "1-3"} {
+			h.send(1, rec("t", 0, v), OK, int64(i))
+		}
+		h.finalBoth("t", 0, 0, 3, at(rec("t", 0, "1-1"), 0), at(rec("t", 0, "1-2"), 1), at(rec("t", 0, "1-3"), 2))
+	}
+	// The sink applies 1-1, crashes before committing it, and applies it again.
+	replayed := func(h *hb) (first, second int64) {
+		first = h.effect(2, "1-1", 0, true)
+		h.op(2, history.FCrash)
+		second = h.effect(2, "1-1", 0, true)
+		h.effect(2, "1-2", 1, true)
+		h.effect(2, "1-3", 2, true)
+		return first, second
+	}
+	runCases(t, []tcase{
+		{
+			name: "naive: an input applied twice after a crash is permitted",
+			cfg:  with(sink.Naive),
+			build: func(h *hb) {
+				input(h)
+				replayed(h)
+				h.sinkRead(sink.Naive, map[string]int{"1-1": 2, "1-2": 1, "1-3": 1}, map[string]int64{"t-0": 3})
+			},
+			want:    map[guarantee.Anomaly]want{guarantee.EffectDuplicate: {count: 1, permitted: true}},
+			verdict: results.Pass,
+		},
+		{
+			name: "unique-key: the same store state is forbidden",
+			cfg:  with(sink.UniqueKey),
+			build: func(h *hb) {
+				input(h)
+				replayed(h)
+				h.sinkRead(sink.UniqueKey, map[string]int{"1-1": 2, "1-2": 1, "1-3": 1}, map[string]int64{"t-0": 3})
+			},
+			want:    map[guarantee.Anomaly]want{guarantee.EffectDuplicate: {count: 1}},
+			verdict: results.Fail,
+		},
+		{
+			name: "a record below the committed position without its effect is missing",
+			cfg:  with(sink.OffsetsInDB),
+			build: func(h *hb) {
+				input(h)
+				h.effect(2, "1-1", 0, true)
+				h.effect(2, "1-3", 2, true)
+				h.sinkRead(sink.OffsetsInDB, map[string]int{"1-1": 1, "1-3": 1}, map[string]int64{"t-0": 3})
+			},
+			want:    map[guarantee.Anomaly]want{guarantee.EffectMissing: {count: 1}},
+			verdict: results.Fail,
+		},
+		// Near misses.
+		{
+			name: "records past the committed position are not yet due",
+			cfg:  with(sink.Inbox),
+			build: func(h *hb) {
+				input(h)
+				h.effect(2, "1-1", 0, true)
+				h.sinkRead(sink.Inbox, map[string]int{"1-1": 1}, map[string]int64{"t-0": 1})
+			},
+			verdict: results.Pass,
+		},
+		{
+			name: "a repeat the store absorbed is no duplicate",
+			cfg:  with(sink.UniqueKey),
+			build: func(h *hb) {
+				input(h)
+				h.effect(2, "1-1", 0, true)
+				h.effect(2, "1-1", 0, false)
+				h.effect(2, "1-2", 1, true)
+				h.effect(2, "1-3", 2, true)
+				h.sinkRead(sink.UniqueKey, map[string]int{"1-1": 1, "1-2": 1, "1-3": 1}, map[string]int64{"t-0": 3})
+			},
+			verdict: results.Pass,
+		},
+		{
+			name: "a duplicate of a sink whose mode the header does not give is not judged",
+			build: func(h *hb) {
+				input(h)
+				replayed(h)
+				h.sinkRead("", map[string]int{"1-1": 2, "1-2": 1, "1-3": 1}, map[string]int64{"t-0": 3})
+			},
+			want:    map[guarantee.Anomaly]want{guarantee.EffectDuplicate: {count: 1, permitted: true}},
+			verdict: results.Unknown,
+		},
+	})
+	// The evidence: both effect ops that applied the input, and the final state.
+	h := newHB()
+	input(h)
+	first, second := replayed(h)
+	read := h.sinkRead(sink.Naive, map[string]int{"1-1": 2, "1-2": 1, "1-3": 1}, map[string]int64{"t-0": 3})
+	r := h.check(with(sink.Naive)())
+	ex := r.Anomalies[guarantee.EffectDuplicate].Examples
+	if len(ex) != 1 || !slices.Equal(ex[0].Ops, []int64{first, second, read}) || ex[0].Value != "1-1" || *ex[0].Partition != 0 {
+		t.Errorf("effect-duplicate evidence %+v: want ops %d, %d (the two applications) and %d (the final state)", ex, first, second, read)
+	}
+}

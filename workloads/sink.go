@@ -1,0 +1,485 @@
+package workloads
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/sink"
+)
+
+// A sink consumes a topic in a consumer group (sarama) and applies each record to a system
+// outside Kafka — a PostgreSQL table or the HTTP ledger — in one of the sink.Modes; each
+// application is an "effect" op, and at the end the store's state is read back into one
+// "sink-read" op (docs/history.md), which the checker compares with the topic's final read.
+//
+// The event id of a record is its value (the producers' "P-N", unique per send). A crash, when
+// CrashEvery asks for them, comes right after a side effect and before the offset commit that
+// would record it: the point where an at-least-once sink applies an input twice.
+
+// SinkConfig is one sink: its instances share a consumer group and a store.
+type SinkConfig struct {
+	// Name names the sink in the header and its tables ("effects_<name>"); default "sink".
+	Name string    `json:"name"`
+	Mode sink.Mode `json:"mode"`
+	// Topic is the topic consumed: every record is an event to apply.
+	Topic string `json:"topic"`
+	// Group is the consumer group; default "verity-sink-<name>".
+	Group string `json:"group,omitempty"`
+	// Instances of the sink, each its own history process; default 1.
+	Instances int `json:"instances,omitempty"`
+	// CrashEvery, when set, crashes each instance about that often (0.5x to 1.5x, from the
+	// seed), right after a side effect and before its offset commit: a crash op, then a new
+	// instance that rejoins the group.
+	CrashEvery time.Duration `json:"crash_every,omitempty"`
+}
+
+// An effect op (history.FEffect) is one application of a record: its invoke's value is an
+// EffectValue; ok carries the same value with "applied" (false: the store absorbed a repeat);
+// fail when it was certainly not applied, info when it may have been. A sink-read op
+// (history.FSinkRead) is a sink's final state: invoke {"sink"}, ok a SinkRead.
+
+// SinkRead is the ok value of a sink-read op.
+type SinkRead struct {
+	Sink      string           `json:"sink"`
+	Mode      sink.Mode        `json:"mode"`
+	Store     sink.Store       `json:"store"`
+	Effects   map[string]int   `json:"effects"`
+	Committed map[string]int64 `json:"committed"`
+}
+
+// EffectValue is the value of an effect op's invoke; its ok completion adds Applied.
+type EffectValue struct {
+	Sink      string `json:"sink"`
+	Event     string `json:"event"`
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`
+	Applied   *bool  `json:"applied,omitempty"`
+}
+
+// SinkStats counts what one instance did.
+type SinkStats struct {
+	Process                  int
+	Applied, Absorbed, Fails int64
+	Unknown, Crashes         int64
+	// Commits and CommitTime: the offset commits to Kafka and the time they took in all.
+	Commits    int64
+	CommitTime time.Duration
+}
+
+func (c SinkConfig) resolved() (SinkConfig, error) {
+	if c.Name == "" {
+		c.Name = "sink"
+	}
+	for _, r := range c.Name {
+		if (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '_' {
+			return c, fmt.Errorf("sink %q: a name is lower-case letters, digits and _ (it names tables)", c.Name)
+		}
+	}
+	if _, err := sink.Parse(string(c.Mode)); err != nil {
+		return c, fmt.Errorf("sink %s: %w", c.Name, err)
+	}
+	if c.Topic == "" {
+		return c, fmt.Errorf("sink %s: no topic", c.Name)
+	}
+	if c.Group == "" {
+		c.Group = "verity-sink-" + c.Name
+	}
+	c.Instances = max(c.Instances, 1)
+	if c.CrashEvery < 0 {
+		return c, fmt.Errorf("sink %s: crash_every %s is negative", c.Name, c.CrashEvery)
+	}
+	return c, nil
+}
+
+// sinkStore is where one sink instance applies its effects.
+type sinkStore interface {
+	// apply applies one event; applied is false when the store absorbed a repeat. When it
+	// fails, sure says that the effect was certainly not applied.
+	apply(ctx context.Context, ev EffectValue) (applied bool, sure bool, err error)
+	// positions are the next offsets the store holds for topic's partitions (offsets-in-db);
+	// nil when the sink commits its offsets to Kafka.
+	positions(ctx context.Context, topic string) (map[int32]int64, error)
+	close()
+}
+
+// RunSink runs one instance of sink cfg as process p until ctx ends.
+func RunSink(ctx context.Context, env Env, p int, cfg SinkConfig) (SinkStats, error) {
+	env, err := env.withDefaults()
+	if err != nil {
+		return SinkStats{}, err
+	}
+	w := &sinkRun{env: env, cfg: cfg, p: p, proc: history.Client(p), rng: NewRand(env.Seed, p),
+		log: env.Log.With("workload", "sink", "process", p, "sink", cfg.Name, "mode", cfg.Mode)}
+	w.stats.Process = p
+	for first := true; ctx.Err() == nil; first = false {
+		if !first {
+			w.stats.Crashes++
+			if err := w.note(history.FCrash, map[string]any{"reason": "after a side effect, before the offset commit (crash_every)", "sink": cfg.Name}); err != nil {
+				return w.stats, err
+			}
+		}
+		var crashIn time.Duration
+		if cfg.CrashEvery > 0 {
+			crashIn = time.Duration((0.5 + w.rng.Float64()) * float64(cfg.CrashEvery))
+		}
+		if err := w.instance(ctx, crashIn); err != nil {
+			return w.stats, err
+		}
+	}
+	w.log.Info("sink done", "applied", w.stats.Applied, "absorbed", w.stats.Absorbed, "fails", w.stats.Fails,
+		"unknown", w.stats.Unknown, "crashes", w.stats.Crashes)
+	return w.stats, nil
+}
+
+type sinkRun struct {
+	env   Env
+	cfg   SinkConfig
+	p     int
+	proc  history.Process
+	rng   *rand.Rand
+	log   *slog.Logger
+	stats SinkStats
+}
+
+func (w *sinkRun) note(f string, v map[string]any) error {
+	inv, err := w.env.Recorder.Invoke(w.proc, f, raw(v))
+	if err != nil {
+		return fmt.Errorf("sink %d: recording %s: %w", w.p, f, err)
+	}
+	if _, err := w.env.Recorder.Complete(inv, history.OK, inv.Value, ""); err != nil {
+		return fmt.Errorf("sink %d: recording %s: %w", w.p, f, err)
+	}
+	return nil
+}
+
+// instance runs one consumer group member until ctx ends or, when crashIn is set, until the
+// first side effect crashIn after its first one (joining a group takes seconds, which would
+// otherwise eat the member's life), which it leaves uncommitted.
+func (w *sinkRun) instance(ctx context.Context, crashIn time.Duration) error {
+	store, err := openSinkStore(ctx, w.env, w.cfg)
+	if err != nil {
+		return err
+	}
+	defer store.close()
+	scfg := w.env.Sarama(clientID(w.p, "sink"))
+	scfg.Consumer.Offsets.AutoCommit.Enable = false // a commit follows each side effect, never a timer
+	scfg.Consumer.Offsets.Initial = sarama.OffsetOldest
+	scfg.Consumer.Return.Errors = true
+	group, err := openSaramaGroup(ctx, w.env, w.cfg.Group, scfg, w.log)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("sink %s: %w", w.cfg.Name, err)
+	}
+	go func() {
+		for gerr := range group.Errors() {
+			w.log.Debug("consumer group", "err", gerr)
+		}
+	}()
+	ictx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	h := &sinkHandler{w: w, store: store, crashIn: crashIn, crash: cancel}
+	for ictx.Err() == nil {
+		if err := group.Consume(ictx, []string{w.cfg.Topic}, h); err != nil && ictx.Err() == nil {
+			w.log.Debug("consume", "err", err)
+			if sleepCtx(ictx, 500*time.Millisecond) != nil {
+				break
+			}
+		}
+		h.mu.Lock()
+		failed := h.err != nil
+		h.mu.Unlock()
+		if failed {
+			break
+		}
+	}
+	// A crash leaves the group without committing what was applied last; Close commits
+	// nothing with auto-commit off.
+	if cerr := group.Close(); cerr != nil {
+		w.log.Debug("closing the group member", "err", cerr)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.err
+}
+
+// sinkHandler applies the records of the claims of one group session.
+// The claims of a session are consumed on goroutines of their own; mu makes the instance apply
+// one record at a time, as one consumer thread does, so that its process has one op under way.
+type sinkHandler struct {
+	w       *sinkRun
+	store   sinkStore
+	crashIn time.Duration // 0: never
+	until   time.Time     // the crash is due after it; set at the first side effect
+	crash   context.CancelFunc
+	mu      sync.Mutex
+	crashed bool
+	err     error
+}
+
+// Setup seeks, for a sink that keeps its positions in its store, every claimed partition to
+// the store's offset: the group's offsets are never committed for it.
+func (h *sinkHandler) Setup(sess sarama.ConsumerGroupSession) error {
+	pos, err := h.store.positions(sess.Context(), h.w.cfg.Topic)
+	if err != nil {
+		return fmt.Errorf("sink %s: reading the positions the store holds: %w", h.w.cfg.Name, err)
+	}
+	for _, part := range sess.Claims()[h.w.cfg.Topic] {
+		if off, ok := pos[part]; ok {
+			// sarama moves a claim's start forward only by MarkOffset and back only by
+			// ResetOffset; one of the two applies. Nothing is committed (auto-commit is off).
+			sess.MarkOffset(h.w.cfg.Topic, part, off, "")
+			sess.ResetOffset(h.w.cfg.Topic, part, off, "")
+		}
+	}
+	return nil
+}
+
+func (h *sinkHandler) Cleanup(sarama.ConsumerGroupSession) error { return nil }
+
+func (h *sinkHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
+	ctx := sess.Context()
+	info, _ := h.w.cfg.Mode.Info()
+	for {
+		var msg *sarama.ConsumerMessage
+		select {
+		case <-ctx.Done():
+			return nil
+		case m, ok := <-claim.Messages():
+			if !ok {
+				return nil
+			}
+			msg = m
+		}
+		// Like a Java consumer's commit after each poll: the offsets are committed once the
+		// records at hand are applied (the claim has nothing more buffered), or every
+		// commitEvery records. A commit takes about half a second on these clusters (a
+		// synchronous OffsetCommit through the group coordinator), one per record would starve
+		// the sink.
+		commit := len(claim.Messages()) == 0 || (msg.Offset+1)%commitEvery == 0
+		if done := h.handle(ctx, sess, msg, info, commit); done {
+			return nil
+		}
+	}
+}
+
+// commitEvery bounds the records applied between two offset commits.
+const commitEvery = 50
+
+// handle applies one record, marks its offset and, when commit, commits what is marked; done
+// says the session must end (a crash, an error, the end of the run).
+func (h *sinkHandler) handle(ctx context.Context, sess sarama.ConsumerGroupSession, msg *sarama.ConsumerMessage, info sink.Info, commit bool) (done bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.crashed || h.err != nil || ctx.Err() != nil {
+		return true
+	}
+	ev := EffectValue{Sink: h.w.cfg.Name, Event: string(msg.Value), Topic: msg.Topic, Partition: msg.Partition, Offset: msg.Offset}
+	if err := h.applyUntilDone(ctx, ev); err != nil {
+		if ctx.Err() == nil {
+			h.err = err
+			h.crash()
+		}
+		return true
+	}
+	if h.crashIn > 0 && h.until.IsZero() {
+		h.until = time.Now().Add(h.crashIn)
+	}
+	if !h.until.IsZero() && time.Now().After(h.until) {
+		// The crash point: the side effect is done, its offset not committed.
+		h.crashed = true
+		h.crash()
+		return true
+	}
+	if !info.OffsetsInStore {
+		sess.MarkMessage(msg, "")
+		if commit {
+			began := time.Now()
+			sess.Commit()
+			h.w.stats.Commits++
+			h.w.stats.CommitTime += time.Since(began)
+		}
+	}
+	return false
+}
+
+// applyUntilDone applies ev, again after every failure or unknown outcome, until the store says
+// it is applied or ctx ends: a sink never skips an input. Each attempt is an op.
+func (h *sinkHandler) applyUntilDone(ctx context.Context, ev EffectValue) error {
+	w := h.w
+	for attempt := 0; ; attempt++ {
+		inv, err := w.env.Recorder.Invoke(w.proc, history.FEffect, raw(ev))
+		if err != nil {
+			return fmt.Errorf("sink %d: recording an effect: %w", w.p, err)
+		}
+		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		applied, sure, aerr := h.store.apply(actx, ev)
+		cancel()
+		switch {
+		case aerr == nil:
+			if applied {
+				w.stats.Applied++
+			} else {
+				w.stats.Absorbed++
+			}
+			done := ev
+			done.Applied = &applied
+			_, err = w.env.Recorder.Complete(inv, history.OK, raw(done), "")
+		case sure:
+			w.stats.Fails++
+			_, err = w.env.Recorder.Complete(inv, history.Fail, history.Payload{}, aerr.Error())
+		default:
+			w.stats.Unknown++
+			_, err = w.env.Recorder.Complete(inv, history.Info, history.Payload{}, aerr.Error())
+		}
+		if err != nil {
+			return fmt.Errorf("sink %d: recording an effect: %w", w.p, err)
+		}
+		if aerr == nil {
+			return nil
+		}
+		w.log.Debug("effect failed; retrying", "event", ev.Event, "sure", sure, "err", aerr)
+		if err := sleepCtx(ctx, min(time.Duration(attempt+1)*100*time.Millisecond, time.Second)); err != nil {
+			return err
+		}
+	}
+}
+
+// openSinkStore connects an instance to its sink's store.
+func openSinkStore(ctx context.Context, env Env, cfg SinkConfig) (sinkStore, error) {
+	info, _ := cfg.Mode.Info()
+	switch info.Store {
+	case sink.Postgres:
+		if env.Postgres == "" {
+			return nil, fmt.Errorf("sink %s: mode %s writes to PostgreSQL, and the cluster has none", cfg.Name, cfg.Mode)
+		}
+		return openPGStore(ctx, env.Postgres, cfg)
+	case sink.Ledger:
+		if env.Ledger == "" {
+			return nil, fmt.Errorf("sink %s: mode %s calls the ledger, and the cluster has none", cfg.Name, cfg.Mode)
+		}
+		return newLedgerStore(env.Ledger, cfg, env.RunTag), nil
+	}
+	return nil, fmt.Errorf("sink %s: mode %s has no store", cfg.Name, cfg.Mode)
+}
+
+// partitionKey names a partition in a sink-read's committed offsets.
+func partitionKey(topic string, part int32) string { return fmt.Sprintf("%s-%d", topic, part) }
+
+// sinkConfigs lists each sink once (pl.sinks has one entry per instance).
+func (pl runPlan) sinkConfigs() []SinkConfig {
+	var out []SinkConfig
+	for _, n := range pl.sinks {
+		if !slices.ContainsFunc(out, func(c SinkConfig) bool { return c.Name == n.cfg.Name }) {
+			out = append(out, n.cfg)
+		}
+	}
+	return out
+}
+
+// prepareSinks gives every sink that writes to PostgreSQL its tables, empty.
+func prepareSinks(ctx context.Context, env Env, sinks []SinkConfig) error {
+	for _, s := range sinks {
+		info, _ := s.Mode.Info()
+		switch {
+		case info.Store == sink.Postgres && env.Postgres == "":
+			return fmt.Errorf("sink %s: mode %s writes to PostgreSQL, and the cluster has none", s.Name, s.Mode)
+		case info.Store == sink.Ledger && env.Ledger == "":
+			return fmt.Errorf("sink %s: mode %s calls the ledger, and the cluster has none", s.Name, s.Mode)
+		case info.Store == sink.Postgres:
+			if err := preparePG(ctx, env.Postgres, s); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// readSinks records, for every sink, a sink-read op of what its store holds once the run has
+// healed: how many times each event was applied and the positions the sink committed (to its
+// store for offsets-in-db, else to its Kafka group). Each read is retried for a minute: the
+// store's link was healed with the rest, but a restarted database may still be recovering.
+func readSinks(ctx context.Context, env Env, sinks []SinkConfig) error {
+	var errs []error
+	for _, s := range sinks {
+		p := env.Processes.Next()
+		proc := history.Client(p)
+		inv, err := env.Recorder.Invoke(proc, history.FSinkRead, raw(map[string]any{"sink": s.Name}))
+		if err != nil {
+			return fmt.Errorf("recording a sink read: %w", err)
+		}
+		var read SinkRead
+		rerr := waitUntil(ctx, time.Now().Add(time.Minute), time.Second, func() (bool, error) {
+			rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+			defer cancel()
+			r, err := readSink(rctx, env, s)
+			read = r
+			return err == nil, err
+		})
+		if rerr != nil {
+			errs = append(errs, fmt.Errorf("sink %s: %w", s.Name, rerr))
+			_, err = env.Recorder.Complete(inv, history.Fail, history.Payload{}, rerr.Error())
+		} else {
+			_, err = env.Recorder.Complete(inv, history.OK, raw(read), "")
+		}
+		if err != nil {
+			return fmt.Errorf("recording a sink read: %w", err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func readSink(ctx context.Context, env Env, s SinkConfig) (SinkRead, error) {
+	info, _ := s.Mode.Info()
+	r := SinkRead{Sink: s.Name, Mode: s.Mode, Store: info.Store}
+	var err error
+	switch info.Store {
+	case sink.Postgres:
+		r.Effects, r.Committed, err = readPG(ctx, env.Postgres, s)
+	case sink.Ledger:
+		r.Effects, err = readLedger(ctx, env.Ledger, ledgerSource(s.Name, env.RunTag))
+	}
+	if err != nil {
+		return r, err
+	}
+	if !info.OffsetsInStore {
+		if r.Committed, err = groupOffsets(env, s.Group, s.Topic); err != nil {
+			return r, err
+		}
+	}
+	return r, nil
+}
+
+// groupOffsets reads the offsets a consumer group committed in topic.
+func groupOffsets(env Env, group, topic string) (map[string]int64, error) {
+	admin, err := sarama.NewClusterAdmin(env.Brokers, env.Sarama(clientID(0, "sink-read")))
+	if err != nil {
+		return nil, fmt.Errorf("reading group %s's offsets: %w", group, err)
+	}
+	defer admin.Close()
+	resp, err := admin.ListConsumerGroupOffsets(group, nil)
+	if err != nil {
+		return nil, fmt.Errorf("reading group %s's offsets: %w", group, err)
+	}
+	out := map[string]int64{}
+	for part, b := range resp.Blocks[topic] {
+		if b.Err != sarama.ErrNoError {
+			return nil, fmt.Errorf("reading group %s's offset of %s: %w", group, partitionKey(topic, part), b.Err)
+		}
+		if b.Offset >= 0 {
+			out[partitionKey(topic, part)] = b.Offset
+		}
+	}
+	return out, nil
+}

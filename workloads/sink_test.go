@@ -1,0 +1,91 @@
+package workloads
+
+import (
+	"encoding/json"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/verity-kafka/verity/harness"
+	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/sink"
+	"github.com/verity-kafka/verity/verify"
+	"github.com/verity-kafka/verity/verify/guarantee"
+	"github.com/verity-kafka/verity/verify/results"
+)
+
+// testSinks runs one sink of every mode on one input topic, each member crashed about every
+// 2 s right after a side effect and before its offset commit, then reads the stores back. The
+// modes that apply a replayed input again (naive, http) must show duplicates in their store;
+// the others must not; none may miss an input below its committed position.
+func testSinks(t *testing.T, c *harness.Cluster, log *slog.Logger) {
+	ctx := withTimeout(t, 6*time.Minute)
+	topics := []harness.TopicSpec{topic("sink-in", 3)}
+	var sinks []SinkConfig
+	for _, m := range sink.Modes() {
+		sinks = append(sinks, SinkConfig{Name: strings.ReplaceAll(string(m.Mode), "-", "_"), Mode: m.Mode, Topic: "sink-in",
+			CrashEvery: 2 * time.Second})
+	}
+	spec := Spec{Name: "sinks", Seed: 20261201, Duration: 20 * time.Second, Topics: topics,
+		Producers: []ProducerSpec{{ProducerConfig: ProducerConfig{Topics: []string{"sink-in"}, Rate: 40}}},
+		Sinks:     sinks, Log: log}
+	path := filepath.Join(t.ArtifactDir(), "history.jsonl")
+	res, err := Run(ctx, c, path, spec)
+	require.NoError(t, err)
+	require.Len(t, res.Sinks, len(sinks))
+	byName := map[string]SinkStats{}
+	for i, st := range res.Sinks {
+		byName[sinks[i].Name] = st
+		t.Logf("sink %s: applied %d absorbed %d fails %d unknown %d crashes %d commits %d (%s in all)", sinks[i].Name, st.Applied, st.Absorbed,
+			st.Fails, st.Unknown, st.Crashes, st.Commits, st.CommitTime.Round(time.Millisecond))
+		require.GreaterOrEqual(t, st.Crashes, int64(3), "sink %s crashed too rarely to test anything", sinks[i].Name)
+	}
+
+	// The stores, as the sink-read ops recorded them.
+	reads := map[string]SinkRead{}
+	v := readBack(t, path)
+	for _, o := range v.ops {
+		if o.F == history.FSinkRead && o.Type == history.OK {
+			var r SinkRead
+			require.NoError(t, json.Unmarshal(o.Value.Raw, &r))
+			reads[r.Sink] = r
+		}
+	}
+	require.Len(t, reads, len(sinks), "one sink-read per sink")
+	for _, sc := range sinks {
+		r := reads[sc.Name]
+		info, _ := sc.Mode.Info()
+		dups := 0
+		for _, n := range r.Effects {
+			if n > 1 {
+				dups++
+			}
+		}
+		require.NotEmpty(t, r.Effects, "sink %s applied nothing", sc.Name)
+		require.NotEmpty(t, r.Committed, "sink %s committed no position", sc.Name)
+		if info.Dedupes {
+			require.Zero(t, dups, "sink %s (%s) must apply each input once", sc.Name, sc.Mode)
+		} else {
+			require.Positive(t, dups, "sink %s (%s): every crash comes after a side effect and before its commit, so its input is applied again", sc.Name, sc.Mode)
+		}
+		if sc.Mode == sink.UniqueKey || sc.Mode == sink.Inbox {
+			require.Positive(t, byName[sc.Name].Absorbed, "sink %s: the replays after its crashes were absorbed by the store", sc.Name)
+		}
+		if sc.Mode == sink.OffsetsInDB {
+			require.Zero(t, byName[sc.Name].Absorbed, "offsets-in-db resumes after the last applied input: nothing is replayed")
+		}
+	}
+
+	// The checker sees the same: duplicates of the at-least-once modes, permitted; nothing else.
+	r, err := verify.CheckFile(ctx, path, verify.Options{})
+	require.NoError(t, err)
+	require.Equal(t, results.Pass, r.Verdict, "unknown: %v", r.UnknownReasons)
+	dup := r.Anomalies[guarantee.EffectDuplicate]
+	require.Positive(t, dup.Count)
+	require.Zero(t, dup.Forbidden)
+	require.Zero(t, r.Anomalies[guarantee.EffectMissing].Count, "%+v", r.Anomalies[guarantee.EffectMissing].Examples)
+}
