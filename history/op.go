@@ -48,6 +48,28 @@ const (
 	FSinkRead = "sink-read"
 )
 
+// Nemesis events that undo faults or mark the end of a run rather than being faults: a heal of
+// links, a start of stopped nodes or of a killed service, a resume of paused nodes, the heal of
+// everything at the run's end, and the healthy cluster after it.
+const (
+	FHeal         = "heal"
+	FStart        = "start"
+	FResume       = "resume"
+	FServiceStart = "service-start"
+	FHealAll      = "heal-all"
+	FHealthy      = "healthy"
+)
+
+// EndsAFault reports whether nemesis event f undoes faults or ends the run rather than being a
+// fault.
+func EndsAFault(f string) bool {
+	switch f {
+	case FHeal, FStart, FResume, FServiceStart, FHealAll, FHealthy:
+		return true
+	}
+	return false
+}
+
 // Isolation levels as they appear in poll and final-read payloads (kafkaconf's names).
 const (
 	ReadCommitted   = string(kafkaconf.ReadCommitted)

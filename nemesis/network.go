@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/verity-kafka/verity/harness"
+	"github.com/verity-kafka/verity/history"
 )
 
 // Network faults cut directed links (harness.Link) through their Toxiproxy proxies. The cut is
@@ -237,5 +238,5 @@ func healLinks(ctx context.Context, e *Env, state any) error {
 		return nil
 	}
 	t := Targets{Nodes: s.t.Nodes, Links: s.t.Links, Cut: s.t.Cut, Fault: s.fault}
-	return e.Do(ctx, "heal", t, func(ctx context.Context) error { return e.heal(ctx, s.links) })
+	return e.Do(ctx, history.FHeal, t, func(ctx context.Context) error { return e.heal(ctx, s.links) })
 }

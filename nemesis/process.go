@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/verity-kafka/verity/harness"
+	"github.com/verity-kafka/verity/history"
 )
 
 // Kill sends SIGKILL to the target nodes (a crash: nothing flushed, no controlled shutdown).
@@ -58,7 +59,7 @@ func (f Pause) Heal(ctx context.Context, e *Env, state any) error {
 	if len(paused) == 0 {
 		return nil // someone (heal-all) resumed them already
 	}
-	return e.Do(ctx, "resume", Targets{Nodes: paused, Fault: "pause"}, func(ctx context.Context) error {
+	return e.Do(ctx, history.FResume, Targets{Nodes: paused, Fault: "pause"}, func(ctx context.Context) error {
 		return parallel(paused, func(id int) error { return e.Cluster.Resume(ctx, id) })
 	})
 }
@@ -89,7 +90,7 @@ func startAgain(ctx context.Context, e *Env, fault string, state any, report fun
 	if len(down) == 0 {
 		return nil // someone (heal-all) started them already
 	}
-	return e.DoReport(ctx, "start", Targets{Nodes: down, Fault: fault}, func(ctx context.Context, t *Targets) error {
+	return e.DoReport(ctx, history.FStart, Targets{Nodes: down, Fault: fault}, func(ctx context.Context, t *Targets) error {
 		err := parallel(down, func(id int) error { return e.Cluster.Start(ctx, id) })
 		if report != nil {
 			report(down, t)
@@ -200,7 +201,7 @@ func (f RollingBounce) Inject(ctx context.Context, e *Env) (any, error) {
 		if err := e.Do(ctx, down, t, func(ctx context.Context) error { return act(ctx, id) }); err != nil {
 			return []int{id}, err
 		}
-		if err := e.Do(ctx, "start", t, func(ctx context.Context) error { return e.Cluster.Start(ctx, id) }); err != nil {
+		if err := e.Do(ctx, history.FStart, t, func(ctx context.Context) error { return e.Cluster.Start(ctx, id) }); err != nil {
 			return []int{id}, err
 		}
 		if k == len(order)-1 {

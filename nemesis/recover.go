@@ -72,7 +72,7 @@ func (n *Nemesis) Recover(ctx context.Context, timeout time.Duration) Recovery {
 		return a.To - b.To
 	})
 	t.Links = linkPairs(cut)
-	if err := e.Do(ctx, "heal-all", t, n.c.Restore); err != nil {
+	if err := e.Do(ctx, history.FHealAll, t, n.c.Restore); err != nil {
 		errs = append(errs, err)
 	}
 	n.forgetCuts()
@@ -81,7 +81,7 @@ func (n *Nemesis) Recover(ctx context.Context, timeout time.Duration) Recovery {
 
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	err := e.do(wctx, "healthy", Targets{Note: "all brokers up and answering clients, every ISR full"},
+	err := e.do(wctx, history.FHealthy, Targets{Note: "all brokers up and answering clients, every ISR full"},
 		func(ctx context.Context, _ *Targets) error { return n.waitHealthy(ctx) }, history.Fail)
 	r.HealthyIn = time.Since(healed)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/verity-kafka/verity/harness"
+	"github.com/verity-kafka/verity/history"
 )
 
 // Faults on the side-effect services that sinks write to (harness.PostgresEndpoint,
@@ -58,7 +59,7 @@ func (f ServiceKill) Inject(ctx context.Context, e *Env) (any, error) {
 	return f.Service, err
 }
 func (f ServiceKill) Heal(ctx context.Context, e *Env, _ any) error {
-	return e.Do(ctx, "service-start", Targets{Role: serviceName(f.Service), Fault: f.Name()}, func(ctx context.Context) error {
+	return e.Do(ctx, history.FServiceStart, Targets{Role: serviceName(f.Service), Fault: f.Name()}, func(ctx context.Context) error {
 		return e.Cluster.StartService(ctx, f.Service)
 	})
 }

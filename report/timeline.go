@@ -384,15 +384,6 @@ func readTargets(raw []byte) targets {
 	return t
 }
 
-// Nemesis events that are not faults.
-const (
-	fHeal    = "heal"
-	fStart   = "start"
-	fResume  = "resume"
-	fHealAll = "heal-all"
-	fHealthy = "healthy"
-)
-
 // selfEnding are faults over once their injection completes.
 func selfEnding(f string) bool {
 	switch f {
@@ -410,20 +401,20 @@ func (s *scanner) nemesis(op *history.Op) {
 	}
 	pend := nemesisPending{f: op.F, raw: raw, interval: -1, marker: -1}
 	switch op.F {
-	case fHealthy:
+	case history.FHealthy:
 		s.tl.Markers = append(s.tl.Markers, Marker{T: op.Time, Index: op.Index, Label: "healthy?"})
 		pend.marker = len(s.tl.Markers) - 1
-	case fHealAll:
+	case history.FHealAll:
 		s.tl.Markers = append(s.tl.Markers, Marker{T: op.Time, Index: op.Index, Label: "heal-all"})
 		pend.marker = len(s.tl.Markers) - 1
 		for _, i := range s.open {
 			s.tl.Faults[i].healing = true
 			s.tl.Faults[i].Heal = op.Index
-			s.tl.Faults[i].HealedBy = fHealAll
+			s.tl.Faults[i].HealedBy = history.FHealAll
 		}
 		pend.healAll = s.open
 		s.open = nil
-	case fHeal, fStart, fResume:
+	case history.FHeal, history.FStart, history.FResume, history.FServiceStart:
 		pend.heal = true
 		if i := s.matchHeal(op.F, readTargets(raw)); i >= 0 {
 			f := &s.tl.Faults[i]
@@ -462,9 +453,9 @@ func (s *scanner) nemesisDone(op *history.Op, raw []byte) {
 	if p.marker >= 0 {
 		m := &s.tl.Markers[p.marker]
 		switch {
-		case p.f == fHealthy && op.Type == history.OK:
+		case p.f == history.FHealthy && op.Type == history.OK:
 			m.Label = "healthy"
-		case p.f == fHealthy:
+		case p.f == history.FHealthy:
 			m.Label = "not healthy"
 		}
 		m.T = op.Time
@@ -505,9 +496,9 @@ func (s *scanner) matchHeal(f string, t targets) int {
 		fits := named
 		if t.Fault == "" {
 			switch f {
-			case fStart:
+			case history.FStart:
 				fits = iv.Name == "kill" || iv.Name == "stop"
-			case fResume:
+			case history.FResume:
 				fits = iv.Name == "pause"
 			default:
 				fits = iv.Name != "kill" && iv.Name != "stop" && iv.Name != "pause"

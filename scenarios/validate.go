@@ -465,8 +465,8 @@ func (c *checker) workload() {
 		if sk.CrashEvery < 0 {
 			c.addf(path+".crash_every", "%s: want 0 or more", sk.CrashEvery)
 		}
-		if !validSinkName(sk.Name) {
-			c.addf(path+".name", "%q: lower-case letters, digits and _ (it names database tables)", sk.Name)
+		if err := sink.CheckName(sk.Name); err != nil {
+			c.addf(path+".name", "%v", err)
 		}
 		if names[sk.Name] {
 			c.addf(path+".name", "%q: another sink has this name", sk.Name)
@@ -474,18 +474,6 @@ func (c *checker) workload() {
 		names[sk.Name] = true
 		c.knownTopic(path+".topic", sk.Topic)
 	}
-}
-
-func validSinkName(n string) bool {
-	if n == "" || len(n) > 40 {
-		return false
-	}
-	for _, r := range n {
-		if (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '_' {
-			return false
-		}
-	}
-	return true
 }
 
 func (c *checker) schedule() {

@@ -102,3 +102,16 @@ func (m *Mode) UnmarshalText(b []byte) error {
 	*m = v
 	return nil
 }
+
+// CheckName says why name cannot name a sink: it names the sink's database tables, so it is
+// lower-case letters, digits and '_', at most 40 of them.
+func CheckName(name string) error {
+	ok := name != "" && len(name) <= 40
+	for _, r := range name {
+		ok = ok && (r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_')
+	}
+	if !ok {
+		return fmt.Errorf("sink name %q: lower-case letters, digits and _, at most 40 (it names the sink's database tables)", name)
+	}
+	return nil
+}

@@ -24,3 +24,16 @@ func TestModes(t *testing.T) {
 		t.Error("UnmarshalText took an unknown mode")
 	}
 }
+
+func TestCheckName(t *testing.T) {
+	for _, ok := range []string{"sink", "sink_2", "a"} {
+		if err := CheckName(ok); err != nil {
+			t.Errorf("%q refused: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "Sink", "sink-2", "s;drop", strings.Repeat("a", 41)} {
+		if err := CheckName(bad); err == nil {
+			t.Errorf("%q taken", bad)
+		}
+	}
+}

@@ -53,16 +53,6 @@ type faultTargets struct {
 	Partition *int32  `json:"partition"`
 }
 
-// endsAFault reports whether nemesis event f undoes faults or ends a run (docs/history.md)
-// rather than being one: results list only faults.
-func endsAFault(f string) bool {
-	switch f {
-	case "start", "resume", "heal", "heal-all", "healthy":
-		return true
-	}
-	return false
-}
-
 func newFaultState(controllers []int) faultState {
 	var ctl []int
 	if len(controllers) > 0 {
@@ -76,7 +66,7 @@ func (s *faultState) observe(op *history.Op) {
 		return
 	}
 	k := guarantee.FaultKind(op.F)
-	if !s.kinds[k] && !endsAFault(k) {
+	if !s.kinds[k] && !history.EndsAFault(k) {
 		s.kinds[string([]byte(k))] = true
 	}
 	if k != guarantee.FaultDiskLoss && k != guarantee.FaultUncleanElection && k != guarantee.FaultPowerLoss {

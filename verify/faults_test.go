@@ -129,7 +129,7 @@ func TestResultsFaultsListWhatTookEffect(t *testing.T) {
 		{"the config's schedule does not", func(h *hb) {}, nil},
 		{"heals and the end of a run are not faults", func(h *hb) {
 			h.nemesisEvent("kill", `{"nodes":[1]}`, OK)
-			for _, f := range []string{"start", "resume", "heal", "heal-all", "healthy"} {
+			for _, f := range []string{"start", "resume", "heal", "heal-all", "healthy", "service-start"} {
 				h.nemesisEvent(f, `{"nodes":[1]}`, OK)
 			}
 		}, []string{"kill"}},

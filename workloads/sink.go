@@ -80,10 +80,8 @@ func (c SinkConfig) resolved() (SinkConfig, error) {
 	if c.Name == "" {
 		c.Name = "sink"
 	}
-	for _, r := range c.Name {
-		if (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '_' {
-			return c, fmt.Errorf("sink %q: a name is lower-case letters, digits and _ (it names tables)", c.Name)
-		}
+	if err := sink.CheckName(c.Name); err != nil {
+		return c, err
 	}
 	if _, err := sink.Parse(string(c.Mode)); err != nil {
 		return c, fmt.Errorf("sink %s: %w", c.Name, err)
@@ -172,7 +170,7 @@ func (w *sinkRun) instance(ctx context.Context, crashIn time.Duration) error {
 	}
 	defer store.close()
 	scfg := w.env.Sarama(clientID(w.p, "sink"))
-	scfg.Consumer.Offsets.AutoCommit.Enable = false // a commit follows each side effect, never a timer
+	scfg.Consumer.Offsets.AutoCommit.Enable = false // commits follow the side effects they cover, never a timer
 	scfg.Consumer.Offsets.Initial = sarama.OffsetOldest
 	scfg.Consumer.Return.Errors = true
 	group, err := openSaramaGroup(ctx, w.env, w.cfg.Group, scfg, w.log)

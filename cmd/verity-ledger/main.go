@@ -37,9 +37,9 @@
 //	  200 ok
 //	A wrong method is 405 with an Allow header; an unknown path is 404.
 //
-// State is in memory only, so a restart loses the ledger. That is deliberate: Verity never
-// restarts the ledger as a fault (it faults only the network link to it), so durability would buy
-// nothing and would blur what the ledger measures: the clients' behaviour, not the service's.
+// State is in memory only, so a restart loses the ledger. That is deliberate: the ledger measures
+// the clients' behaviour, not the service's, and Verity's built-ins fault only the network link to
+// it; the service-kill fault can kill it, and a run that does so loses its entries by design.
 //
 // Flags: -listen ADDR (default ":8080"), -log-level LEVEL (default info; debug logs one line per
 // applied payment and per replay). Logs are slog text on stderr. SIGTERM or SIGINT shuts the
