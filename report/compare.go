@@ -47,6 +47,10 @@ type Row struct {
 	Runs int
 	// Lost is lost-write; Duplicate duplicate; Reordered reorder.
 	Lost, Duplicate, Reordered FamilyCount
+	// EffectDuplicate and EffectMissing are the sinks' families; Sinks says some run of the
+	// row had a sink (the table then shows their columns).
+	EffectDuplicate, EffectMissing FamilyCount
+	Sinks                          bool
 	// Other counts every other family's findings.
 	Other FamilyCount
 	// Availability is the mean share of the run time during which writes succeeded, in %
@@ -121,9 +125,14 @@ func Compare(cells []Cell) []Row {
 		addFamily(&row.Lost, r.Anomalies[guarantee.LostWrite])
 		addFamily(&row.Duplicate, r.Anomalies[guarantee.Duplicate])
 		addFamily(&row.Reordered, r.Anomalies[guarantee.Reorder])
+		addFamily(&row.EffectDuplicate, r.Anomalies[guarantee.EffectDuplicate])
+		addFamily(&row.EffectMissing, r.Anomalies[guarantee.EffectMissing])
+		if a, ok := r.Anomalies[guarantee.EffectDuplicate]; ok && a.Unchecked == "" {
+			row.Sinks = true
+		}
 		other := FamilyCount{}
 		for name, a := range r.Anomalies {
-			if name != guarantee.LostWrite && name != guarantee.Duplicate && name != guarantee.Reorder {
+			if !slices.Contains(shownFamilies, name) {
 				other.Total += a.Count
 				other.Forbidden += forbiddenCount(a)
 			}
@@ -285,21 +294,36 @@ func (r Row) p99Text() string {
 	return strconv.FormatFloat(r.P99, 'f', 1, 64) + " ms"
 }
 
-// tableColumns are the columns after the axes.
-func tableColumns() []string {
-	return []string{"runs", "lost", "duplicate", "reordered", "other anomalies", "write availability", "acked writes/s", "p99 latency", "verdict"}
+// shownFamilies have columns of their own; "other anomalies" sums the rest.
+var shownFamilies = []guarantee.Anomaly{guarantee.LostWrite, guarantee.Duplicate, guarantee.Reorder,
+	guarantee.EffectDuplicate, guarantee.EffectMissing}
+
+// tableColumns are the columns after the axes; the sinks' only when a row had a sink.
+func tableColumns(sinks bool) []string {
+	cols := []string{"runs", "lost", "duplicate", "reordered"}
+	if sinks {
+		cols = append(cols, "effect duplicate", "effect missing")
+	}
+	return append(cols, "other anomalies", "write availability", "acked writes/s", "p99 latency", "verdict")
 }
 
-func (r Row) cells() []string {
-	return []string{strconv.Itoa(r.Runs), r.Lost.String(r.Runs), r.Duplicate.String(r.Runs), r.Reordered.String(r.Runs),
-		r.Other.String(r.Runs), r.availabilityText(), r.throughputText(), r.p99Text(), r.Verdict()}
+func (r Row) cells(sinks bool) []string {
+	cs := []string{strconv.Itoa(r.Runs), r.Lost.String(r.Runs), r.Duplicate.String(r.Runs), r.Reordered.String(r.Runs)}
+	if sinks {
+		cs = append(cs, r.EffectDuplicate.String(r.Runs), r.EffectMissing.String(r.Runs))
+	}
+	return append(cs, r.Other.String(r.Runs), r.availabilityText(), r.throughputText(), r.p99Text(), r.Verdict())
 }
+
+// anySinks says whether some row had a sink.
+func anySinks(rows []Row) bool { return slices.ContainsFunc(rows, func(r Row) bool { return r.Sinks }) }
 
 // CompareMarkdown is the comparison table of cells in markdown, for a terminal or a PR.
 func CompareMarkdown(cells []Cell) string {
 	rows := Compare(cells)
 	names := axisNames(rows)
-	header := append(slices.Clone(names), tableColumns()...)
+	sinks := anySinks(rows)
+	header := append(slices.Clone(names), tableColumns(sinks)...)
 	var b strings.Builder
 	b.WriteString("| " + strings.Join(header, " | ") + " |\n")
 	b.WriteString("|" + strings.Repeat(" --- |", len(header)) + "\n")
@@ -309,7 +333,7 @@ func CompareMarkdown(cells []Cell) string {
 		for _, n := range names {
 			cs = append(cs, mdEscape(axisValue(r, n)))
 		}
-		for _, c := range r.cells() {
+		for _, c := range r.cells(sinks) {
 			cs = append(cs, mdEscape(c))
 		}
 		b.WriteString("| " + strings.Join(cs, " | ") + " |\n")
@@ -358,9 +382,9 @@ func CompareHTML(title string, cells []Cell) (string, error) {
 		Columns []string
 		Rows    []compareRow
 		FromOps bool
-	}{Title: title, Axes: names, Columns: append(tableColumns(), "reports")}
+	}{Title: title, Axes: names, Columns: append(tableColumns(anySinks(rows)), "reports")}
 	for _, r := range rows {
-		cr := compareRow{Class: string(r.Worst()), Cells: r.cells(), Reports: r.Reports}
+		cr := compareRow{Class: string(r.Worst()), Cells: r.cells(anySinks(rows)), Reports: r.Reports}
 		for _, n := range names {
 			cr.Axes = append(cr.Axes, axisValue(r, n))
 		}

@@ -112,6 +112,29 @@ func TestCompareMarkdown(t *testing.T) {
 	}
 }
 
+// A table of sink runs has the sinks' columns; their findings are not "other".
+func TestCompareSinks(t *testing.T) {
+	var cells []Cell
+	for _, mode := range []string{"naive", "unique-key"} {
+		r := &results.Results{Verdict: results.Pass, Anomalies: map[guarantee.Anomaly]results.Anomaly{
+			guarantee.EffectMissing: {Judgement: guarantee.Forbidden}}, Timings: results.Timings{RunS: 60}}
+		if mode == "naive" {
+			r.Anomalies[guarantee.EffectDuplicate] = results.Anomaly{Count: 7, Judgement: guarantee.Permitted}
+		} else {
+			r.Anomalies[guarantee.EffectDuplicate] = results.Anomaly{Judgement: guarantee.Forbidden}
+		}
+		cells = append(cells, Cell{Axes: []Axis{{"sink", mode}}, Run: 1, Results: r})
+	}
+	md := CompareMarkdown(cells)
+	if !strings.Contains(md, "| effect duplicate | effect missing | other anomalies |") ||
+		!strings.Contains(md, "| naive | not recorded | 1 | 0 | 0 | 0 | 7 (permitted) | 0 | 0 |") {
+		t.Errorf("sink table:\n%s", md)
+	}
+	if md := CompareMarkdown(matrixCells()); strings.Contains(md, "effect") {
+		t.Errorf("a table without sinks shows their columns:\n%s", md)
+	}
+}
+
 func TestCompareHTML(t *testing.T) {
 	page, err := CompareHTML("acks × min ISR under leader loss", matrixCells())
 	if err != nil {
