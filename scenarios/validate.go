@@ -585,6 +585,9 @@ func (c *checker) fault(path string, f Fault, top bool) (FaultSpec, bool) {
 		if !slices.Contains(c.s.Workload.Stores(), want) {
 			c.addf(path+".fault", "%s acts on %s, and no sink of the workload writes to it (workload.sinks)", f.Name, want)
 		}
+		if f.Name == FaultServiceKill && want == sink.Ledger {
+			c.addf(path+".fault", "service-kill of the ledger: it keeps its entries in memory, so every effect before the kill would be lost and judged missing; cut its link instead (sink-cut)")
+		}
 	}
 	switch spec.Target {
 	case TargetNone:

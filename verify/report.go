@@ -468,7 +468,7 @@ func (c *Checker) unchecked(a guarantee.Anomaly) string {
 		}
 	case guarantee.EffectDuplicate, guarantee.EffectMissing:
 		if len(c.sinks.reads) == 0 {
-			return "no sink reads (the run has no sink)"
+			return "no sink reads"
 		}
 	}
 	return ""

@@ -3,6 +3,7 @@ package verify
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/verity-kafka/verity/history"
@@ -130,5 +131,56 @@ func TestSinks(t *testing.T) {
 	ex := r.Anomalies[guarantee.EffectDuplicate].Examples
 	if len(ex) != 1 || !slices.Equal(ex[0].Ops, []int64{first, second, read}) || ex[0].Value != "1-1" || *ex[0].Partition != 0 {
 		t.Errorf("effect-duplicate evidence %+v: want ops %d, %d (the two applications) and %d (the final state)", ex, first, second, read)
+	}
+}
+
+// Near misses the checker once got wrong: an acknowledged record the log lost is no input of
+// the sink; a value the log holds at two offsets is two inputs for a sink that keys by offset;
+// a sink whose final state was not read leaves the verdict unknown.
+func TestSinkNearMisses(t *testing.T) {
+	cfg := func(m sink.Mode) history.Config {
+		c := strict()
+		c.Sinks = map[string]history.SinkInfo{"s": {Mode: m, Topic: "t"}}
+		return c
+	}
+	// 1-2 was acknowledged at offset 1, then the log there holds 1-9 (a truncation): the sink
+	// read and applied 1-9.
+	h := newHB()
+	h.send(1, rec("t", 0, "1-1"), OK, 0)
+	h.send(1, rec("t", 0, "1-2"), OK, 1)
+	h.finalBoth("t", 0, 0, 2, at(rec("t", 0, "1-1"), 0), at(rec("t", 0, "1-9"), 1))
+	h.effect(2, "1-1", 0, true)
+	h.effect(2, "1-9", 1, true)
+	h.sinkRead(sink.Naive, map[string]int{"1-1": 1, "1-9": 1}, map[string]int64{"t-0": 2})
+	if got := h.check(cfg(sink.Naive)).Anomalies[guarantee.EffectMissing]; got.Count != 0 {
+		t.Errorf("a record the log lost was taken for a missing input: %+v", got.Examples)
+	}
+
+	// The log holds 1-1 at offsets 0 and 1 (a producer's duplicate): offsets-in-db applies both.
+	h = newHB()
+	h.send(1, rec("t", 0, "1-1"), OK, 0)
+	h.finalBoth("t", 0, 0, 2, at(rec("t", 0, "1-1"), 0), at(rec("t", 0, "1-1"), 1))
+	h.effect(2, "1-1", 0, true)
+	h.effect(2, "1-1", 1, true)
+	h.sinkRead(sink.OffsetsInDB, map[string]int{"1-1": 2}, map[string]int64{"t-0": 2})
+	if got := h.check(cfg(sink.OffsetsInDB)).Anomalies[guarantee.EffectDuplicate]; got.Count != 0 {
+		t.Errorf("two inputs with one value, each applied once, taken for a duplicate: %+v", got.Examples)
+	}
+	// The same store state from a sink that keys by event id is a duplicate.
+	h = newHB()
+	h.send(1, rec("t", 0, "1-1"), OK, 0)
+	h.finalBoth("t", 0, 0, 1, at(rec("t", 0, "1-1"), 0))
+	h.sinkRead(sink.UniqueKey, map[string]int{"1-1": 2}, map[string]int64{"t-0": 1})
+	if got := h.check(cfg(sink.UniqueKey)).Anomalies[guarantee.EffectDuplicate]; got.Count != 1 || got.Forbidden != 1 {
+		t.Errorf("unique-key applying one input twice: %+v", got)
+	}
+
+	// The header names a sink; the history has no read of it.
+	h = newHB()
+	h.send(1, rec("t", 0, "1-1"), OK, 0)
+	h.finalBoth("t", 0, 0, 1, at(rec("t", 0, "1-1"), 0))
+	r := h.check(cfg(sink.Naive))
+	if r.Verdict != results.Unknown || !strings.Contains(strings.Join(r.UnknownReasons, ";"), "sink(s) s was not read") {
+		t.Errorf("a sink never read: verdict %s, reasons %v", r.Verdict, r.UnknownReasons)
 	}
 }

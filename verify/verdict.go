@@ -35,6 +35,9 @@ func (c *Checker) unknownReasons() []string {
 	if c.oversized {
 		out = append(out, fmt.Sprintf("the history has more than %d ops; the rest were not checked", uint64(none)))
 	}
+	if unread := c.sinksUnread(); len(unread) > 0 {
+		out = append(out, fmt.Sprintf("the final state of sink(s) %s was not read: their side effects were not checked", strings.Join(unread, ", ")))
+	}
 	anyFinal := false
 	for _, p := range c.parts.ps[1:] {
 		anyFinal = anyFinal || p.final[isoRU].done() || p.final[isoRC].done()

@@ -224,12 +224,16 @@ type sinkHandler struct {
 	mu      sync.Mutex
 	crashed bool
 	err     error
+	marked  int // records marked since the last commit
 }
 
 // Setup seeks, for a sink that keeps its positions in its store, every claimed partition to
 // the store's offset: the group's offsets are never committed for it.
 func (h *sinkHandler) Setup(sess sarama.ConsumerGroupSession) error {
-	pos, err := h.store.positions(sess.Context(), h.w.cfg.Topic)
+	// Bounded: under a black-holed link the store's connection answers nothing.
+	pctx, cancel := context.WithTimeout(sess.Context(), 5*time.Second)
+	defer cancel()
+	pos, err := h.store.positions(pctx, h.w.cfg.Topic)
 	if err != nil {
 		return fmt.Errorf("sink %s: reading the positions the store holds: %w", h.w.cfg.Name, err)
 	}
@@ -265,8 +269,7 @@ func (h *sinkHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim saram
 		// commitEvery records. A commit takes about half a second on these clusters (a
 		// synchronous OffsetCommit through the group coordinator), one per record would starve
 		// the sink.
-		commit := len(claim.Messages()) == 0 || (msg.Offset+1)%commitEvery == 0
-		if done := h.handle(ctx, sess, msg, info, commit); done {
+		if done := h.handle(ctx, sess, msg, info, len(claim.Messages()) == 0); done {
 			return nil
 		}
 	}
@@ -275,9 +278,10 @@ func (h *sinkHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim saram
 // commitEvery bounds the records applied between two offset commits.
 const commitEvery = 50
 
-// handle applies one record, marks its offset and, when commit, commits what is marked; done
-// says the session must end (a crash, an error, the end of the run).
-func (h *sinkHandler) handle(ctx context.Context, sess sarama.ConsumerGroupSession, msg *sarama.ConsumerMessage, info sink.Info, commit bool) (done bool) {
+// handle applies one record, marks its offset and, when caughtUp (nothing more is buffered) or
+// commitEvery records are marked, commits what is marked; done says the session must end (a
+// crash, an error, the end of the run).
+func (h *sinkHandler) handle(ctx context.Context, sess sarama.ConsumerGroupSession, msg *sarama.ConsumerMessage, info sink.Info, caughtUp bool) (done bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.crashed || h.err != nil || ctx.Err() != nil {
@@ -302,7 +306,9 @@ func (h *sinkHandler) handle(ctx context.Context, sess sarama.ConsumerGroupSessi
 	}
 	if !info.OffsetsInStore {
 		sess.MarkMessage(msg, "")
-		if commit {
+		h.marked++
+		if caughtUp || h.marked >= commitEvery {
+			h.marked = 0
 			began := time.Now()
 			sess.Commit()
 			h.w.stats.Commits++

@@ -278,7 +278,9 @@ func (st *ledgerStore) apply(ctx context.Context, ev EffectValue) (applied, sure
 	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
 		return false, resp.StatusCode < 500, fmt.Errorf("the ledger answered %s: %s", resp.Status, bytes.TrimSpace(msg))
 	}
-	return true, false, nil
+	// A repeated Idempotency-Key is answered with the first answer and applies nothing; the
+	// ledger marks such an answer.
+	return resp.Header.Get("Idempotent-Replayed") != "true", false, nil
 }
 
 func (st *ledgerStore) positions(context.Context, string) (map[int32]int64, error) { return nil, nil }
