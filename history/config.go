@@ -64,6 +64,21 @@ type SinkInfo struct {
 	Topic     string    `json:"topic"`
 	Group     string    `json:"group,omitempty"`
 	Processes []int     `json:"processes,omitempty"`
+	// Outbox is the topic the sink's relay publishes to (mode outbox), Relay the relay's
+	// process.
+	Outbox string `json:"outbox,omitempty"`
+	Relay  *int   `json:"relay,omitempty"`
+}
+
+// SinkDownstream reports whether sink name consumes another sink's outbox topic.
+func (c Config) SinkDownstream(name string) bool {
+	t := c.Sinks[name].Topic
+	for _, o := range c.Sinks {
+		if o.Outbox != "" && o.Outbox == t {
+			return true
+		}
+	}
+	return false
 }
 
 // ClientInfo is the Kafka client a run drove: its name (kafkaconf.Clients), its module and the

@@ -43,9 +43,10 @@ const (
 	FRPW       = "rpw"
 	FCrash     = "crash"
 	// FEffect is a sink's application of one record outside Kafka, FSinkRead the final state
-	// of a sink's store (docs/history.md).
+	// of a sink's store, FPublish an outbox relay's publish of one outbox row (docs/history.md).
 	FEffect   = "effect"
 	FSinkRead = "sink-read"
+	FPublish  = "publish"
 )
 
 // Nemesis events that undo faults or mark the end of a run rather than being faults: a heal of

@@ -48,9 +48,11 @@ type Row struct {
 	// Lost is lost-write; Duplicate duplicate; Reordered reorder.
 	Lost, Duplicate, Reordered FamilyCount
 	// EffectDuplicate and EffectMissing are the sinks' families; Sinks says some run of the
-	// row had a sink (the table then shows their columns).
+	// row had a sink (the table then shows their columns). OutboxLost and OutboxDuplicate are an
+	// outbox's, shown when some run had one (Outbox).
 	EffectDuplicate, EffectMissing FamilyCount
-	Sinks                          bool
+	OutboxLost, OutboxDuplicate    FamilyCount
+	Sinks, Outbox                  bool
 	// Other counts every other family's findings.
 	Other FamilyCount
 	// Availability is the mean share of the run time during which writes succeeded, in %
@@ -127,8 +129,13 @@ func Compare(cells []Cell) []Row {
 		addFamily(&row.Reordered, r.Anomalies[guarantee.Reorder])
 		addFamily(&row.EffectDuplicate, r.Anomalies[guarantee.EffectDuplicate])
 		addFamily(&row.EffectMissing, r.Anomalies[guarantee.EffectMissing])
+		addFamily(&row.OutboxLost, r.Anomalies[guarantee.OutboxLost])
+		addFamily(&row.OutboxDuplicate, r.Anomalies[guarantee.OutboxDuplicate])
 		if a, ok := r.Anomalies[guarantee.EffectDuplicate]; ok && a.Unchecked == "" {
 			row.Sinks = true
+		}
+		if a, ok := r.Anomalies[guarantee.OutboxLost]; ok && a.Unchecked == "" {
+			row.Outbox = true
 		}
 		other := FamilyCount{}
 		for name, a := range r.Anomalies {
@@ -296,34 +303,46 @@ func (r Row) p99Text() string {
 
 // shownFamilies have columns of their own; "other anomalies" sums the rest.
 var shownFamilies = []guarantee.Anomaly{guarantee.LostWrite, guarantee.Duplicate, guarantee.Reorder,
-	guarantee.EffectDuplicate, guarantee.EffectMissing}
+	guarantee.EffectDuplicate, guarantee.EffectMissing, guarantee.OutboxLost, guarantee.OutboxDuplicate}
 
-// tableColumns are the columns after the axes; the sinks' only when a row had a sink.
-func tableColumns(sinks bool) []string {
+// shown says which optional columns a table has: the sinks' when a row had a sink, the
+// outbox's when a row had an outbox.
+type shown struct{ sinks, outbox bool }
+
+func shownIn(rows []Row) shown {
+	return shown{sinks: slices.ContainsFunc(rows, func(r Row) bool { return r.Sinks }),
+		outbox: slices.ContainsFunc(rows, func(r Row) bool { return r.Outbox })}
+}
+
+// tableColumns are the columns after the axes.
+func tableColumns(sh shown) []string {
 	cols := []string{"runs", "lost", "duplicate", "reordered"}
-	if sinks {
+	if sh.sinks {
 		cols = append(cols, "effect duplicate", "effect missing")
+	}
+	if sh.outbox {
+		cols = append(cols, "outbox lost", "outbox duplicate")
 	}
 	return append(cols, "other anomalies", "write availability", "acked writes/s", "p99 latency", "verdict")
 }
 
-func (r Row) cells(sinks bool) []string {
+func (r Row) cells(sh shown) []string {
 	cs := []string{strconv.Itoa(r.Runs), r.Lost.String(r.Runs), r.Duplicate.String(r.Runs), r.Reordered.String(r.Runs)}
-	if sinks {
+	if sh.sinks {
 		cs = append(cs, r.EffectDuplicate.String(r.Runs), r.EffectMissing.String(r.Runs))
+	}
+	if sh.outbox {
+		cs = append(cs, r.OutboxLost.String(r.Runs), r.OutboxDuplicate.String(r.Runs))
 	}
 	return append(cs, r.Other.String(r.Runs), r.availabilityText(), r.throughputText(), r.p99Text(), r.Verdict())
 }
-
-// anySinks says whether some row had a sink.
-func anySinks(rows []Row) bool { return slices.ContainsFunc(rows, func(r Row) bool { return r.Sinks }) }
 
 // CompareMarkdown is the comparison table of cells in markdown, for a terminal or a PR.
 func CompareMarkdown(cells []Cell) string {
 	rows := Compare(cells)
 	names := axisNames(rows)
-	sinks := anySinks(rows)
-	header := append(slices.Clone(names), tableColumns(sinks)...)
+	sh := shownIn(rows)
+	header := append(slices.Clone(names), tableColumns(sh)...)
 	var b strings.Builder
 	b.WriteString("| " + strings.Join(header, " | ") + " |\n")
 	b.WriteString("|" + strings.Repeat(" --- |", len(header)) + "\n")
@@ -333,7 +352,7 @@ func CompareMarkdown(cells []Cell) string {
 		for _, n := range names {
 			cs = append(cs, mdEscape(axisValue(r, n)))
 		}
-		for _, c := range r.cells(sinks) {
+		for _, c := range r.cells(sh) {
 			cs = append(cs, mdEscape(c))
 		}
 		b.WriteString("| " + strings.Join(cs, " | ") + " |\n")
@@ -376,15 +395,16 @@ type compareRow struct {
 func CompareHTML(title string, cells []Cell) (string, error) {
 	rows := Compare(cells)
 	names := axisNames(rows)
+	sh := shownIn(rows)
 	data := struct {
 		Title   string
 		Axes    []string
 		Columns []string
 		Rows    []compareRow
 		FromOps bool
-	}{Title: title, Axes: names, Columns: append(tableColumns(anySinks(rows)), "reports")}
+	}{Title: title, Axes: names, Columns: append(tableColumns(sh), "reports")}
 	for _, r := range rows {
-		cr := compareRow{Class: string(r.Worst()), Cells: r.cells(anySinks(rows)), Reports: r.Reports}
+		cr := compareRow{Class: string(r.Worst()), Cells: r.cells(sh), Reports: r.Reports}
 		for _, n := range names {
 			cr.Axes = append(cr.Axes, axisValue(r, n))
 		}

@@ -134,7 +134,7 @@ func compile(s scenarios.Resolved, tag string) (*plan, error) {
 	}
 	for _, sk := range s.Workload.Sinks {
 		ws.Sinks = append(ws.Sinks, workloads.SinkConfig{Name: sk.Name, Mode: sk.Mode, Topic: sk.Topic,
-			Group: tag + "-sink-" + sk.Name, Instances: sk.Count, CrashEvery: sk.CrashEvery.Std()})
+			Group: tag + "-sink-" + sk.Name, Instances: sk.Count, CrashEvery: sk.CrashEvery.Std(), Outbox: sk.Outbox})
 	}
 	if s.Workload.Transactional.Count > 0 || pr.Count > 0 {
 		pl.txnTopics = map[string]int32{}
@@ -220,6 +220,7 @@ func freshNames(r scenarios.Resolved, suffix string) scenarios.Resolved {
 	renAll(w.Group.Topics)
 	for i := range w.Sinks {
 		ren(&w.Sinks[i].Topic)
+		ren(&w.Sinks[i].Outbox)
 	}
 	var target func(t *scenarios.Target)
 	target = func(t *scenarios.Target) {

@@ -57,7 +57,7 @@ func builtinMakers() []func() Scenario {
 		idempotentAckLoss, idempotentInflight5AckLoss, plainAckLoss, plainInflightReorder, plainInflight1Order, appResend,
 		eosCoordinatorKill, eosRollingBounce,
 		groupRebalance,
-		sinkNaive, sinkUniqueKey, sinkOffsetsInDB, sinkInbox, sinkHTTP, sinkHTTPKeyed,
+		sinkNaive, sinkUniqueKey, sinkOffsetsInDB, sinkInbox, sinkOutbox, sinkHTTP, sinkHTTPKeyed,
 	}
 }
 
@@ -574,10 +574,7 @@ func sinkScenario(m sink.Mode) Scenario {
 		Producers: []ProducerGroup{{Count: 1, Topic: DefaultTopic, Rate: 60}},
 		Sinks:     []Sink{{Name: "sink", Mode: m, Count: 2, Topic: DefaultTopic, CrashEvery: sec(6)}},
 	}
-	service := ServicePostgres
-	if info.Store == sink.Ledger {
-		service = ServiceLedger
-	}
+	service := serviceOf(m)
 	steps := []Step{
 		{At: sec(12), For: sec(6), Fault: Fault{Name: FaultSinkCut, Params: Params{Service: service}}},
 		step(25, 10, FaultKill, leaderOf0()),
@@ -597,6 +594,22 @@ func sinkScenario(m sink.Mode) Scenario {
 			"offset; the member that takes the partition over starts from the last committed offset and applies that " +
 			"input again."
 	}
+	return s
+}
+
+// sinkOutbox is the outbox pattern end to end: the sink writes each input's business row and
+// outbox row in one transaction, its relay publishes the outbox (crashing between a publish and
+// its mark), and a downstream sink de-duplicates the outbox topic by event id.
+func sinkOutbox() Scenario {
+	s := sinkScenario(sink.Outbox)
+	s.Workload.Sinks[0].Outbox = "sink-outbox"
+	s.Workload.Sinks = append(s.Workload.Sinks, Sink{Name: "downstream", Mode: sink.UniqueKey, Count: 1, Topic: "sink-outbox"})
+	s.Expect.Likely = []guarantee.Anomaly{guarantee.OutboxDuplicate}
+	s.Expect.Text += " The outbox pattern: every committed business row reaches the outbox topic (outbox-lost is " +
+		"forbidden), perhaps more than once (outbox-duplicate is permitted), and the downstream sink, keyed by event id, " +
+		"applies each event once."
+	s.Expect.Provoke = "The relay crashes about every 6 s after Kafka acknowledged a publish and before the row is " +
+		"marked sent; the next relay publishes the row again under a new producer id."
 	return s
 }
 

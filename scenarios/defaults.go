@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"cmp"
 	"maps"
 	"slices"
 	"strconv"
@@ -143,6 +144,10 @@ func (s Scenario) withDefaults() Scenario {
 		if sk.Topic == "" {
 			sk.Topic = first
 		}
+		if in, ok := sk.Mode.Info(); ok && in.Relays {
+			sk.Outbox = cmp.Or(sk.Outbox, sk.Name+"-outbox")
+			s.Topics = withTopicLike(s.Topics, sk.Outbox, sk.Topic)
+		}
 	}
 
 	f := &s.Faults
@@ -248,4 +253,18 @@ func clonePtr[T any](p *T) *T {
 	}
 	v := *p
 	return &v
+}
+
+// withTopicLike adds topic name, with the settings of topic like, unless topics has it.
+func withTopicLike(topics []Topic, name, like string) []Topic {
+	if slices.ContainsFunc(topics, func(t Topic) bool { return t.Name == name }) {
+		return topics
+	}
+	i := slices.IndexFunc(topics, func(t Topic) bool { return t.Name == like })
+	if i < 0 {
+		return topics // validation names the unknown topic
+	}
+	t := topics[i]
+	t.Name, t.Config = name, maps.Clone(t.Config)
+	return append(topics, t)
 }

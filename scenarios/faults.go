@@ -10,6 +10,7 @@ import (
 
 	"github.com/verity-kafka/verity/harness"
 	"github.com/verity-kafka/verity/nemesis"
+	"github.com/verity-kafka/verity/sink"
 )
 
 // FaultName is the name of a fault of the catalogue: one of FaultSpecs.
@@ -87,11 +88,26 @@ const (
 	ParamService  = "service"
 )
 
-// Values of Params.Service: the side-effect service a service fault acts on.
+// Values of Params.Service: the side-effect service a service fault acts on, named as the
+// store the sinks write to.
 const (
-	ServicePostgres = "postgres"
-	ServiceLedger   = "ledger"
+	ServicePostgres = string(sink.Postgres)
+	ServiceLedger   = string(sink.Ledger)
 )
+
+// store is the store a service fault acts on (default PostgreSQL).
+func (p Params) store() sink.Store {
+	if p.Service == ServiceLedger {
+		return sink.Ledger
+	}
+	return sink.Postgres
+}
+
+// serviceOf names the service that holds the store of sink mode m.
+func serviceOf(m sink.Mode) string {
+	in, _ := m.Info()
+	return string(in.Store)
+}
 
 // Values of Params.Links and Params.Cut.
 const (
@@ -414,7 +430,7 @@ func toxic(make func(nemesis.LinkSet, Params) nemesis.Fault) func(Fault, Refs) (
 
 // serviceEndpoint is the harness endpoint of the service p names (default PostgreSQL).
 func (p Params) serviceEndpoint() int {
-	if p.Service == ServiceLedger {
+	if p.store() == sink.Ledger {
 		return harness.LedgerEndpoint
 	}
 	return harness.PostgresEndpoint

@@ -123,7 +123,7 @@ func Knobs() []Knob {
 				s.Client.TxnProtocol = p
 				return err
 			}},
-		{Name: "sink", Usage: "the `MODE` of every sink (" + sinkModeNames() + "); service faults follow its store",
+		{Name: "sink", Usage: "the `MODE` of every sink (" + sinkModeNames() + ") but an outbox's downstream consumers; service faults follow its store",
 			Kind: KnobText, Axis: true,
 			Scenario: func(s *Scenario, v string) error {
 				m, err := sink.Parse(v)
@@ -133,8 +133,21 @@ func Knobs() []Knob {
 				if len(s.Workload.Sinks) == 0 {
 					return fmt.Errorf("the scenario has no sink (workload.sinks); the sink-* built-ins have one")
 				}
+				// A sink that consumes another's outbox topic is that pattern's downstream
+				// consumer: it keeps its mode.
+				in, _ := m.Info()
+				var downstream []bool
 				for i := range s.Workload.Sinks {
+					downstream = append(downstream, s.Workload.Downstream(i))
+				}
+				for i := range s.Workload.Sinks {
+					if downstream[i] {
+						continue
+					}
 					s.Workload.Sinks[i].Mode = m
+					if !in.Relays {
+						s.Workload.Sinks[i].Outbox = ""
+					}
 				}
 				aimServiceFaults(s, m)
 				return nil
@@ -147,7 +160,14 @@ func Knobs() []Knob {
 				if len(c.Sinks) == 0 {
 					return fmt.Errorf("the history has no sink (its header lists none)")
 				}
+				in, _ := m.Info()
 				for name, si := range c.Sinks {
+					if c.SinkDownstream(name) {
+						continue
+					}
+					if in.Relays && si.Outbox == "" {
+						return fmt.Errorf("sink %s published to no outbox topic: its history cannot be judged as mode %s", name, m)
+					}
 					si.Mode = m
 					c.Sinks[name] = si
 				}
@@ -424,11 +444,7 @@ func sinkModeNames() string {
 // of the ledger would lose its in-memory entries, which no sink can survive: such steps are
 // dropped when the store becomes the ledger.
 func aimServiceFaults(s *Scenario, m sink.Mode) {
-	in, _ := m.Info()
-	service := ServicePostgres
-	if in.Store == sink.Ledger {
-		service = ServiceLedger
-	}
+	service := serviceOf(m)
 	aim := func(f *Fault) bool { // false: drop the fault
 		spec, _ := LookupFault(f.Name)
 		if spec.Kind != KindService {

@@ -173,15 +173,24 @@ type Workload struct {
 type Sink struct {
 	// Name names the sink (its tables, its consumer group); default "sink", then "sink2", …
 	Name string `yaml:"name,omitempty" json:"name,omitempty"`
-	// Mode is naive, unique-key, offsets-in-db, inbox, http or http-keyed (sink.Modes).
+	// Mode is naive, unique-key, offsets-in-db, inbox, outbox, http or http-keyed (sink.Modes).
 	Mode sink.Mode `yaml:"mode" json:"mode"`
 	// Count: default 1.
 	Count int `yaml:"count" json:"count"`
 	// Topic consumed; default the first topic.
 	Topic string `yaml:"topic,omitempty" json:"topic,omitempty"`
 	// CrashEvery crashes each member about this often, on its own seeded schedule, right after
-	// a side effect and before its offset commit.
+	// a side effect and before its offset commit; an outbox sink's relay as often, between a
+	// publish and marking its row sent.
 	CrashEvery Duration `yaml:"crash_every,omitempty" json:"crash_every,omitempty"`
+	// Outbox is the topic an outbox sink's relay publishes to (mode outbox only); default
+	// "<name>-outbox", created like the topic the sink consumes when no topic has that name.
+	Outbox string `yaml:"outbox,omitempty" json:"outbox,omitempty"`
+}
+
+// Downstream reports whether sink i consumes another sink's outbox topic.
+func (w Workload) Downstream(i int) bool {
+	return slices.ContainsFunc(w.Sinks, func(o Sink) bool { return o.Outbox != "" && o.Outbox == w.Sinks[i].Topic })
 }
 
 // Stores are the stores the scenario's sinks write to, each once, in sink order.

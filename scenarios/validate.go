@@ -473,6 +473,16 @@ func (c *checker) workload() {
 		}
 		names[sk.Name] = true
 		c.knownTopic(path+".topic", sk.Topic)
+		if in, ok := sk.Mode.Info(); ok {
+			switch {
+			case in.Relays && sk.Outbox == sk.Topic:
+				c.addf(path+".outbox", "%q is the topic the sink consumes: it would consume its own output", sk.Outbox)
+			case in.Relays:
+				c.knownTopic(path+".outbox", sk.Outbox)
+			case sk.Outbox != "":
+				c.addf(path+".outbox", "set, but mode %s has no relay (only outbox publishes)", sk.Mode)
+			}
+		}
 	}
 }
 
@@ -578,10 +588,7 @@ func (c *checker) fault(path string, f Fault, top bool) (FaultSpec, bool) {
 		c.addf(path+".fault", "%s needs at least %d brokers (topology.nodes %d)", f.Name, spec.MinNodes, nodes)
 	}
 	if spec.Kind == KindService {
-		want := sink.Postgres
-		if f.Params.Service == ServiceLedger {
-			want = sink.Ledger
-		}
+		want := f.Params.store()
 		if !slices.Contains(c.s.Workload.Stores(), want) {
 			c.addf(path+".fault", "%s acts on %s, and no sink of the workload writes to it (workload.sinks)", f.Name, want)
 		}

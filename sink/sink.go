@@ -35,6 +35,13 @@ const (
 	// HTTPKeyed calls the ledger with an Idempotency-Key derived from the event id: the
 	// service applies a key once and answers a repeat with its first answer.
 	HTTPKeyed Mode = "http-keyed"
+	// Outbox writes the business row (keyed by the event id, as UniqueKey) and an outbox row in
+	// one database transaction, then commits the offset; a relay publishes each outbox row to
+	// the sink's outbox topic with an idempotent producer and then marks it sent. A relay that
+	// crashes between the two publishes the row again under a new producer id, which the
+	// broker cannot recognise: the outbox topic is at-least-once, and its consumers de-duplicate
+	// by event id.
+	Outbox Mode = "outbox"
 )
 
 // Store is where a sink's side effects go.
@@ -55,18 +62,22 @@ type Info struct {
 	// OffsetsInStore: the consumed position is kept in the store, with the effect, rather than
 	// in Kafka's group offsets.
 	OffsetsInStore bool
-	About          string
+	// Relays: a relay publishes the effects to an outbox topic, so outbox-lost and
+	// outbox-duplicate are judged.
+	Relays bool
+	About  string
 }
 
 // Modes lists every mode. A new pattern is one entry here and its implementation in workloads.
 func Modes() []Info {
 	return []Info{
-		{Naive, Postgres, false, false, "insert the row, then commit the offset to Kafka: a crash between the two replays the input (at-least-once)"},
-		{UniqueKey, Postgres, true, false, "insert under a unique constraint on the event id, then commit the offset: a replay inserts nothing"},
-		{OffsetsInDB, Postgres, true, true, "the row and the next offset in one database transaction; the consumer seeks to the database's offsets on every assignment"},
-		{Inbox, Postgres, true, false, "an inbox table de-duplicates the event id in the transaction that writes the row; then commit the offset"},
-		{HTTP, Ledger, false, false, "call the ledger, then commit the offset: a crash between the two calls it again"},
-		{HTTPKeyed, Ledger, true, false, "call the ledger with an Idempotency-Key from the event id: a repeated key is answered, not applied"},
+		{Naive, Postgres, false, false, false, "insert the row, then commit the offset to Kafka: a crash between the two replays the input (at-least-once)"},
+		{UniqueKey, Postgres, true, false, false, "insert under a unique constraint on the event id, then commit the offset: a replay inserts nothing"},
+		{OffsetsInDB, Postgres, true, true, false, "the row and the next offset in one database transaction; the consumer seeks to the database's offsets on every assignment"},
+		{Inbox, Postgres, true, false, false, "an inbox table de-duplicates the event id in the transaction that writes the row; then commit the offset"},
+		{HTTP, Ledger, false, false, false, "call the ledger, then commit the offset: a crash between the two calls it again"},
+		{HTTPKeyed, Ledger, true, false, false, "call the ledger with an Idempotency-Key from the event id: a repeated key is answered, not applied"},
+		{Outbox, Postgres, true, false, true, "the business row (unique by event id) and an outbox row in one database transaction; a relay publishes the outbox to a topic with an idempotent producer and marks each row sent"},
 	}
 }
 
@@ -102,6 +113,11 @@ func (m *Mode) UnmarshalText(b []byte) error {
 	*m = v
 	return nil
 }
+
+// OutboxValue is the value a relay publishes for event of sink name: distinct from the input
+// record's value (a value is one record across the whole history), and the same for every
+// publish of one event, so that downstream consumers can de-duplicate by it.
+func OutboxValue(name, event string) string { return name + ":" + event }
 
 // CheckName says why name cannot name a sink: it names the sink's database tables, so it is
 // lower-case letters, digits and '_', at most 40 of them.

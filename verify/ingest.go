@@ -403,8 +403,9 @@ func (c *Checker) place(tp uint32, off int64, v, ord uint32, src source) {
 		if first := c.parts.ps[st.tp].log.get(st.off); first.val == v {
 			firstOrd = first.ord
 		}
-		c.find(finding{a: guarantee.Duplicate, v: v, tp: st.tp, off: st.off, tp2: tp, off2: off,
-			ops: [4]uint32{firstOrd, ord, none, none}, proc: -1})
+		a, sinkIdx := c.duplicateFamily(tp)
+		c.find(finding{a: a, v: v, tp: st.tp, off: st.off, tp2: tp, off2: off,
+			ops: [4]uint32{firstOrd, ord, none, none}, proc: -1, sink: sinkIdx})
 	}
 }
 

@@ -470,6 +470,10 @@ func (c *Checker) unchecked(a guarantee.Anomaly) string {
 		if len(c.sinks.reads) == 0 {
 			return "no sink reads"
 		}
+	case guarantee.OutboxLost, guarantee.OutboxDuplicate:
+		if !slices.ContainsFunc(c.sinks.reads, func(r sinkReadObs) bool { in, _ := r.mode.Info(); return in.Relays }) {
+			return "no sink with an outbox"
+		}
 	}
 	return ""
 }
@@ -635,6 +639,24 @@ func (c *Checker) describe(f *finding, ops []int64) string {
 	case guarantee.EffectMissing:
 		return fmt.Sprintf("%s at %s offset %d (%s) is below the position the %s sink committed, yet its final state (%s) has no effect of it",
 			c.name(f.v), part(f.tp), f.off, at(0), c.sinks.modes[f.sink-1], at(1))
+	case guarantee.OutboxLost:
+		op := func(o uint32) string { return "op " + strconv.FormatInt(c.opIndex(o), 10) }
+		written := "an effect whose outcome was unknown"
+		if f.ops[0] != none {
+			written = op(f.ops[0])
+		}
+		published := "no publish of it was recorded"
+		if f.ops[2] != none {
+			published = "its last publish is " + op(f.ops[2])
+			if f.off >= 0 {
+				published += fmt.Sprintf(", acknowledged at %s offset %d", part(f.tp), f.off)
+			}
+		}
+		return fmt.Sprintf("the %s sink's final state (%s) holds the business row written by %s, yet no final read of its outbox topic has %s; %s",
+			c.sinks.modes[f.sink-1], op(f.ops[1]), written, c.name(f.v), published)
+	case guarantee.OutboxDuplicate:
+		return fmt.Sprintf("the relay published %s at %s offset %d (%s) and again at %s offset %d (%s)",
+			c.name(f.v), part(f.tp), f.off, at(0), part(f.tp2), f.off2, at(1))
 	}
 	return strings.Join(opList(ops), ", ")
 }

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -22,6 +23,15 @@ import (
 //
 // The evidence is the effect ops that applied a duplicate (the first two), or the op that
 // showed the missing record at its offset, and the sink-read op.
+//
+// A sink in a mode that relays (outbox) also publishes each effect to its outbox topic
+// ("publish" ops; the value is sink.OutboxValue of the event). Two more checks:
+//
+//   - outbox-lost: an event whose business row the final state holds, absent from every final
+//     read of the outbox topic (judged only when the relay drained the outbox and the topic's
+//     final reads are complete);
+//   - outbox-duplicate: an outbox value at two positions of the outbox topic, found where a
+//     value at two positions would otherwise be a duplicate.
 
 // sinkEvent is one event of one sink.
 type sinkEvent struct {
@@ -43,12 +53,17 @@ type sinkReadObs struct {
 	mode      sink.Mode
 	effects   map[string]int
 	committed map[string]int64
+	unsent    *int
 }
 
 type sinkState struct {
 	effects map[sinkEvent]*effectAt
 	reads   []sinkReadObs
 	modes   []sink.Mode // a finding's sink is an index into it, plus one
+	// published is the last publish op of each outbox value.
+	published map[uint32]uint32
+	// unknown says why an outbox's publishes could not be judged.
+	unknown []string
 }
 
 // sinkEffectValue is what the checker reads of an effect's ok completion.
@@ -68,10 +83,24 @@ type sinkReadValue struct {
 	Mode      string           `json:"mode"`
 	Effects   map[string]int   `json:"effects"`
 	Committed map[string]int64 `json:"committed"`
+	Unsent    *int             `json:"unsent"`
 }
 
-// sinkOp takes the ok completions of effect and sink-read ops.
+// publishValue is what the checker reads of a publish op.
+type publishValue struct {
+	Value     string `json:"value"`
+	Topic     string `json:"topic"`
+	Partition *int32 `json:"partition"`
+	Offset    *int64 `json:"offset"`
+}
+
+// sinkOp takes the completions of publish ops and the ok completions of effect and sink-read
+// ops.
 func (c *Checker) sinkOp(op *history.Op, ord uint32) {
+	if op.F == history.FPublish {
+		c.publishOp(op, ord)
+		return
+	}
 	if op.Type != history.OK || len(op.Value.Raw) == 0 {
 		return
 	}
@@ -108,7 +137,104 @@ func (c *Checker) sinkOp(op *history.Op, ord uint32) {
 		if s, ok := c.cfg.Sinks[r.Sink]; ok {
 			mode = s.Mode
 		}
-		c.sinks.reads = append(c.sinks.reads, sinkReadObs{ord: ord, sink: r.Sink, mode: mode, effects: r.Effects, committed: r.Committed})
+		c.sinks.reads = append(c.sinks.reads, sinkReadObs{ord: ord, sink: r.Sink, mode: mode, effects: r.Effects,
+			committed: r.Committed, unsent: r.Unsent})
+	}
+}
+
+// publishOp takes a relay's publish: an acknowledged one places its value in the outbox topic,
+// which then needs a final read like any partition written to; an unknown one is found by the
+// final read if it was written.
+func (c *Checker) publishOp(op *history.Op, ord uint32) {
+	var pv publishValue
+	if len(op.Value.Raw) == 0 || json.Unmarshal(op.Value.Raw, &pv) != nil || pv.Value == "" {
+		c.log.Debug("publish completion without a value, ignored", "i", op.Index)
+		return
+	}
+	v := c.vals.intern(pv.Value)
+	if c.sinks.published == nil {
+		c.sinks.published = map[uint32]uint32{}
+	}
+	c.sinks.published[v] = ord
+	if op.Type != history.OK || pv.Partition == nil || pv.Offset == nil || *pv.Offset < 0 {
+		return
+	}
+	tp := c.parts.id(pv.Topic, *pv.Partition)
+	c.parts.ps[tp].needsFinal = true
+	c.place(tp, *pv.Offset, v, ord, srcAck)
+}
+
+// outboxSink names the sink whose relay publishes to topic, if any.
+func (c *Checker) outboxSink(topic string) (string, bool) {
+	for _, name := range slices.Sorted(maps.Keys(c.cfg.Sinks)) {
+		if si := c.cfg.Sinks[name]; si.Outbox == topic && topic != "" {
+			return name, true
+		}
+	}
+	return "", false
+}
+
+// duplicateFamily is the family of a value found at two positions: in a sink's outbox topic it
+// is the relay's republish, not a producer's duplicate.
+func (c *Checker) duplicateFamily(tp uint32) (guarantee.Anomaly, uint8) {
+	if name, ok := c.outboxSink(c.parts.ps[tp].topic); ok {
+		return guarantee.OutboxDuplicate, c.sinks.sinkIndex(c.cfg.Sinks[name].Mode)
+	}
+	return guarantee.Duplicate, 0
+}
+
+// checkOutbox finds the events whose business row the final state r holds and that no final
+// read of the sink's outbox topic showed.
+func (c *Checker) checkOutbox(r sinkReadObs, idx uint8) {
+	topic := c.cfg.Sinks[r.sink].Outbox
+	switch {
+	case topic == "":
+		c.sinks.unknown = append(c.sinks.unknown, fmt.Sprintf("sink %s (%s): the header names no outbox topic: its publishes were not checked", r.sink, r.mode))
+		return
+	case r.unsent == nil:
+		c.sinks.unknown = append(c.sinks.unknown, fmt.Sprintf("sink %s (%s): its final state (op %d) does not say how many outbox rows were left unsent: its publishes were not checked", r.sink, r.mode, c.opIndex(r.ord)))
+		return
+	case *r.unsent > 0:
+		c.sinks.unknown = append(c.sinks.unknown, fmt.Sprintf("sink %s (%s): its relay left %d outbox rows unsent (op %d): whether they would reach %s is not known", r.sink, r.mode, *r.unsent, c.opIndex(r.ord), topic))
+		return
+	}
+	read := false
+	var first uint32 // a partition of the topic, to judge a finding by its settings and faults
+	for tp, p := range c.parts.ps[1:] {
+		if p.topic != topic {
+			continue
+		}
+		if first == 0 {
+			first = uint32(tp + 1)
+		}
+		for _, fc := range p.final {
+			if fc.done() && (fc.incomplete || !fc.complete()) {
+				return // the final reads' own unknown reason says so
+			}
+			read = read || fc.done()
+		}
+	}
+	if !read {
+		c.sinks.unknown = append(c.sinks.unknown, fmt.Sprintf("sink %s (%s): no final read of its outbox topic %s: its publishes were not checked", r.sink, r.mode, topic))
+		return
+	}
+	for _, event := range slices.Sorted(maps.Keys(r.effects)) {
+		v := c.vals.intern(sink.OutboxValue(r.sink, event))
+		if c.vals.at(v).has(fFinalAny) {
+			continue
+		}
+		// The partition is where the relay's publish was acknowledged, if it was.
+		f := finding{a: guarantee.OutboxLost, v: v, tp: first, off: -1, off2: -1, proc: -1, sink: idx, ops: [4]uint32{none, r.ord, none, none}}
+		if st := c.vals.at(v); st.tp != 0 && st.off >= 0 {
+			f.tp, f.off = st.tp, st.off
+		}
+		if e := c.sinks.effects[sinkEvent{r.sink, c.vals.intern(event)}]; e != nil {
+			f.ops[0] = e.applied[0]
+		}
+		if p, ok := c.sinks.published[v]; ok {
+			f.ops[2] = p
+		}
+		c.find(f)
 	}
 }
 
@@ -126,6 +252,9 @@ func (s *sinkState) sinkIndex(m sink.Mode) uint8 {
 func (c *Checker) checkSinks() {
 	for _, r := range c.sinks.reads {
 		idx := c.sinks.sinkIndex(r.mode)
+		if info, _ := r.mode.Info(); info.Relays {
+			c.checkOutbox(r, idx)
+		}
 		for _, event := range slices.Sorted(maps.Keys(r.effects)) {
 			n := r.effects[event]
 			if n <= 1 {

@@ -184,3 +184,146 @@ func TestSinkNearMisses(t *testing.T) {
 		t.Errorf("a sink never read: verdict %s, reasons %v", r.Verdict, r.UnknownReasons)
 	}
 }
+
+// publish writes a relay's publish of sink s's event: ok at o-0 offset off, or info (off < 0).
+func (h *hb) publish(p int, event string, off int64) int64 {
+	v := sink.OutboxValue("s", event)
+	in, _ := json.Marshal(map[string]any{"sink": "s", "event": event, "value": v, "topic": "o"})
+	h.add(history.Op{Process: history.Client(p), Type: history.Invoke, F: history.FPublish, Value: history.Payload{Raw: in}})
+	if off < 0 {
+		return h.add(history.Op{Process: history.Client(p), Type: history.Info, F: history.FPublish, Value: history.Payload{Raw: in}, Error: "timed out"})
+	}
+	out, _ := json.Marshal(map[string]any{"sink": "s", "event": event, "value": v, "topic": "o", "partition": 0, "offset": off})
+	return h.add(history.Op{Process: history.Client(p), Type: history.OK, F: history.FPublish, Value: history.Payload{Raw: out}})
+}
+
+// outboxRead writes an outbox sink's final state with unsent rows left.
+func (h *hb) outboxRead(effects map[string]int, committed map[string]int64, unsent int) int64 {
+	in, _ := json.Marshal(map[string]any{"sink": "s"})
+	out, _ := json.Marshal(map[string]any{"sink": "s", "mode": sink.Outbox, "store": "postgres", "effects": effects,
+		"committed": committed, "unsent": unsent})
+	h.add(history.Op{Process: history.Client(98), Type: history.Invoke, F: history.FSinkRead, Value: history.Payload{Raw: in}})
+	return h.add(history.Op{Process: history.Client(98), Type: history.OK, F: history.FSinkRead, Value: history.Payload{Raw: out}})
+}
+
+func TestOutbox(t *testing.T) {
+	cfg := func() history.Config {
+		c := strict()
+		c.Sinks = map[string]history.SinkInfo{"s": {Mode: sink.Outbox, Topic: "t", Outbox: "o", Processes: []int{2}, Relay: new(3)}}
+		return c
+	}
+	ov := func(event string, off int64) history.Record { return at(rec("o", 0, sink.OutboxValue("s", event)), off) }
+	// Three inputs on t-0, each applied once (a business row and an outbox row).
+	input := func(h *hb) {
+		for i, v := range []string{"1-1", "1-2", "1-3"} {
+			h.send(1, rec("t", 0, v), OK, int64(i))
+		}
+		h.finalBoth("t", 0, 0, 3, at(rec("t", 0, "1-1"), 0), at(rec("t", 0, "1-2"), 1), at(rec("t", 0, "1-3"), 2))
+		for i, v := range []string{"1-1", "1-2", "1-3"} {
+			h.effect(2, v, int64(i), true)
+		}
+	}
+	once := map[string]int{"1-1": 1, "1-2": 1, "1-3": 1}
+	committed := map[string]int64{"t-0": 3}
+	runCases(t, []tcase{
+		{
+			name: "a relay crash between publish and mark publishes again: permitted, and no producer duplicate",
+			cfg:  cfg,
+			build: func(h *hb) {
+				input(h)
+				h.publish(3, "1-1", 0)
+				h.publish(3, "1-2", 1)
+				h.op(3, history.FCrash)
+				h.publish(3, "1-2", 2)
+				h.publish(3, "1-3", 3)
+				h.finalBoth("o", 0, 0, 4, ov("1-1", 0), ov("1-2", 1), ov("1-2", 2), ov("1-3", 3))
+				h.outboxRead(once, committed, 0)
+			},
+			want:    map[guarantee.Anomaly]want{guarantee.OutboxDuplicate: {count: 1, permitted: true}},
+			verdict: results.Pass,
+		},
+		{
+			name: "a business row whose event never reached the outbox topic is lost",
+			cfg:  cfg,
+			build: func(h *hb) {
+				input(h)
+				h.publish(3, "1-1", 0)
+				h.publish(3, "1-2", 1)
+				h.finalBoth("o", 0, 0, 2, ov("1-1", 0), ov("1-2", 1))
+				h.outboxRead(once, committed, 0)
+			},
+			want:    map[guarantee.Anomaly]want{guarantee.OutboxLost: {count: 1}},
+			verdict: results.Fail,
+		},
+		{
+			name: "an acknowledged publish the outbox topic lost is lost",
+			cfg:  cfg,
+			build: func(h *hb) {
+				input(h)
+				h.publish(3, "1-1", 0)
+				h.publish(3, "1-2", 1)
+				h.publish(3, "1-3", 2)
+				h.finalBoth("o", 0, 0, 2, ov("1-1", 0), ov("1-2", 1))
+				h.outboxRead(once, committed, 0)
+			},
+			want:    map[guarantee.Anomaly]want{guarantee.OutboxLost: {count: 1}},
+			verdict: results.Fail,
+		},
+		// Near misses.
+		{
+			name: "an unknown publish the final read shows is published",
+			cfg:  cfg,
+			build: func(h *hb) {
+				input(h)
+				h.publish(3, "1-1", 0)
+				h.publish(3, "1-2", 1)
+				h.publish(3, "1-3", -1)
+				h.finalBoth("o", 0, 0, 3, ov("1-1", 0), ov("1-2", 1), ov("1-3", 2))
+				h.outboxRead(once, committed, 0)
+			},
+			verdict: results.Pass,
+		},
+		{
+			name: "rows the relay left unsent are not judged lost: unknown",
+			cfg:  cfg,
+			build: func(h *hb) {
+				input(h)
+				h.publish(3, "1-1", 0)
+				h.finalBoth("o", 0, 0, 1, ov("1-1", 0))
+				h.outboxRead(once, committed, 2)
+			},
+			verdict: results.Unknown,
+		},
+	})
+
+	// The evidence of a loss: the effect that wrote the business row, the final state, the last
+	// publish; of a republish: both publishes.
+	h := newHB()
+	input(h)
+	h.publish(3, "1-1", 0)
+	h.publish(3, "1-2", 1)
+	last := h.publish(3, "1-3", -1)
+	h.finalBoth("o", 0, 0, 2, ov("1-1", 0), ov("1-2", 1))
+	read := h.outboxRead(once, committed, 0)
+	r := h.check(cfg())
+	ex := r.Anomalies[guarantee.OutboxLost].Examples
+	if len(ex) != 1 || ex[0].Value != sink.OutboxValue("s", "1-3") || !slices.Contains(ex[0].Ops, read) || !slices.Contains(ex[0].Ops, last) || len(ex[0].Ops) != 3 {
+		t.Errorf("outbox-lost evidence %+v: want the effect, the final state %d and the last publish %d", ex, read, last)
+	}
+	h = newHB()
+	input(h)
+	first := h.publish(3, "1-1", 0)
+	again := h.publish(3, "1-1", 1)
+	h.publish(3, "1-2", 2)
+	h.publish(3, "1-3", 3)
+	h.finalBoth("o", 0, 0, 4, ov("1-1", 0), ov("1-1", 1), ov("1-2", 2), ov("1-3", 3))
+	h.outboxRead(once, committed, 0)
+	r = h.check(cfg())
+	ex = r.Anomalies[guarantee.OutboxDuplicate].Examples
+	if len(ex) != 1 || !slices.Equal(ex[0].Ops, []int64{first, again}) {
+		t.Errorf("outbox-duplicate evidence %+v: want the publishes %d and %d", ex, first, again)
+	}
+	if d := r.Anomalies[guarantee.Duplicate]; d.Count != 0 {
+		t.Errorf("a republish taken for a producer's duplicate: %+v", d)
+	}
+}

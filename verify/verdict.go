@@ -38,6 +38,7 @@ func (c *Checker) unknownReasons() []string {
 	if unread := c.sinksUnread(); len(unread) > 0 {
 		out = append(out, fmt.Sprintf("the final state of sink(s) %s was not read: their side effects were not checked", strings.Join(unread, ", ")))
 	}
+	out = append(out, c.sinks.unknown...)
 	anyFinal := false
 	for _, p := range c.parts.ps[1:] {
 		anyFinal = anyFinal || p.final[isoRU].done() || p.final[isoRC].done()

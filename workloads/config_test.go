@@ -14,6 +14,7 @@ import (
 	"github.com/verity-kafka/verity/harness"
 	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/kafkaconf"
+	"github.com/verity-kafka/verity/sink"
 )
 
 func TestProducerDefaultsAreKafkas(t *testing.T) {
@@ -166,5 +167,41 @@ func TestErrorTextNamesKafkasError(t *testing.T) {
 	}
 	if got := ErrorText(fmt.Errorf("producing: %w", kerr.RequestTimedOut)); !strings.HasSuffix(got, "(kafka server: REQUEST_TIMED_OUT)") {
 		t.Errorf("a wrapped franz-go error: %q", got)
+	}
+}
+
+// An outbox sink needs an outbox topic of the run, other than its input; no other mode takes
+// one. The relay is numbered after the sinks' instances.
+func TestSinkOutboxPlan(t *testing.T) {
+	base := func(sc SinkConfig) Spec {
+		return Spec{Duration: 1, Topics: []harness.TopicSpec{{Name: "in"}, {Name: "out"}},
+			Producers: []ProducerSpec{{ProducerConfig: ProducerConfig{Topics: []string{"in"}}}}, Sinks: []SinkConfig{sc}}
+	}
+	for _, c := range []struct {
+		sc   SinkConfig
+		want string
+	}{
+		{SinkConfig{Mode: sink.Outbox, Topic: "in"}, "none is given"},
+		{SinkConfig{Mode: sink.Outbox, Topic: "in", Outbox: "in"}, "consume its own output"},
+		{SinkConfig{Mode: sink.Outbox, Topic: "in", Outbox: "elsewhere"}, "not one of the run's topics"},
+		{SinkConfig{Mode: sink.Naive, Topic: "in", Outbox: "out"}, "has no relay"},
+	} {
+		if _, err := planRun(base(c.sc)); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want %q", c.sc, err, c.want)
+		}
+	}
+	pl, err := planRun(base(SinkConfig{Mode: sink.Outbox, Topic: "in", Outbox: "out", Instances: 2}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pl.relays) != 1 || pl.relays[0].p != 3 || pl.next != 4 {
+		t.Errorf("relays %+v, next %d: want the relay as process 3 (producer 0, sink members 1 and 2)", pl.relays, pl.next)
+	}
+	c, err := headerConfig(base(SinkConfig{Mode: sink.Outbox, Topic: "in", Outbox: "out"}), pl, 3, nil, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if si := c.Sinks["sink"]; si.Outbox != "out" || si.Relay == nil || *si.Relay != 3 {
+		t.Errorf("header sink %+v: want outbox out, relay 3", si)
 	}
 }

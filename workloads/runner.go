@@ -91,6 +91,7 @@ type Result struct {
 	Processors    []ProcessorStats
 	Consumers     []ConsumerStats
 	Sinks         []SinkStats
+	Relays        []RelayStats
 	FinalRead     FinalReadStats
 }
 
@@ -148,6 +149,9 @@ func Run(ctx context.Context, c Cluster, path string, spec Spec) (*Result, error
 		return res, fmt.Errorf("run: %w", err)
 	}
 	errs := runWorkloads(ctx, env, spec, plan, res)
+	if err := drainRelays(ctx, env, plan, res.Relays); err != nil {
+		errs = append(errs, err)
+	}
 
 	frStats, frErr := FinalRead(ctx, env, plan.next, plan.final)
 	res.FinalRead = frStats
@@ -190,6 +194,7 @@ type runPlan struct {
 	procs     []numbered[ProcessorConfig]
 	consumers []numbered[ConsumerConfig]
 	sinks     []numbered[SinkConfig] // one per instance
+	relays    []numbered[SinkConfig] // one per sink that relays
 	final     FinalReadConfig
 	next      int // first process number after the configured instances
 	warnings  []string
@@ -201,7 +206,7 @@ type numbered[T any] struct {
 }
 
 // planRun numbers the configured instances in spec order (producers, transactional producers,
-// processors, consumers), then the final readers.
+// processors, consumers, sinks, the sinks' relays), then the final readers.
 func planRun(spec Spec) (runPlan, error) {
 	var pl runPlan
 	client, err := spec.client()
@@ -254,8 +259,17 @@ func planRun(spec Spec) (runPlan, error) {
 			return pl, fmt.Errorf("run: sinks[%d]: a second sink named %q (each needs its own name: it names its tables)", i, cfg.Name)
 		}
 		names[cfg.Name] = true
+		if cfg.Outbox != "" && !slices.ContainsFunc(spec.Topics, func(t harness.TopicSpec) bool { return t.Name == cfg.Outbox }) {
+			return pl, fmt.Errorf("run: sinks[%d]: outbox topic %s is not one of the run's topics (topics)", i, cfg.Outbox)
+		}
 		for range cfg.Instances {
 			pl.sinks = append(pl.sinks, numbered[SinkConfig]{p, cfg})
+			p++
+		}
+	}
+	for _, n := range pl.sinkConfigs() {
+		if info, _ := n.Mode.Info(); info.Relays {
+			pl.relays = append(pl.relays, numbered[SinkConfig]{p, n})
 			p++
 		}
 	}
@@ -346,8 +360,13 @@ func headerConfig(spec Spec, pl runPlan, brokers int, controllers []int, deviati
 			c.Sinks = map[string]history.SinkInfo{}
 		}
 		si := c.Sinks[n.cfg.Name]
-		si.Mode, si.Topic, si.Group = n.cfg.Mode, n.cfg.Topic, n.cfg.Group
+		si.Mode, si.Topic, si.Group, si.Outbox = n.cfg.Mode, n.cfg.Topic, n.cfg.Group, n.cfg.Outbox
 		si.Processes = append(si.Processes, n.p)
+		c.Sinks[n.cfg.Name] = si
+	}
+	for _, n := range pl.relays {
+		si := c.Sinks[n.cfg.Name]
+		si.Relay = new(n.p)
 		c.Sinks[n.cfg.Name] = si
 	}
 	broker := map[string]string{} // the brokers' settings that depart from Kafka's defaults
@@ -425,6 +444,7 @@ func runWorkloads(ctx context.Context, env Env, spec Spec, pl runPlan, res *Resu
 	res.Processors = startAll(wctx, &wg, env, pl.procs, RunProcessor, fail)
 	res.Consumers = startAll(wctx, &wg, env, pl.consumers, RunConsumer, fail)
 	res.Sinks = startAll(wctx, &wg, env, pl.sinks, RunSink, fail)
+	res.Relays = startAll(wctx, &wg, env, pl.relays, RunRelay, fail)
 	if spec.Nemesis != nil {
 		wg.Go(func() {
 			if err := spec.Nemesis(wctx, env.Recorder); err != nil {

@@ -38,8 +38,12 @@ type SinkConfig struct {
 	Instances int `json:"instances,omitempty"`
 	// CrashEvery, when set, crashes each instance about that often (0.5x to 1.5x, from the
 	// seed), right after a side effect and before its offset commit: a crash op, then a new
-	// instance that rejoins the group.
+	// instance that rejoins the group. An outbox relay crashes as often, between a publish and
+	// marking its row sent.
 	CrashEvery time.Duration `json:"crash_every,omitempty"`
+	// Outbox is the topic the relay of an outbox sink publishes to, one of the run's topics;
+	// only for the modes that relay.
+	Outbox string `json:"outbox,omitempty"`
 }
 
 // An effect op (history.FEffect) is one application of a record: its invoke's value is an
@@ -54,6 +58,8 @@ type SinkRead struct {
 	Store     sink.Store       `json:"store"`
 	Effects   map[string]int   `json:"effects"`
 	Committed map[string]int64 `json:"committed"`
+	// Unsent counts the outbox rows the relay had not marked sent (modes that relay).
+	Unsent *int `json:"unsent,omitempty"`
 }
 
 // EffectValue is the value of an effect op's invoke; its ok completion adds Applied.
@@ -95,6 +101,15 @@ func (c SinkConfig) resolved() (SinkConfig, error) {
 	c.Instances = max(c.Instances, 1)
 	if c.CrashEvery < 0 {
 		return c, fmt.Errorf("sink %s: crash_every %s is negative", c.Name, c.CrashEvery)
+	}
+	info, _ := c.Mode.Info()
+	switch {
+	case info.Relays && c.Outbox == "":
+		return c, fmt.Errorf("sink %s: mode %s publishes to an outbox topic, and none is given (outbox)", c.Name, c.Mode)
+	case !info.Relays && c.Outbox != "":
+		return c, fmt.Errorf("sink %s: mode %s has no relay to publish to outbox topic %s", c.Name, c.Mode, c.Outbox)
+	case c.Outbox != "" && c.Outbox == c.Topic:
+		return c, fmt.Errorf("sink %s: its outbox topic is the topic it consumes (%s): it would consume its own output", c.Name, c.Topic)
 	}
 	return c, nil
 }
@@ -450,7 +465,7 @@ func readSink(ctx context.Context, env Env, s SinkConfig) (SinkRead, error) {
 	var err error
 	switch info.Store {
 	case sink.Postgres:
-		r.Effects, r.Committed, err = readPG(ctx, env.Postgres, s)
+		r.Effects, r.Committed, r.Unsent, err = readPG(ctx, env.Postgres, s)
 	case sink.Ledger:
 		r.Effects, err = readLedger(ctx, env.Ledger, ledgerSource(s.Name, env.RunTag))
 	}

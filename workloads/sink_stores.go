@@ -69,10 +69,10 @@ func (st *pgStore) close() {
 }
 
 // pgTables names a sink's tables.
-type pgTables struct{ effects, offsets, inbox string }
+type pgTables struct{ effects, offsets, inbox, outbox string }
 
 func tablesOf(name string) pgTables {
-	return pgTables{effects: "effects_" + name, offsets: "offsets_" + name, inbox: "inbox_" + name}
+	return pgTables{effects: "effects_" + name, offsets: "offsets_" + name, inbox: "inbox_" + name, outbox: "outbox_" + name}
 }
 
 // apply runs the mode's statements. sure (certainly not applied) holds when the request never
@@ -104,6 +104,15 @@ func (st *pgStore) apply(ctx context.Context, ev EffectValue) (applied, sure boo
 				return false, err
 			}
 			_, err = tx.Exec(ctx, insert, args...)
+			return err == nil, err
+		})
+	case sink.Outbox:
+		return st.inTx(ctx, c, func(tx pgx.Tx) (bool, error) {
+			tag, err := tx.Exec(ctx, insert+" ON CONFLICT (event) DO NOTHING", args...)
+			if err != nil || tag.RowsAffected() == 0 {
+				return false, err
+			}
+			_, err = tx.Exec(ctx, "INSERT INTO "+t.outbox+" (event) VALUES ($1)", ev.Event)
 			return err == nil, err
 		})
 	case sink.OffsetsInDB:
@@ -176,11 +185,11 @@ func preparePG(ctx context.Context, dsn string, s SinkConfig) error {
 	defer c.Close(context.WithoutCancel(ctx))
 	t := tablesOf(s.Name)
 	unique := ""
-	if s.Mode == sink.UniqueKey {
+	if s.Mode == sink.UniqueKey || s.Mode == sink.Outbox {
 		unique = ", UNIQUE (event)"
 	}
 	stmts := []string{
-		"DROP TABLE IF EXISTS " + t.effects + ", " + t.offsets + ", " + t.inbox,
+		"DROP TABLE IF EXISTS " + t.effects + ", " + t.offsets + ", " + t.inbox + ", " + t.outbox,
 		"CREATE TABLE " + t.effects + " (id bigserial PRIMARY KEY, event text NOT NULL, topic text NOT NULL, part int NOT NULL, off bigint NOT NULL, at timestamptz NOT NULL DEFAULT now()" + unique + ")",
 	}
 	switch s.Mode {
@@ -188,6 +197,8 @@ func preparePG(ctx context.Context, dsn string, s SinkConfig) error {
 		stmts = append(stmts, "CREATE TABLE "+t.offsets+" (topic text NOT NULL, part int NOT NULL, next bigint NOT NULL, PRIMARY KEY (topic, part))")
 	case sink.Inbox:
 		stmts = append(stmts, "CREATE TABLE "+t.inbox+" (event text PRIMARY KEY)")
+	case sink.Outbox:
+		stmts = append(stmts, "CREATE TABLE "+t.outbox+" (id bigserial PRIMARY KEY, event text NOT NULL, sent boolean NOT NULL DEFAULT false)")
 	}
 	for _, q := range stmts {
 		if _, err := c.Exec(ctx, q); err != nil {
@@ -197,36 +208,42 @@ func preparePG(ctx context.Context, dsn string, s SinkConfig) error {
 	return nil
 }
 
-// readPG reads a sink's effects (times each event was applied) and, for offsets-in-db, the
-// positions it holds.
-func readPG(ctx context.Context, dsn string, s SinkConfig) (map[string]int, map[string]int64, error) {
+// readPG reads a sink's effects (times each event was applied), for offsets-in-db the positions
+// it holds, and for outbox the rows its relay has not marked sent.
+func readPG(ctx context.Context, dsn string, s SinkConfig) (effects map[string]int, committed map[string]int64, unsent *int, err error) {
 	cfg, err := pgConfig(dsn)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	c, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return nil, nil, fmt.Errorf("connecting to PostgreSQL: %w", err)
+		return nil, nil, nil, fmt.Errorf("connecting to PostgreSQL: %w", err)
 	}
 	defer c.Close(context.WithoutCancel(ctx))
 	t := tablesOf(s.Name)
-	effects := map[string]int{}
+	effects = map[string]int{}
 	rows, err := c.Query(ctx, "SELECT event, count(*) FROM "+t.effects+" GROUP BY event")
 	if err != nil {
-		return nil, nil, fmt.Errorf("reading %s: %w", t.effects, err)
+		return nil, nil, nil, fmt.Errorf("reading %s: %w", t.effects, err)
 	}
 	var event string
 	var n int
 	if _, err := pgx.ForEachRow(rows, []any{&event, &n}, func() error { effects[event] = n; return nil }); err != nil {
-		return nil, nil, fmt.Errorf("reading %s: %w", t.effects, err)
+		return nil, nil, nil, fmt.Errorf("reading %s: %w", t.effects, err)
+	}
+	if info, _ := s.Mode.Info(); info.Relays {
+		unsent = new(int)
+		if err := c.QueryRow(ctx, "SELECT count(*) FROM "+t.outbox+" WHERE NOT sent").Scan(unsent); err != nil {
+			return nil, nil, nil, fmt.Errorf("reading %s: %w", t.outbox, err)
+		}
 	}
 	if s.Mode != sink.OffsetsInDB {
-		return effects, nil, nil
+		return effects, nil, unsent, nil
 	}
-	committed := map[string]int64{}
+	committed = map[string]int64{}
 	rows, err = c.Query(ctx, "SELECT topic, part, next FROM "+t.offsets)
 	if err != nil {
-		return nil, nil, fmt.Errorf("reading %s: %w", t.offsets, err)
+		return nil, nil, nil, fmt.Errorf("reading %s: %w", t.offsets, err)
 	}
 	var topic string
 	var part int32
@@ -235,9 +252,9 @@ func readPG(ctx context.Context, dsn string, s SinkConfig) (map[string]int, map[
 		committed[partitionKey(topic, part)] = next
 		return nil
 	}); err != nil {
-		return nil, nil, fmt.Errorf("reading %s: %w", t.offsets, err)
+		return nil, nil, nil, fmt.Errorf("reading %s: %w", t.offsets, err)
 	}
-	return effects, committed, nil
+	return effects, committed, unsent, nil
 }
 
 // ledgerStore calls the ledger service (cmd/verity-ledger).

@@ -24,12 +24,17 @@ import (
 // the others must not; none may miss an input below its committed position.
 func testSinks(t *testing.T, c *harness.Cluster, log *slog.Logger) {
 	ctx := withTimeout(t, 6*time.Minute)
-	topics := []harness.TopicSpec{topic("sink-in", 3)}
+	topics := []harness.TopicSpec{topic("sink-in", 3), topic("sink-out", 3)}
 	var sinks []SinkConfig
 	for _, m := range sink.Modes() {
-		sinks = append(sinks, SinkConfig{Name: strings.ReplaceAll(string(m.Mode), "-", "_"), Mode: m.Mode, Topic: "sink-in",
-			CrashEvery: 2 * time.Second})
+		sc := SinkConfig{Name: strings.ReplaceAll(string(m.Mode), "-", "_"), Mode: m.Mode, Topic: "sink-in", CrashEvery: 2 * time.Second}
+		if m.Relays {
+			sc.Outbox = "sink-out"
+		}
+		sinks = append(sinks, sc)
 	}
+	// The outbox's downstream consumer, de-duplicating by event id.
+	sinks = append(sinks, SinkConfig{Name: "downstream", Mode: sink.UniqueKey, Topic: "sink-out", CrashEvery: 2 * time.Second})
 	spec := Spec{Name: "sinks", Seed: 20261201, Duration: 20 * time.Second, Topics: topics,
 		Producers: []ProducerSpec{{ProducerConfig: ProducerConfig{Topics: []string{"sink-in"}, Rate: 40}}},
 		Sinks:     sinks, Log: log}
@@ -80,7 +85,17 @@ func testSinks(t *testing.T, c *harness.Cluster, log *slog.Logger) {
 		}
 	}
 
-	// The checker sees the same: duplicates of the at-least-once modes, permitted; nothing else.
+	// The relay crashed between publishes and marks, and drained the outbox at the end.
+	require.Len(t, res.Relays, 1)
+	rl := res.Relays[0]
+	t.Logf("relay: published %d failed %d marks %d crashes %d drained %v", rl.Published, rl.Failed, rl.Marks, rl.Crashes, rl.Drained)
+	require.True(t, rl.Drained)
+	require.GreaterOrEqual(t, rl.Crashes, int64(3), "the relay crashed too rarely to test anything")
+	require.Greater(t, rl.Published, rl.Marks, "every crash comes after a publish and before its mark")
+	require.Zero(t, *reads["outbox"].Unsent)
+
+	// The checker sees the same: duplicates of the at-least-once modes and republishes of the
+	// outbox, permitted; nothing else (the downstream sink absorbed the republishes).
 	r, err := verify.CheckFile(ctx, path, verify.Options{})
 	require.NoError(t, err)
 	require.Equal(t, results.Pass, r.Verdict, "unknown: %v", r.UnknownReasons)
@@ -88,4 +103,8 @@ func testSinks(t *testing.T, c *harness.Cluster, log *slog.Logger) {
 	require.Positive(t, dup.Count)
 	require.Zero(t, dup.Forbidden)
 	require.Zero(t, r.Anomalies[guarantee.EffectMissing].Count, "%+v", r.Anomalies[guarantee.EffectMissing].Examples)
+	require.Positive(t, r.Anomalies[guarantee.OutboxDuplicate].Count)
+	require.Zero(t, r.Anomalies[guarantee.OutboxDuplicate].Forbidden)
+	require.Zero(t, r.Anomalies[guarantee.OutboxLost].Count, "%+v", r.Anomalies[guarantee.OutboxLost].Examples)
+	require.Zero(t, r.Anomalies[guarantee.Duplicate].Count, "a republish is no producer duplicate: %+v", r.Anomalies[guarantee.Duplicate].Examples)
 }

@@ -31,18 +31,22 @@ const (
 	MetadataLost       Anomaly = "metadata-lost"
 	EffectDuplicate    Anomaly = "effect-duplicate"
 	EffectMissing      Anomaly = "effect-missing"
+	OutboxLost         Anomaly = "outbox-lost"
+	OutboxDuplicate    Anomaly = "outbox-duplicate"
 )
 
 // Anomalies lists every family in report order.
 func Anomalies() []Anomaly {
 	return []Anomaly{LostWrite, LostObserved, Duplicate, Reorder, InconsistentOffset, AbortedRead,
 		PartialTransaction, ZombieWrite, EOSMissing, EOSDuplicate, NonmonotonicPoll, PollSkip, UnexpectedAck, MetadataLost,
-		EffectDuplicate, EffectMissing}
+		EffectDuplicate, EffectMissing, OutboxLost, OutboxDuplicate}
 }
 
 // OfSinks reports whether a is about a sink's side effects outside Kafka (judged by the sink's
 // mode, not by a producer's settings).
-func (a Anomaly) OfSinks() bool { return a == EffectDuplicate || a == EffectMissing }
+func (a Anomaly) OfSinks() bool {
+	return a == EffectDuplicate || a == EffectMissing || a == OutboxLost || a == OutboxDuplicate
+}
 
 // ParseAnomaly reads an anomaly family's name.
 func ParseAnomaly(s string) (Anomaly, error) {
@@ -344,6 +348,11 @@ func Rules() Table {
 		{EffectDuplicate, "otherwise", always, Permitted, "{sink}: at-least-once — Kafka's exactly-once ends at the cluster, and an input whose side effect was done but whose offset was not yet committed is applied again after a crash, a rebalance or a lost answer"},
 		{EffectMissing, "log truncation possible", truncOrDisk, Permitted, "the input topic's log may be truncated (unclean election, or disk or power loss beyond the guarantee): a record below the committed position may have been replaced by another the sink never read"},
 		{EffectMissing, "otherwise", always, Forbidden, "{sink}: the position is committed only after the side effect is done (or with it, in one transaction), so every input below the committed position has its effect"},
+		{OutboxLost, "sink mode not known", sinkModeUnknown, Unknown, "the history's header does not say how the sink applied its input: whether it kept an outbox is not known"},
+		{OutboxLost, "log truncation possible", truncOrDisk, Permitted, "the outbox topic's log may be truncated (unclean election, or disk or power loss beyond the guarantee): a record the relay published may be cut after its row was marked sent"},
+		{OutboxLost, "otherwise", always, Forbidden, "{sink}: the business row and its outbox row are committed in one database transaction, and the relay marks a row sent only after an idempotent acks=all producer's acknowledgement, so every committed business row reaches the outbox topic"},
+		{OutboxDuplicate, "sink mode not known", sinkModeUnknown, Unknown, "the history's header does not say how the sink applied its input: whether its relay may publish twice is not known"},
+		{OutboxDuplicate, "always", always, Permitted, "{sink}: a relay that crashes (or loses an answer) after Kafka acknowledged a publish and before the row is marked sent publishes it again under a new producer id, which idempotence cannot recognise: the outbox topic is at-least-once, and its consumers de-duplicate by event id"},
 	}
 }
 
