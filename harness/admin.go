@@ -539,8 +539,9 @@ func (c *Cluster) RegisteredBrokers(ctx context.Context) ([]int32, error) {
 	return ids, ctx.Err()
 }
 
-// WaitHealthy waits until every node runs, every broker is registered, and every partition of
-// every topic has its full ISR (ISR = replicas). It returns what was still wrong on timeout.
+// WaitHealthy waits until every node runs, every broker is registered, every partition of
+// every topic has its full ISR (ISR = replicas), and every broker answers a new client (Silent).
+// It returns what was still wrong on timeout.
 func (c *Cluster) WaitHealthy(ctx context.Context) error {
 	last := ""
 	err := poll(ctx, 500*time.Millisecond, func() (bool, error) {
@@ -584,6 +585,14 @@ func (c *Cluster) WaitHealthy(ctx context.Context) error {
 				}
 			}
 		}
+		// A broker killed and started again within its session timeout is still registered
+		// and in every ISR while its JVM boots, and a restarted broker is back in the ISR some
+		// seconds before it answers a new client (about 6 s measured on these clusters): until
+		// then a client that bootstraps from it, or is sent to it, gets EOF.
+		if silent := c.Silent(ctx); len(silent) > 0 {
+			last = fmt.Sprintf("brokers do not answer a new client: %v", silent)
+			return false, nil
+		}
 		return true, nil
 	})
 	if err != nil {
@@ -623,4 +632,47 @@ func (c *Cluster) ReplicaSize(ctx context.Context, id int, topic string, partiti
 		}
 	}
 	return -1
+}
+
+// Silent opens a new connection to every broker's client address and asks it for metadata;
+// it returns the brokers that did not answer, with why. A new connection, not a pooled one, so
+// that a broker restarted since is really asked; the addresses are Bootstrap's, in Brokers'
+// order, not those of a client's metadata, which leaves out a broker that was fenced when it
+// was last refreshed.
+func (c *Cluster) Silent(ctx context.Context) map[int]error {
+	out := map[int]error{}
+	ids, addrs := c.Brokers(), c.Bootstrap()
+	errs := make([]error, len(ids))
+	cfg := SaramaConfig("verity-health")
+	cfg.Net.DialTimeout, cfg.Net.ReadTimeout, cfg.Net.WriteTimeout = 2*time.Second, 2*time.Second, 2*time.Second
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Go(func() {
+			if i >= len(addrs) {
+				errs[i] = fmt.Errorf("broker %d has no client address", id)
+				return
+			}
+			b := sarama.NewBroker(addrs[i])
+			if err := b.Open(cfg); err != nil {
+				errs[i] = err
+				return
+			}
+			defer b.Close()
+			if _, err := b.GetMetadata(&sarama.MetadataRequest{Version: 1}); err != nil {
+				errs[i] = err
+			}
+		})
+	}
+	wg.Wait()
+	for i, id := range ids {
+		if errs[i] != nil {
+			out[id] = errs[i]
+		}
+	}
+	if len(out) > 0 && ctx.Err() != nil {
+		for id := range out {
+			out[id] = errors.Join(out[id], ctx.Err())
+		}
+	}
+	return out
 }

@@ -326,7 +326,6 @@ type fakeLocator struct {
 	txn, group map[string]int
 	samples    func() []ISRSample
 	minISR     int
-	silent     map[int]error
 }
 
 func (l *fakeLocator) ActiveController(context.Context) (int, int, error) {
@@ -356,16 +355,7 @@ func (l *fakeLocator) ISR(context.Context, []string) ([]ISRSample, error) {
 	return l.samples(), nil
 }
 func (l *fakeLocator) MinISR(context.Context, string) (int, error) { return l.minISR, nil }
-func (l *fakeLocator) Silent(context.Context) map[int]error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	out := map[int]error{}
-	for id, err := range l.silent {
-		out[id] = err
-	}
-	return out
-}
-func (l *fakeLocator) Close() error { return nil }
+func (l *fakeLocator) Close() error                                { return nil }
 
 // memHistory is a history in memory, read back as ops.
 type memHistory struct {

@@ -28,9 +28,6 @@ type Locator interface {
 	ISR(ctx context.Context, topics []string) ([]ISRSample, error)
 	// MinISR is the topic's min.insync.replicas.
 	MinISR(ctx context.Context, topic string) (int, error)
-	// Silent lists the brokers that do not answer a request on a new connection over their
-	// client link (a broker still starting, or gone), with why.
-	Silent(ctx context.Context) map[int]error
 	Close() error
 }
 
@@ -421,45 +418,4 @@ func (k *KafkaLocator) MinISR(ctx context.Context, topic string) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("min.insync.replicas of %s: not in the answer", topic)
-}
-
-// Silent opens a new connection to every broker's client address and asks it for metadata;
-// it returns the brokers that did not answer. A new connection, not the client's pooled one,
-// so that a broker restarted since is really asked; and the addresses are the cluster's own
-// (Bootstrap lists them in Brokers' order), not those of the pooled client's metadata, which
-// leaves out a broker that was fenced when it was last refreshed.
-func (k *KafkaLocator) Silent(ctx context.Context) map[int]error {
-	out := map[int]error{}
-	ids, addrs := k.c.Brokers(), k.c.Bootstrap()
-	errs := make([]error, len(ids))
-	var wg sync.WaitGroup
-	for i, id := range ids {
-		wg.Go(func() {
-			if i >= len(addrs) {
-				errs[i] = fmt.Errorf("broker %d has no client address", id)
-				return
-			}
-			b := sarama.NewBroker(addrs[i])
-			if err := b.Open(saramaConfig()); err != nil {
-				errs[i] = err
-				return
-			}
-			defer b.Close()
-			if _, err := b.GetMetadata(&sarama.MetadataRequest{Version: 1}); err != nil {
-				errs[i] = err
-			}
-		})
-	}
-	wg.Wait()
-	for i, id := range ids {
-		if errs[i] != nil {
-			out[id] = errs[i]
-		}
-	}
-	if len(out) > 0 && ctx.Err() != nil {
-		for id := range out {
-			out[id] = errors.Join(out[id], ctx.Err())
-		}
-	}
-	return out
 }

@@ -272,7 +272,7 @@ func RenderHTML(w io.Writer, r *results.Results, tl *Timeline, opts Options, war
 			return err
 		}
 	}
-	if err := d.addMetrics(r, tl, opts.metrics, opts.opsPage); err != nil {
+	if err := d.addMetrics(r, tl, opts.Metrics, opts.opsPage); err != nil {
 		return err
 	}
 	for _, n := range r.RunNotes {

@@ -33,13 +33,15 @@ type Options struct {
 	// Expectation is what the scenario expected, in words (Scenario.Expect), shown under the
 	// verdict; empty: not shown.
 	Expectation string
+	// Metrics are the run's broker metrics when the caller has read them already; nil: the
+	// page reads the file the results name.
+	Metrics *metrics.File
 
 	// opsPage holds the ids of the example sections ops.html has (Write sets it), which the
 	// page's examples link to; files are the run's other files the page links to, relative to
 	// its folder.
 	opsPage map[string]bool
 	files   []string
-	metrics *metrics.File
 }
 
 // MetricsNotSampled begins the run note that says why a run has no broker metrics.
@@ -95,10 +97,12 @@ func Write(ctx context.Context, dir string, r *results.Results, historyPath stri
 	// The ops around each anomaly example are gathered in the timeline's one pass over the
 	// history.
 	windows := append(opWindows(r), metricWindows(r)...)
-	if m, err := readMetrics(dir, r); err != nil {
-		w.Warnings = append(w.Warnings, err.Error())
-	} else {
-		opts.metrics = m
+	if opts.Metrics == nil {
+		m, err := readMetrics(dir, r)
+		if err != nil {
+			w.Warnings = append(w.Warnings, err.Error())
+		}
+		opts.Metrics = m
 	}
 	if historyPath == "" {
 		w.Warnings = append(w.Warnings, "no history given: the page has no plots")

@@ -21,6 +21,7 @@ import (
 
 	"github.com/verity-kafka/verity/harness"
 	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/metrics"
 	"github.com/verity-kafka/verity/nemesis"
 	"github.com/verity-kafka/verity/report"
 	"github.com/verity-kafka/verity/scenarios"
@@ -135,6 +136,8 @@ type run struct {
 	began  time.Time
 	runErr error    // the workloads did not run as specified
 	notes  []string // from the execution: fault steps not carried out, LSO stalls
+	// metrics are the broker metrics the check read, which the report plots.
+	metrics *metrics.File
 }
 
 // prepare gives the run its names and plan, and makes its directory.
@@ -288,6 +291,7 @@ func (r *run) judge(ctx context.Context) error {
 	if err := withMetrics(&opts, r.opts.Out); err != nil {
 		r.notes = append(r.notes, "broker metrics not checked: "+oneLine(err.Error()))
 	}
+	r.metrics = opts.Metrics
 	res, err := verify.CheckFile(ctx, out.History, opts)
 	if err != nil {
 		return fmt.Errorf("run %s: checking the history: %w", s.Name, err)
@@ -395,7 +399,7 @@ func (r *run) write(ctx context.Context) error {
 		}
 	}
 	rerun := RerunCommand(r.opts.Out, s.Name, s.Seed)
-	if out.Report, err = report.Write(ctx, r.opts.Out, out.Results, out.History, report.Options{Rerun: rerun, Expectation: r.s.Expect.Text}); err != nil {
+	if out.Report, err = report.Write(ctx, r.opts.Out, out.Results, out.History, report.Options{Rerun: rerun, Expectation: r.s.Expect.Text, Metrics: r.metrics}); err != nil {
 		return fmt.Errorf("run %s: %w", s.Name, err)
 	}
 	out.Wall = time.Since(r.began)
