@@ -37,6 +37,8 @@ type FamilyCount struct {
 	Runs int
 	// Forbidden is how many findings were forbidden.
 	Forbidden int
+	// Checked is how many runs checked the family.
+	Checked int
 }
 
 // Row is one combination of axes, over its runs.
@@ -144,6 +146,7 @@ func Compare(cells []Cell) []Row {
 				other.Forbidden += forbiddenCount(a)
 			}
 		}
+		row.Other.Checked++
 		row.Other.Total += other.Total
 		row.Other.Forbidden += other.Forbidden
 		if other.Total > 0 {
@@ -203,6 +206,9 @@ func axesKey(axes []Axis) string {
 }
 
 func addFamily(f *FamilyCount, a results.Anomaly) {
+	if a.Unchecked == "" {
+		f.Checked++
+	}
 	f.Total += a.Count
 	f.Forbidden += forbiddenCount(a)
 	if a.Count > 0 {
@@ -258,6 +264,9 @@ func axisValue(r Row, name string) string {
 
 // String writes a family's count for a table: "0", "3 (permitted)", "5 in 2/3 runs (4 forbidden)".
 func (f FamilyCount) String(runs int) string {
+	if f.Total == 0 && f.Checked == 0 {
+		return "n/a" // no run of the row could show it (a sink family where the run had none)
+	}
 	if f.Total == 0 {
 		return "0"
 	}

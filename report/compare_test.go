@@ -133,6 +133,23 @@ func TestCompareSinks(t *testing.T) {
 	if md := CompareMarkdown(matrixCells()); strings.Contains(md, "effect") {
 		t.Errorf("a table without sinks shows their columns:\n%s", md)
 	}
+	if strings.Contains(md, "outbox") {
+		t.Errorf("a table without an outbox shows its columns:\n%s", md)
+	}
+
+	// An outbox row adds the outbox's columns; the other rows could not show them: n/a.
+	ob := &results.Results{Verdict: results.Pass, Anomalies: map[guarantee.Anomaly]results.Anomaly{
+		guarantee.EffectDuplicate: {Judgement: guarantee.Forbidden}, guarantee.EffectMissing: {Judgement: guarantee.Forbidden},
+		guarantee.OutboxLost: {Judgement: guarantee.Forbidden}, guarantee.OutboxDuplicate: {Count: 3, Judgement: guarantee.Permitted}},
+		Timings: results.Timings{RunS: 60}}
+	cells[0].Results.Anomalies[guarantee.OutboxLost] = results.Anomaly{Unchecked: "no sink with an outbox"}
+	cells[0].Results.Anomalies[guarantee.OutboxDuplicate] = results.Anomaly{Unchecked: "no sink with an outbox"}
+	md = CompareMarkdown(append(cells, Cell{Axes: []Axis{{"sink", "outbox"}}, Run: 1, Results: ob}))
+	if !strings.Contains(md, "| outbox lost | outbox duplicate |") ||
+		!strings.Contains(md, "| naive | not recorded | 1 | 0 | 0 | 0 | 7 (permitted) | 0 | n/a | n/a | 0 |") ||
+		!strings.Contains(md, "| outbox | not recorded | 1 | 0 | 0 | 0 | 0 | 0 | 0 | 3 (permitted) | 0 |") {
+		t.Errorf("outbox table:\n%s", md)
+	}
 }
 
 func TestCompareHTML(t *testing.T) {
