@@ -4,7 +4,8 @@
 #                     agent from Maven on a debootstrapped Debian bookworm + OpenJDK 17, with the
 #                     lazy filesystem cmd/verity-lazyfs)
 #   Toxiproxy 2.12.0  ghcr.io/shopify/toxiproxy:2.12.0, else verity/toxiproxy:2.12.0 (the server
-#                     from the Go module, static, FROM scratch)
+#                     of the Go module with Verity's Kafka request toxic, cmd/verity-toxiproxy,
+#                     static, FROM scratch)
 #   PostgreSQL 15     postgres:15, else verity/postgres:15 (Debian bookworm's postgresql-15 on a
 #                     debootstrapped base, with an entrypoint that keeps the official contract)
 #   Verity's ledger   verity/ledger:1 (cmd/verity-ledger, static, FROM scratch; no official image)
@@ -22,6 +23,7 @@ recipe() {
     case $1 in
       kafka) cat "$LAZYFS" ;;
       ledger) cat "$LEDGER" ;;
+      toxiproxy) cat "$TOXIPROXY" ;;
     esac
   } | sha256sum | cut -c1-16
 }
@@ -44,11 +46,14 @@ WORK=${VERITY_BUILD_DIR:-${TMPDIR:-/tmp}/verity-image-build}
 export DOCKER_BUILDKIT=0 # the legacy builder needs no buildx plugin and no registry
 LAZYFS=$WORK/verity-lazyfs
 LEDGER=$WORK/verity-ledger
+TOXIPROXY=$WORK/verity-toxiproxy
 mkdir -p "$WORK"
 (cd "$here/.." && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w -buildid=' -o "$LAZYFS" ./cmd/verity-lazyfs) ||
   { log "building the lazy filesystem (cmd/verity-lazyfs) failed"; exit 1; }
 (cd "$here/.." && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w -buildid=' -o "$LEDGER" ./cmd/verity-ledger) ||
   { log "building the ledger (cmd/verity-ledger) failed"; exit 1; }
+(cd "$here/.." && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w -buildid=' -o "$TOXIPROXY" ./cmd/verity-toxiproxy) ||
+  { log "building the Toxiproxy server (cmd/verity-toxiproxy) failed"; exit 1; }
 
 # debootstrap_base IMAGE PACKAGES [docker import -c OPTION]...: a Debian bookworm minbase root
 # filesystem with PACKAGES (comma-separated, their dependencies resolved) from the mirror this
@@ -100,10 +105,7 @@ build_kafka() {
 build_toxiproxy() {
   local ctx=$WORK/toxiproxy
   rm -rf "$ctx"; mkdir -p "$ctx"
-  log "building the Toxiproxy 2.12.0 server from its Go module (static)"
-  CGO_ENABLED=0 GOBIN="$ctx" go install -trimpath -ldflags='-s -w' \
-    github.com/Shopify/toxiproxy/v2/cmd/server@v2.12.0 >&2
-  mv "$ctx/server" "$ctx/toxiproxy"
+  cp "$TOXIPROXY" "$ctx/toxiproxy"
   cp "$here/toxiproxy/Dockerfile" "$ctx/"
   docker build --label io.verity.recipe="$(recipe toxiproxy)" -t "$TOXI_STANDIN" "$ctx" \
     >"$WORK/toxiproxy-build.log" 2>&1 || { tail -n 30 "$WORK/toxiproxy-build.log" >&2; log "docker build failed (log: $WORK/toxiproxy-build.log)"; exit 1; }

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/verity-kafka/verity/harness"
 	"github.com/verity-kafka/verity/harness/harnesstest"
+	"github.com/verity-kafka/verity/kafkatoxic"
 	"github.com/verity-kafka/verity/metrics"
 )
 
@@ -229,6 +230,44 @@ func TestNodeAndLinkControls(t *testing.T) {
 		require.NoError(t, err, "after the commit the LSO reaches the HW")
 		t.Logf("open transaction: earliest %d, LSO %d, HW %d; committed: LSO %d, HW %d (the marker takes an offset)",
 			open.Earliest, open.LastStable, open.HighWatermark, done.LastStable, done.HighWatermark)
+	})
+
+	t.Run("the Kafka request toxic drops one Produce, and holds another past its client's giving up", func(t *testing.T) {
+		const rt = "controls-requests"
+		require.NoError(t, c.CreateTopic(ctx, harness.TopicSpec{Name: rt, Partitions: 1, RF: 3, MinISR: 2}))
+		p, err := c.DescribePartition(ctx, rt, 0)
+		require.NoError(t, err)
+		cfg := harness.SaramaConfig("controls-requests")
+		cfg.Producer.RequiredAcks, cfg.Producer.Return.Successes = sarama.WaitForAll, true
+		cfg.Producer.Retry.Max, cfg.Producer.Timeout, cfg.Net.ReadTimeout = 0, 2*time.Second, 3*time.Second
+		cfg.Producer.Partitioner = sarama.NewManualPartitioner
+		// A producer per send: one whose request went unanswered has given up its connection.
+		send := func(v string) error {
+			prod, err := sarama.NewSyncProducer(c.Bootstrap(), cfg)
+			require.NoError(t, err)
+			defer prod.Close()
+			_, _, err = prod.SendMessage(&sarama.ProducerMessage{Topic: rt, Value: sarama.StringEncoder(v)})
+			return err
+		}
+		require.NoError(t, send("warm"))
+		link := harness.Link{From: harness.ClientEndpoint, To: int(p.Leader)}
+		produce := int16(0) // Kafka's ApiKey of Produce
+
+		name, err := c.AddToxic(ctx, link, harness.KafkaRequest(kafkatoxic.Drop, produce, 1, 0))
+		require.NoError(t, err)
+		require.Error(t, send("dropped"), "the broker never saw the request: no answer")
+		require.NoError(t, send("after-drop"), "only the first Produce is dropped")
+		require.NoError(t, c.RemoveToxic(ctx, link, name))
+
+		name, err = c.AddToxic(ctx, link, harness.KafkaRequest(kafkatoxic.Hold, produce, 1, 0))
+		require.NoError(t, err)
+		require.Error(t, send("held"), "the client gives up on a held request")
+		require.NoError(t, c.RemoveToxic(ctx, link, name), "removing the toxic releases the request")
+
+		// The held request reaches the broker after its client gave up on it: appended, late.
+		_, err = c.WaitOffsets(ctx, rt, 0, func(o harness.Offsets) bool { return o.HighWatermark >= 3 })
+		require.NoError(t, err, "the released request is appended")
+		require.Equal(t, map[int64]string{0: "warm", 1: "after-drop", 2: "held"}, readAll(t, ctx, c, rt, 0))
 	})
 
 	mustReadBack(t, ctx, c, tp, 0, acks)

@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"strings"
 
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
@@ -143,6 +144,10 @@ func (e *engine) image(ctx context.Context, ref string) (image, bool) {
 // carries one; see docker/kafka).
 const JMXAgentLabel = "io.verity.jmx-agent"
 
+// ToxicsLabel, on a Toxiproxy image, lists (comma-separated) the toxics it has beyond
+// Toxiproxy's own: Verity's stand-in has kafkatoxic.Type.
+const ToxicsLabel = "io.verity.toxics"
+
 // Images says which images a run uses and why. KafkaID and ToxiproxyID are the images' ids
 // (sha256 of their configuration): a locally built stand-in has no registry digest, and the id
 // tells two builds of one tag apart.
@@ -152,6 +157,8 @@ type Images struct {
 	Why                  string
 	// JMXAgent is the path of the Kafka image's JMX agent (its JMXAgentLabel), "" when it has none.
 	JMXAgent string
+	// Toxics are the Toxiproxy image's toxics beyond Toxiproxy's own (its ToxicsLabel).
+	Toxics []string
 	// Postgres and Ledger are the side-effect services' images, and PostgresID and LedgerID
 	// their ids; all "" unless the spec asks for the service (Spec.Postgres, Spec.Ledger).
 	Postgres, Ledger     string
@@ -225,6 +232,9 @@ func (e *engine) chooseImages(ctx context.Context, spec Spec, log *slog.Logger) 
 	}
 	im := Images{Kafka: k, Toxiproxy: t, KafkaID: kim.id, ToxiproxyID: tim.id, JMXAgent: kim.labels[JMXAgentLabel],
 		Why: fmt.Sprintf("kafka: %s; toxiproxy: %s", kwhy, twhy)}
+	if l := tim.labels[ToxicsLabel]; l != "" {
+		im.Toxics = strings.Split(l, ",")
+	}
 	if spec.Postgres {
 		p, pim, pwhy, err := pick(spec.PostgresImage, "VERITY_POSTGRES_IMAGE", OfficialPostgresImage, StandInPostgresImage)
 		if err != nil {

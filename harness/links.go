@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2/client"
+
+	"github.com/verity-kafka/verity/kafkatoxic"
 )
 
 // ClientEndpoint is the From of a client->node link: the test's clients on this machine.
@@ -306,8 +309,26 @@ func LimitData(stream string, n int64) Toxic {
 	return Toxic{Type: "limit_data", Stream: stream, Attributes: map[string]any{"bytes": n}}
 }
 
+// KafkaRequest acts on whole Kafka requests crossing a link towards the broker (package
+// kafkatoxic): the nth (from 1, counted over every connection of each proxy of the link; 0:
+// every one) with API key apiKey is dropped (kafkatoxic.Drop) or held (kafkatoxic.Hold) with what
+// follows it on its connection, for hold, or until the toxic is removed when hold is 0. Only a
+// Toxiproxy image whose ToxicsLabel lists it has it (Verity's stand-in does; the official image
+// does not): AddToxic says so with ErrNoRequestToxic.
+func KafkaRequest(action string, apiKey int16, nth int, hold time.Duration) Toxic {
+	return Toxic{Type: kafkatoxic.Type, Stream: "upstream",
+		Attributes: map[string]any{"action": action, "api_key": apiKey, "nth": nth, "delay": hold.Milliseconds()}}
+}
+
+// ErrNoRequestToxic: the cluster's Toxiproxy image has no Kafka request toxic.
+var ErrNoRequestToxic = errors.New("the Toxiproxy image has no Kafka request toxic")
+
 // AddToxic puts t on link l and returns its name (t.Name, or one made from type and stream).
 func (c *Cluster) AddToxic(ctx context.Context, l Link, t Toxic) (string, error) {
+	if t.Type == kafkatoxic.Type && !slices.Contains(c.images.Toxics, t.Type) {
+		return "", fmt.Errorf("%w (%s; Verity's stand-in %s has it: run `make images` and set VERITY_TOXIPROXY_IMAGE=%s)",
+			ErrNoRequestToxic, c.images.Toxiproxy, StandInToxiproxyImage, StandInToxiproxyImage)
+	}
 	if t.Stream == "" {
 		t.Stream = "downstream"
 	}

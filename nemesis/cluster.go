@@ -47,6 +47,8 @@ type Cluster interface {
 	Describe(ctx context.Context, topic string) ([]harness.PartitionState, error)
 	DescribePartition(ctx context.Context, topic string, partition int32) (harness.PartitionState, error)
 	NodeLog(ctx context.Context, id int) (string, error)
+	// Images are the images the cluster runs (which toxics its Toxiproxy has).
+	Images() harness.Images
 }
 
 var _ Cluster = (*harness.Cluster)(nil)

@@ -34,6 +34,7 @@ type fakeCluster struct {
 	powerLoss   bool   // the nodes run on the lazy filesystem
 	cutPending  map[int]bool
 	drops       map[int]harness.Drop
+	images      harness.Images
 }
 
 func newFake(brokers int, dedicated bool) *fakeCluster {
@@ -159,7 +160,8 @@ func (f *fakeCluster) Start(_ context.Context, id int) error {
 	}
 	return nil
 }
-func (f *fakeCluster) PowerLoss() bool { return f.powerLoss }
+func (f *fakeCluster) PowerLoss() bool        { return f.powerLoss }
+func (f *fakeCluster) Images() harness.Images { return f.images }
 func (f *fakeCluster) PowerCut(_ context.Context, id int) error {
 	if !f.powerLoss {
 		return errors.New("no lazy filesystem")

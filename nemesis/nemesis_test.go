@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/verity-kafka/verity/harness"
 	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/kafkatoxic"
 )
 
 // setup is a 3-node combined fake cluster with t-0 led by 1 (replicas 1,2,3, full ISR), a
@@ -396,6 +397,11 @@ func TestAvailable(t *testing.T) {
 	require.Error(t, Bridge{}.Available(two))
 	require.Error(t, DiskLoss{Node(1)}.Available(one))
 	require.ErrorContains(t, PowerLoss{Node(1)}.Available(three), "lazy filesystem")
+	// The request toxic needs a Toxiproxy image that has it (Verity's stand-in).
+	drop := DropRequest(ClientLinksTo(Node(1)), 0, 1)
+	require.ErrorIs(t, drop.Available(three), harness.ErrNoRequestToxic)
+	three.images.Toxics = []string{kafkatoxic.Type}
+	require.NoError(t, drop.Available(three))
 	require.Error(t, RollingBounce{}.Available(one))
 	require.Error(t, Kill{Node(9)}.Available(three))
 	require.Error(t, Isolate{Target: Node(1)}.Available(one))

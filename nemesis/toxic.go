@@ -5,14 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/verity-kafka/verity/harness"
+	"github.com/verity-kafka/verity/kafkatoxic"
 )
 
 // LinkToxic puts Toxiproxy toxics on a set of links: every toxic on every link, each under a
 // name unique to the injection, so that overlapping faults on one link come off one by one.
-// Event Kind (latency, bandwidth, timeout, reset-peer, slow-close, limit-data), then "heal".
+// Event Kind (latency, bandwidth, timeout, reset-peer, slow-close, limit-data, drop-request,
+// hold-request), then "heal".
 //
 // Streams: "upstream" is what the link's From sends (requests), "downstream" what comes back
 // (responses; for a follower's fetch link, the fetched records).
@@ -58,6 +61,18 @@ func LimitData(links LinkSet, n int64) LinkToxic {
 	return LinkToxic{Kind: "limit-data", Links: links, Toxics: []harness.Toxic{harness.LimitData("downstream", n)}}
 }
 
+// DropRequest drops the nth request (from 1, counted per proxy; 0: every one) with Kafka API key
+// api that crosses links towards their far end: its sender waits for an answer that never comes.
+func DropRequest(links LinkSet, api int16, nth int) LinkToxic {
+	return LinkToxic{Kind: "drop-request", Links: links, Toxics: []harness.Toxic{harness.KafkaRequest(kafkatoxic.Drop, api, nth, 0)}}
+}
+
+// HoldRequest holds the nth request with API key api crossing links, and what follows it on its
+// connection, for d (0: until healed); then it reaches the broker, even if its sender gave up.
+func HoldRequest(links LinkSet, api int16, nth int, d time.Duration) LinkToxic {
+	return LinkToxic{Kind: "hold-request", Links: links, Toxics: []harness.Toxic{harness.KafkaRequest(kafkatoxic.Hold, api, nth, d)}}
+}
+
 func (f LinkToxic) Name() string { return f.Kind }
 func (f LinkToxic) String() string {
 	return fmt.Sprintf("%s(%s%s)", f.Kind, f.Links, toxicSummary(f.Toxics))
@@ -65,6 +80,11 @@ func (f LinkToxic) String() string {
 func (f LinkToxic) Available(c Cluster) error {
 	if len(f.Toxics) == 0 {
 		return errors.New("no toxic given")
+	}
+	for _, t := range f.Toxics {
+		if im := c.Images(); t.Type == kafkatoxic.Type && !slices.Contains(im.Toxics, t.Type) {
+			return fmt.Errorf("%w: %s (Verity's stand-in %s has it)", harness.ErrNoRequestToxic, im.Toxiproxy, harness.StandInToxiproxyImage)
+		}
 	}
 	return f.Links.Available(c)
 }

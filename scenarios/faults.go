@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/verity-kafka/verity/harness"
+	"github.com/verity-kafka/verity/kafkatoxic"
 	"github.com/verity-kafka/verity/nemesis"
 	"github.com/verity-kafka/verity/sink"
 )
@@ -37,6 +38,8 @@ const (
 	FaultResetPeer         FaultName = "reset-peer"
 	FaultSlowClose         FaultName = "slow-close"
 	FaultLimitData         FaultName = "limit-data"
+	FaultDropRequest       FaultName = "drop-request"
+	FaultHoldRequest       FaultName = "hold-request"
 	FaultAckLoss           FaultName = "ack-loss"
 	FaultSinkCut           FaultName = "sink-cut"
 	FaultServiceKill       FaultName = "service-kill"
@@ -86,6 +89,8 @@ const (
 	ParamTo       = "to"
 	ParamGate     = "gate"
 	ParamService  = "service"
+	ParamAPI      = "api"
+	ParamNth      = "nth"
 )
 
 // Values of Params.Service: the side-effect service a service fault acts on, named as the
@@ -301,6 +306,20 @@ func FaultSpecs() []FaultSpec {
 			Doc:    "close each connection on the target's links once `bytes` of responses came back through it (0: at their first byte)",
 			Build:  toxic(func(ls nemesis.LinkSet, p Params) nemesis.Fault { return nemesis.LimitData(ls, p.Bytes) }),
 			Preset: preset(func(p *Params) { p.Bytes = 64 << 10 })},
+		{Name: FaultDropRequest, Kind: KindToxic, Target: TargetRequired, Roles: nodeRoles(), Params: toxicParams(ParamAPI, ParamNth),
+			Required: []string{ParamAPI}, Heals: true,
+			Doc: "drop the nth request (from 1, per proxy; 0: every one) of Kafka API `api` (Produce, EndTxn, …) on its way to the target over the target's links: its sender waits for an answer that never comes (needs Verity's Toxiproxy image)",
+			Build: toxic(func(ls nemesis.LinkSet, p Params) nemesis.Fault {
+				return nemesis.DropRequest(ls, p.apiKey(), p.Nth)
+			}),
+			Preset: preset(func(p *Params) { p.API, p.Nth = "Produce", 1 })},
+		{Name: FaultHoldRequest, Kind: KindToxic, Target: TargetRequired, Roles: nodeRoles(), Params: toxicParams(ParamAPI, ParamNth, ParamDelay),
+			Required: []string{ParamAPI}, Heals: true,
+			Doc: "hold the nth request of Kafka API `api`, and what follows it on its connection, for delay (0: until healed); then it reaches the target even if its sender gave up (needs Verity's Toxiproxy image)",
+			Build: toxic(func(ls nemesis.LinkSet, p Params) nemesis.Fault {
+				return nemesis.HoldRequest(ls, p.apiKey(), p.Nth, p.Delay.Std())
+			}),
+			Preset: preset(func(p *Params) { p.API, p.Nth = "EndTxn", 1 })},
 		{Name: FaultAckLoss, Kind: KindAckLoss, Target: TargetRequired, Roles: nodeRoles(), Params: []string{ParamHold}, Heals: true,
 			Doc:    "lose the target's answers to the clients while requests still arrive: records are appended but the producer sees an unknown outcome (seed 000 §0)",
 			Build:  targeted(func(t nemesis.Target, p Params) nemesis.Fault { return nemesis.AckLoss{Target: t, Hold: p.Hold} }),
@@ -426,6 +445,12 @@ func toxic(make func(nemesis.LinkSet, Params) nemesis.Fault) func(Fault, Refs) (
 		}
 		return make(nemesis.ClientLinksTo(t), f.Params), nil
 	}
+}
+
+// apiKey is the Kafka API key p.API names (validated).
+func (p Params) apiKey() int16 {
+	k, _ := kafkatoxic.ParseAPI(p.API)
+	return k
 }
 
 // serviceEndpoint is the harness endpoint of the service p names (default PostgreSQL).

@@ -35,7 +35,7 @@ func TestFaultCatalogueHasTheIssueList(t *testing.T) {
 // Every spec is consistent: known roles and params, required params among the accepted ones,
 // a target need that matches its roles.
 func TestFaultSpecsConsistent(t *testing.T) {
-	params := []string{ParamLinks, ParamCut, ParamDelay, ParamJitter, ParamRateKBps, ParamAfter, ParamBytes, ParamHold, ParamTo, ParamGate, ParamService}
+	params := []string{ParamLinks, ParamCut, ParamDelay, ParamJitter, ParamRateKBps, ParamAfter, ParamBytes, ParamHold, ParamTo, ParamGate, ParamService, ParamAPI, ParamNth}
 	kinds := []string{KindProcess, KindNetwork, KindToxic, KindAckLoss, KindService, KindCompound, KindNone}
 	for _, s := range FaultSpecs() {
 		if s.Doc == "" || !slices.Contains(kinds, s.Kind) {
@@ -88,6 +88,8 @@ func TestEveryFaultValidatesInAScenario(t *testing.T) {
 					f.Params.RateKBps = 64
 				case ParamTo:
 					f.Params.To = &Target{Role: RoleController}
+				case ParamAPI:
+					f.Params.API = "Produce"
 				}
 			}
 			if spec.Name == FaultCompound {

@@ -375,6 +375,11 @@ type Params struct {
 	// Service is the side-effect service a service fault acts on: postgres (default) or
 	// ledger.
 	Service string `yaml:"service,omitempty" json:"service,omitempty"`
+	// API is the Kafka request a request fault acts on, as Kafka names it (Produce, EndTxn,
+	// AddPartitionsToTxn, TxnOffsetCommit, WriteTxnMarkers, Fetch, …); Nth which one (from 1,
+	// per proxy; 0: every one).
+	API string `yaml:"api,omitempty" json:"api,omitempty"`
+	Nth int    `yaml:"nth,omitempty" json:"nth,omitempty"`
 }
 
 // Duration is a duration written as Go writes them ("60s", "1m30s") in YAML and JSON.

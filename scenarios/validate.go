@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/verity-kafka/verity/kafkaconf"
+	"github.com/verity-kafka/verity/kafkatoxic"
 	"github.com/verity-kafka/verity/sink"
 	"github.com/verity-kafka/verity/verify/guarantee"
 	"github.com/verity-kafka/verity/verify/results"
@@ -699,6 +700,7 @@ func (c *checker) params(path string, f Fault, spec FaultSpec) {
 		ParamLinks: p.Links != "", ParamCut: p.Cut != "", ParamDelay: p.Delay != 0, ParamJitter: p.Jitter != 0,
 		ParamRateKBps: p.RateKBps != 0, ParamAfter: p.After != 0, ParamBytes: p.Bytes != 0, ParamHold: p.Hold,
 		ParamTo: p.To != nil, ParamGate: p.Gate != 0, ParamService: p.Service != "",
+		ParamAPI: p.API != "", ParamNth: p.Nth != 0,
 	}
 	for _, name := range slices.Sorted(maps.Keys(set)) {
 		if !set[name] || slices.Contains(spec.Params, name) {
@@ -728,6 +730,14 @@ func (c *checker) params(path string, f Fault, spec FaultSpec) {
 	}
 	if p.Service != "" && p.Service != ServicePostgres && p.Service != ServiceLedger {
 		c.addf(path+".service", "%q: want postgres or ledger", p.Service)
+	}
+	if p.API != "" {
+		if _, err := kafkatoxic.ParseAPI(p.API); err != nil {
+			c.addf(path+".api", "%v", err)
+		}
+	}
+	if p.Nth < 0 {
+		c.addf(path+".nth", "%d: want 0 (every one) or more", p.Nth)
 	}
 	if p.Cut != "" && p.Cut != CutBlackhole && p.Cut != CutRefuse {
 		c.addf(path+".cut", "%q: want blackhole or refuse", p.Cut)
