@@ -270,6 +270,62 @@ func TestNodeAndLinkControls(t *testing.T) {
 		require.Equal(t, map[int64]string{0: "warm", 1: "after-drop", 2: "held"}, readAll(t, ctx, c, rt, 0))
 	})
 
+	t.Run("a held EndTxn released into the producer's next transaction ends it early (KAFKA-17754, protocol v1)", func(t *testing.T) {
+		const xt = "controls-late-endtxn"
+		require.NoError(t, c.CreateTopic(ctx, harness.TopicSpec{Name: xt, Partitions: 1, RF: 3, MinISR: 2}))
+		cfg := harness.SaramaConfig("controls-late-endtxn")
+		cfg.Producer.Transaction.ID = "controls-late-endtxn"
+		cfg.Producer.Idempotent, cfg.Producer.RequiredAcks, cfg.Producer.Return.Successes = true, sarama.WaitForAll, true
+		cfg.Net.MaxOpenRequests = 1
+		cfg.Producer.Timeout, cfg.Net.ReadTimeout = 2*time.Second, 4*time.Second
+		cfg.Producer.Partitioner = sarama.NewManualPartitioner
+		client, err := sarama.NewClient(c.Bootstrap(), cfg)
+		require.NoError(t, err)
+		defer client.Close()
+		coord, err := client.TransactionCoordinator(cfg.Producer.Transaction.ID)
+		require.NoError(t, err)
+		prod, err := sarama.NewSyncProducerFromClient(client)
+		require.NoError(t, err)
+		defer prod.Close()
+		send := func(v string) {
+			_, _, err := prod.SendMessage(&sarama.ProducerMessage{Topic: xt, Value: sarama.StringEncoder(v)})
+			require.NoError(t, err)
+		}
+
+		require.NoError(t, prod.BeginTxn())
+		send("t1")
+		link := harness.Link{From: harness.ClientEndpoint, To: int(coord.ID())}
+		endTxn := int16(26) // Kafka's ApiKey of EndTxn
+		name, err := c.AddToxic(ctx, link, harness.KafkaRequest(kafkatoxic.Hold, endTxn, 1, 0))
+		require.NoError(t, err)
+		require.NoError(t, prod.CommitTxn(), "the client gives up on the held EndTxn and commits with its retry")
+		require.NoError(t, prod.BeginTxn())
+		send("t2")
+		require.NoError(t, c.RemoveToxic(ctx, link, name), "the heal releases the first EndTxn(commit)")
+		_, err = c.WaitOffsets(ctx, xt, 0, func(o harness.Offsets) bool { return o.LastStable == o.HighWatermark })
+		require.NoError(t, err, "the released commit ended the open transaction: the LSO reaches the high watermark")
+		require.Error(t, prod.AbortTxn(), "the transaction its client means to abort is already committed")
+
+		rc := harness.SaramaConfig("controls-late-endtxn-read")
+		rc.Consumer.IsolationLevel = sarama.ReadCommitted
+		cons, err := sarama.NewConsumer(c.Bootstrap(), rc)
+		require.NoError(t, err)
+		defer cons.Close()
+		pc, err := cons.ConsumePartition(xt, 0, sarama.OffsetOldest)
+		require.NoError(t, err)
+		defer pc.Close()
+		var seen []string
+		for len(seen) < 2 {
+			select {
+			case m := <-pc.Messages():
+				seen = append(seen, string(m.Value))
+			case <-ctx.Done():
+				t.Fatalf("read_committed read %v: %v", seen, ctx.Err())
+			}
+		}
+		require.Equal(t, []string{"t1", "t2"}, seen, "a read_committed reader sees the record of the transaction its client aborted")
+	})
+
 	mustReadBack(t, ctx, c, tp, 0, acks)
 	require.NoError(t, c.WaitHealthy(ctx))
 }

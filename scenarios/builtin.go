@@ -58,6 +58,7 @@ func builtinMakers() []func() Scenario {
 		eosCoordinatorKill, eosRollingBounce,
 		groupRebalance,
 		sinkNaive, sinkUniqueKey, sinkOffsetsInDB, sinkInbox, sinkOutbox, sinkHTTP, sinkHTTPKeyed,
+		regressKafka17754,
 	}
 }
 
@@ -619,3 +620,42 @@ func sinkOffsetsInDB() Scenario { return sinkScenario(sink.OffsetsInDB) }
 func sinkInbox() Scenario       { return sinkScenario(sink.Inbox) }
 func sinkHTTP() Scenario        { return sinkScenario(sink.HTTP) }
 func sinkHTTPKeyed() Scenario   { return sinkScenario(sink.HTTPKeyed) }
+
+// regressKafka17754 replays KAFKA-17754: an EndTxn held in the network past its client's
+// timeout, which the client retries and completes, then released while a later transaction of
+// the same producer is open. Under transaction protocol v1 the producer keeps one epoch for its
+// session, so the coordinator takes the stale EndTxn for the open transaction and commits (or
+// aborts) it early: records of a transaction the client then aborts become visible to
+// read_committed readers, and a transaction is cut in two. Protocol v2 (KIP-890 part 2, the
+// default of franz-go on a 4.x cluster) bumps the epoch at every EndTxn, and the stale request
+// is fenced. The bad side is --txn-protocol v1 (or --client sarama, which speaks v1 only).
+func regressKafka17754() Scenario {
+	s := base("regress-kafka-17754", "An EndTxn held past its client's timeout, then released while the producer's next "+
+		"transaction is open: clean on transaction protocol v2, early commits on v1 (--txn-protocol v1, or sarama).", "KAFKA-17754, KIP-890")
+	s.Topics = []Topic{
+		{Name: "txn", Partitions: 3, ReplicationFactor: 3, MinInsyncReplicas: 2},
+		{Name: "txn-b", Partitions: 3, ReplicationFactor: 3, MinInsyncReplicas: 2},
+	}
+	s.Client.Name = kafkaconf.FranzGo
+	// A short request timeout lets the client give up on the held EndTxn, and retry it, well
+	// within the hold; half the transactions abort, so that a released commit often lands in a
+	// transaction its client means to abort.
+	s.Client.RequestTimeout = sec(3)
+	s.Client.Transactions = Transactions{AbortProbability: 0.5}
+	s.Workload = Workload{
+		Producers:     []ProducerGroup{{Count: 1, Topic: "txn", Rate: 20}},
+		Transactional: TxnProducers{Count: 1, Topics: []string{"txn", "txn-b"}},
+		Consumers:     Consumers{ReadCommitted: 1, ReadUncommitted: 1, Topics: []string{"txn", "txn-b"}},
+	}
+	s.Faults = Schedule{Kind: SchedulePeriodic, Periodic: &Periodic{
+		Interval: sec(10), Hold: sec(9), Start: sec(10), Quiet: 0.1,
+		Set: []Fault{{Name: FaultHoldRequest, Target: &Target{Role: RoleTxnCoordinator}, Params: Params{API: "EndTxn", Nth: 1}}},
+	}}
+	s.Duration = sec(180)
+	s.Expect = Expectation{Text: "Transaction protocol v2 bumps the producer epoch at every EndTxn, " +
+		"so an EndTxn that arrives after its transaction ended is fenced: read_committed readers see no record of an " +
+		"aborted transaction and every committed transaction whole. On protocol v1 (--txn-protocol v1, or --client sarama) " +
+		"the stale EndTxn carries the open transaction's epoch and ends it early: aborted-read and partial-transaction, " +
+		"forbidden (KAFKA-17754, fixed by KIP-890 part 2)."}
+	return s
+}
