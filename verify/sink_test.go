@@ -212,7 +212,9 @@ func TestOutbox(t *testing.T) {
 		c.Sinks = map[string]history.SinkInfo{"s": {Mode: sink.Outbox, Topic: "t", Outbox: "o", Processes: []int{2}, Relay: new(3)}}
 		return c
 	}
-	ov := func(event string, off int64) history.Record { return at(rec("o", 0, sink.OutboxValue("s", event)), off) }
+	ov := func(event string, off int64) history.Record {
+		return at(rec("o", 0, sink.OutboxValue("s", event)), off)
+	}
 	// Three inputs on t-0, each applied once (a business row and an outbox row).
 	input := func(h *hb) {
 		for i, v := range []string{"1-1", "1-2", "1-3"} {
