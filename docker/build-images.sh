@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # make images: makes sure these images are present locally:
-#   Kafka 4.3.1       apache/kafka:4.3.1, else verity/kafka:4.3.1 (official jars and the Jolokia JMX
-#                     agent from Maven on a debootstrapped Debian bookworm + OpenJDK 17, with the
-#                     lazy filesystem cmd/verity-lazyfs)
+#   Kafka V           for each release V of VERITY_KAFKA_VERSIONS (default: every release Verity
+#                     runs, kafkaconf.Releases): apache/kafka:V, else verity/kafka:V (the official
+#                     jars and the Jolokia JMX agent from Maven on a debootstrapped Debian bookworm +
+#                     OpenJDK 17, with the lazy filesystem cmd/verity-lazyfs; one shared base)
 #   Toxiproxy 2.12.0  ghcr.io/shopify/toxiproxy:2.12.0, else verity/toxiproxy:2.12.0 (the server
 #                     of the Go module with Verity's Kafka request toxic, cmd/verity-toxiproxy,
 #                     static, FROM scratch)
@@ -21,7 +22,7 @@ have() { docker image inspect "$1" >/dev/null 2>&1; }
 recipe() {
   { (cd "$here/$1" && cat $(ls | sort))
     case $1 in
-      kafka) cat "$LAZYFS" ;;
+      kafka) cat "$LAZYFS"; echo "$KAFKA_VERSION" ;;
       ledger) cat "$LEDGER" ;;
       toxiproxy) cat "$TOXIPROXY" ;;
     esac
@@ -33,10 +34,11 @@ current() { # current IMAGE RECIPE-DIR
 # Pulling fails at once where no registry is reachable; a short timeout covers a hanging one.
 try_pull() { timeout 60 docker pull -q "$1" >/dev/null 2>&1; }
 
-KAFKA_OFFICIAL=apache/kafka:4.3.1
+# Kept equal to kafkaconf.Releases() by a unit test (kafkaconf/docs_test.go).
+KAFKA_VERSIONS_DEFAULT="3.9.2 4.0.2 4.1.2 4.2.2 4.3.1 4.4.0"
+KAFKA_VERSIONS=${VERITY_KAFKA_VERSIONS:-$KAFKA_VERSIONS_DEFAULT}
 TOXI_OFFICIAL=ghcr.io/shopify/toxiproxy:2.12.0
 PG_OFFICIAL=postgres:15
-KAFKA_STANDIN=verity/kafka:4.3.1
 TOXI_STANDIN=verity/toxiproxy:2.12.0
 PG_STANDIN=verity/postgres:15
 LEDGER_STANDIN=verity/ledger:1
@@ -86,20 +88,23 @@ build_base() {
     'ENV JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64'
 }
 
-build_kafka() {
+build_kafka() { # of release $KAFKA_VERSION
   build_base
-  local ctx=$WORK/kafka
+  local ctx=$WORK/kafka-$KAFKA_VERSION standin=verity/kafka:$KAFKA_VERSION logging=()
   rm -rf "$ctx"; mkdir -p "$ctx/libs"
-  log "collecting the Apache Kafka 4.3.1 jars with Maven"
-  mvn -q -B -f "$here/kafka/pom.xml" dependency:copy-dependencies \
+  case $KAFKA_VERSION in 3.*) logging=(-Dkafka.reload4j) ;; esac
+  log "collecting the Apache Kafka $KAFKA_VERSION jars with Maven"
+  mvn -q -B -f "$here/kafka/pom.xml" dependency:copy-dependencies "-Dkafka.version=$KAFKA_VERSION" "${logging[@]}" \
     -DoutputDirectory="$ctx/libs" -DincludeScope=runtime >&2
   mv "$ctx"/libs/jolokia-agent-jvm-*-javaagent.jar "$ctx/jolokia-agent.jar"
-  cp "$here/kafka/"{Dockerfile,run,jsa-train,server.properties,log4j2.yaml,tools-log4j2.yaml} "$ctx/"
+  cp "$here/kafka/"* "$ctx/"
+  rm "$ctx/pom.xml"
   cp "$LAZYFS" "$ctx/verity-lazyfs"
-  docker build --build-arg BASE="$BASE" --label io.verity.recipe="$(recipe kafka)" -t "$KAFKA_STANDIN" "$ctx" \
-    >"$WORK/kafka-build.log" 2>&1 || { tail -n 30 "$WORK/kafka-build.log" >&2; log "docker build failed (log: $WORK/kafka-build.log)"; exit 1; }
+  docker build --build-arg BASE="$BASE" --build-arg KAFKA_VERSION="$KAFKA_VERSION" --label io.verity.recipe="$(recipe kafka)" \
+    -t "$standin" "$ctx" >"$WORK/kafka-$KAFKA_VERSION-build.log" 2>&1 ||
+    { tail -n 30 "$WORK/kafka-$KAFKA_VERSION-build.log" >&2; log "docker build failed (log: $WORK/kafka-$KAFKA_VERSION-build.log)"; exit 1; }
   rm -rf "$ctx"
-  log "built $KAFKA_STANDIN"
+  log "built $standin"
 }
 
 build_toxiproxy() {
@@ -147,7 +152,9 @@ ensure() { # ensure OFFICIAL STANDIN RECIPE-DIR BUILDER (OFFICIAL "": there is n
   "$4"
 }
 
-ensure "$KAFKA_OFFICIAL" "$KAFKA_STANDIN" kafka build_kafka
+for KAFKA_VERSION in $KAFKA_VERSIONS; do
+  ensure "apache/kafka:$KAFKA_VERSION" "verity/kafka:$KAFKA_VERSION" kafka build_kafka
+done
 ensure "$TOXI_OFFICIAL" "$TOXI_STANDIN" toxiproxy build_toxiproxy
 ensure "$PG_OFFICIAL" "$PG_STANDIN" postgres build_postgres
 ensure "" "$LEDGER_STANDIN" ledger build_ledger

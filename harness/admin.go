@@ -10,16 +10,41 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+
+	"github.com/verity-kafka/verity/kafkaconf"
 )
 
-// KafkaVersion is the protocol version Verity's sarama clients speak.
-var kafkaVersion = sarama.V4_3_1_0
+// saramaVersion is the protocol version a sarama client speaks with brokers of release v: the
+// release's own, capped at the newest this sarama knows, so that it never asks a broker for
+// more than the broker has.
+func saramaVersion(v kafkaconf.KafkaVersion) sarama.KafkaVersion {
+	sv, err := sarama.ParseKafkaVersion(string(v.Or()))
+	if err != nil || !sarama.MaxVersion.IsAtLeast(sv) {
+		return sarama.MaxVersion
+	}
+	return sv
+}
 
-// SaramaConfig returns a sarama configuration for this cluster's Kafka version with timeouts
-// short enough for fault tests. Callers adjust it (acks, idempotence, ...) before use.
+// SaramaConfig returns a sarama configuration for a cluster of the default Kafka release with
+// timeouts short enough for fault tests (Cluster.SaramaConfig: for that cluster's release).
+// Callers adjust it (acks, idempotence, ...) before use.
 func SaramaConfig(clientID string) *sarama.Config {
+	return SaramaConfigFor(kafkaconf.DefaultKafkaVersion)(clientID)
+}
+
+// SaramaConfig is SaramaConfig for c's Kafka release.
+func (c *Cluster) SaramaConfig(clientID string) *sarama.Config {
+	return SaramaConfigFor(c.spec.KafkaVersion)(clientID)
+}
+
+// SaramaConfigFor returns SaramaConfig for Kafka release v.
+func SaramaConfigFor(v kafkaconf.KafkaVersion) func(clientID string) *sarama.Config {
+	return func(clientID string) *sarama.Config { return saramaConfig(v, clientID) }
+}
+
+func saramaConfig(v kafkaconf.KafkaVersion, clientID string) *sarama.Config {
 	cfg := sarama.NewConfig()
-	cfg.Version = kafkaVersion
+	cfg.Version = saramaVersion(v)
 	cfg.ClientID = clientID
 	cfg.Net.DialTimeout = 5 * time.Second
 	// Above the broker's ack timeout (Producer.Timeout, 10 s by default), so that the client
@@ -100,7 +125,7 @@ func (c *Cluster) adminClient() (*adminClient, error) {
 	if c.admin != nil {
 		return c.admin, nil
 	}
-	cl, err := sarama.NewClient(c.bootstrap, SaramaConfig("verity-admin-"+c.spec.RunID))
+	cl, err := sarama.NewClient(c.bootstrap, c.SaramaConfig("verity-admin-"+c.spec.RunID))
 	if err != nil {
 		return nil, fmt.Errorf("connecting an admin client to %v: %w", c.bootstrap, err)
 	}
@@ -132,7 +157,7 @@ func (a *adminClient) createTopicAt(id int32, t TopicSpec) error {
 	if err != nil {
 		return err
 	}
-	req := sarama.NewCreateTopicsRequest(kafkaVersion, map[string]*sarama.TopicDetail{t.Name: t.detail()},
+	req := sarama.NewCreateTopicsRequest(a.client.Config().Version, map[string]*sarama.TopicDetail{t.Name: t.detail()},
 		a.client.Config().Admin.Timeout, false)
 	resp, err := b.CreateTopics(req)
 	if err != nil {
@@ -393,7 +418,7 @@ func (a *adminClient) metadataFrom(id int32, topic string) ([]*sarama.PartitionM
 	if err != nil {
 		return nil, err
 	}
-	resp, err := b.GetMetadata(sarama.NewMetadataRequest(kafkaVersion, []string{topic}))
+	resp, err := b.GetMetadata(sarama.NewMetadataRequest(a.client.Config().Version, []string{topic}))
 	if err != nil {
 		_ = b.Close() // reconnect next time
 		return nil, fmt.Errorf("metadata from broker %d: %w", id, err)
@@ -497,7 +522,7 @@ func (c *Cluster) offsetsOnce(ctx context.Context, topic string, partition int32
 		return Offsets{}, err
 	}
 	get := func(ts int64, iso sarama.IsolationLevel) (int64, error) {
-		req := sarama.NewOffsetRequest(kafkaVersion)
+		req := sarama.NewOffsetRequest(a.client.Config().Version)
 		req.IsolationLevel = iso
 		req.AddBlock(topic, partition, ts, 1)
 		resp, err := b.GetAvailableOffsets(req)
@@ -643,7 +668,7 @@ func (c *Cluster) Silent(ctx context.Context) map[int]error {
 	out := map[int]error{}
 	ids, addrs := c.Brokers(), c.Bootstrap()
 	errs := make([]error, len(ids))
-	cfg := SaramaConfig("verity-health")
+	cfg := c.SaramaConfig("verity-health")
 	cfg.Net.DialTimeout, cfg.Net.ReadTimeout, cfg.Net.WriteTimeout = 2*time.Second, 2*time.Second, 2*time.Second
 	var wg sync.WaitGroup
 	for i, id := range ids {

@@ -149,7 +149,7 @@ func Start(ctx context.Context, spec Spec) (_ *Cluster, err error) {
 	}()
 
 	log.Info("starting cluster", "nodes", spec.Nodes, "dedicated_controllers", spec.DedicatedControllers,
-		"kafka_image", images.Kafka, "deviations", spec.Deviations())
+		"kafka", spec.KafkaVersion, "kafka_image", images.Kafka, "features", spec.Features.String(), "deviations", spec.Deviations())
 	if err := c.createNetworks(ctx); err != nil {
 		return nil, err
 	}
@@ -165,6 +165,9 @@ func Start(ctx context.Context, spec Spec) (_ *Cluster, err error) {
 		return nil, err
 	}
 	if err := c.waitServices(rctx); err != nil {
+		return nil, err
+	}
+	if err := c.SetFeatures(rctx, spec.Features); err != nil {
 		return nil, err
 	}
 	if spec.PowerLoss && !spec.KeepBootUnsynced {

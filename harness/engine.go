@@ -16,14 +16,14 @@ import (
 
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
+
+	"github.com/verity-kafka/verity/kafkaconf"
 )
 
 // Image tags. The official ones are used when present locally; otherwise the offline stand-ins
-// that `make images` builds (docker/build-images.sh).
+// that `make images` builds (docker/build-images.sh). Kafka's are per release (KafkaImages).
 const (
-	OfficialKafkaImage     = "apache/kafka:4.3.1"
 	OfficialToxiproxyImage = "ghcr.io/shopify/toxiproxy:2.12.0"
-	StandInKafkaImage      = "verity/kafka:4.3.1"
 	StandInToxiproxyImage  = "verity/toxiproxy:2.12.0"
 	// The side-effect services' images (Spec.Postgres, Spec.Ledger). The ledger is Verity's own
 	// (cmd/verity-ledger): it has no official image.
@@ -31,6 +31,11 @@ const (
 	StandInPostgresImage  = "verity/postgres:15"
 	StandInLedgerImage    = "verity/ledger:1"
 )
+
+// KafkaImages are the official image of Kafka release v and Verity's offline stand-in of it.
+func KafkaImages(v kafkaconf.KafkaVersion) (official, standIn string) {
+	return "apache/kafka:" + string(v.Or()), "verity/kafka:" + string(v.Or())
+}
 
 // ErrEngine is wrapped by every error that comes from an unreachable Docker engine.
 var ErrEngine = errors.New("no Docker engine answers")
@@ -222,7 +227,8 @@ func (e *engine) chooseImages(ctx context.Context, spec Spec, log *slog.Logger) 
 		}
 		return "", image{}, "", fmt.Errorf("%w: neither %s nor %s is present; run `make images` and try again", ErrImage, official, standIn)
 	}
-	k, kim, kwhy, err := pick(spec.KafkaImage, "VERITY_KAFKA_IMAGE", OfficialKafkaImage, StandInKafkaImage)
+	official, standIn := KafkaImages(spec.KafkaVersion)
+	k, kim, kwhy, err := pick(spec.KafkaImage, "VERITY_KAFKA_IMAGE", official, standIn)
 	if err != nil {
 		return Images{}, err
 	}

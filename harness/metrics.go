@@ -56,8 +56,9 @@ func (c *Cluster) metricsProxies(ctx context.Context) ([]toxiproxy.Proxy, error)
 // MetricsSource says how ReadMetrics reads the nodes' metrics, or why it cannot (ErrNoMetrics).
 func (c *Cluster) MetricsSource() (string, error) {
 	if c.images.JMXAgent == "" {
+		_, standIn := KafkaImages(c.spec.KafkaVersion)
 		return "", fmt.Errorf("%w: the Kafka image %s carries no JMX agent (no %s label); Verity's stand-in (make images, with VERITY_KAFKA_IMAGE=%s) does",
-			ErrNoMetrics, c.images.Kafka, JMXAgentLabel, StandInKafkaImage)
+			ErrNoMetrics, c.images.Kafka, JMXAgentLabel, standIn)
 	}
 	return "Jolokia JVM agent " + c.images.JMXAgent + " in " + c.images.Kafka, nil
 }

@@ -67,6 +67,14 @@ type Spec struct {
 	RunID string
 	// ArtifactDir receives node logs on Close; default <tmp>/verity-<run id>.
 	ArtifactDir string
+	// KafkaVersion is the Kafka release the nodes run (kafkaconf.Releases); default
+	// kafkaconf.DefaultKafkaVersion. It picks the image (KafkaImages) and caps the protocol
+	// version of Verity's sarama clients (Cluster.SaramaConfig).
+	KafkaVersion kafkaconf.KafkaVersion
+	// Features are feature levels the cluster is brought to once it is ready, before Start
+	// returns (UpdateFeatures, upgrading or safely downgrading each); the others keep the
+	// levels the release finalizes on a new cluster.
+	Features kafkaconf.FeatureLevels
 	// KafkaImage and ToxiproxyImage override the image choice (see ChooseImages).
 	KafkaImage, ToxiproxyImage string
 	// ReadyTimeout bounds Start's wait for a ready cluster; default 3 minutes.
@@ -130,6 +138,7 @@ func (s Spec) withDefaults() Spec {
 	if s.ReadyTimeout <= 0 {
 		s.ReadyTimeout = 3 * time.Minute
 	}
+	s.KafkaVersion = s.KafkaVersion.Or()
 	if s.Logger == nil {
 		s.Logger = slog.Default()
 	}
@@ -152,6 +161,14 @@ func (s Spec) validate() error {
 		}
 		if st, err := os.Stat(s.LazyFSBinary); err != nil || !st.Mode().IsRegular() || !filepath.IsAbs(s.LazyFSBinary) {
 			return fmt.Errorf("spec: LazyFSBinary (or $VERITY_LAZYFS) %q must be an absolute path to a verity-lazyfs binary; build one with `CGO_ENABLED=0 go build -o /abs/path/verity-lazyfs ./cmd/verity-lazyfs`", s.LazyFSBinary)
+		}
+	}
+	if _, err := kafkaconf.ParseKafkaVersion(string(s.KafkaVersion.Or())); err != nil {
+		return fmt.Errorf("spec: KafkaVersion: %w", err)
+	}
+	for f := range s.Features {
+		if _, err := kafkaconf.ParseFeature(string(f)); err != nil {
+			return fmt.Errorf("spec: Features: %w", err)
 		}
 	}
 	if s.PostgresImage != "" && !s.Postgres {

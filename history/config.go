@@ -27,6 +27,9 @@ type Config struct {
 	Scenario string `json:"scenario,omitempty"`
 	// Client is the Kafka client every client process of the run used.
 	Client *ClientInfo `json:"client,omitempty"`
+	// Kafka is the release the cluster ran and the feature levels it had finalized when the
+	// workloads began.
+	Kafka *KafkaInfo `json:"kafka,omitempty"`
 	// Producer holds the settings of every producer process that Processes does not list.
 	Producer *kafkaconf.ProducerConfig `json:"producer,omitempty"`
 	// Processes holds each producer process's settings, by the history's process number; a
@@ -91,6 +94,13 @@ type ClientInfo struct {
 	TxnProtocol kafkaconf.TxnProtocol `json:"txn_protocol,omitempty"`
 }
 
+// KafkaInfo is the Kafka release a run's cluster ran and its finalized feature levels (every
+// feature the cluster finalized, by name).
+type KafkaInfo struct {
+	Version  kafkaconf.KafkaVersion  `json:"version"`
+	Features kafkaconf.FeatureLevels `json:"features,omitempty"`
+}
+
 // ReadIsolation is the isolation of reads whose payload names none.
 func (c Config) ReadIsolation() kafkaconf.Isolation {
 	if c.Isolation == "" {
@@ -137,6 +147,11 @@ func (c Config) Clone() Config {
 	if c.Client != nil {
 		ci := *c.Client
 		c.Client = &ci
+	}
+	if c.Kafka != nil {
+		k := *c.Kafka
+		k.Features = maps.Clone(k.Features)
+		c.Kafka = &k
 	}
 	c.Processes = maps.Clone(c.Processes)
 	c.Topics = maps.Clone(c.Topics)
@@ -210,6 +225,9 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 		case "client":
 			out.Client = new(ClientInfo)
 			err = decodeStrict(k, v, out.Client)
+		case "kafka":
+			out.Kafka = new(KafkaInfo)
+			err = decodeStrict(k, v, out.Kafka)
 		case "topics":
 			out.Topics, err = decodeEntries(k, v, "topic names to topic settings",
 				func(name string) (string, error) { return name, nil }, decodeStrict[kafkaconf.TopicConfig])

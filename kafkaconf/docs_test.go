@@ -24,3 +24,34 @@ func TestClientsDocNamesEveryEntry(t *testing.T) {
 		}
 	}
 }
+
+// make images builds an image of every release the code lists, and no other by default.
+func TestImageScriptBuildsEveryRelease(t *testing.T) {
+	b, err := os.ReadFile("../docker/build-images.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `KAFKA_VERSIONS_DEFAULT="` + strings.Join(KafkaVersions(), " ") + `"`
+	if !strings.Contains(string(b), want) {
+		t.Errorf("docker/build-images.sh does not say %s: keep its list equal to kafkaconf.Releases()", want)
+	}
+}
+
+// docs/kafka-versions.md describes every release and every feature the code lists.
+func TestVersionsDocNamesEveryEntry(t *testing.T) {
+	b, err := os.ReadFile("../docs/kafka-versions.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	for _, r := range Releases() {
+		if !strings.Contains(doc, "| "+string(r.Version)+" |") {
+			t.Errorf("docs/kafka-versions.md's release table lacks %s", r.Version)
+		}
+	}
+	for _, f := range Features() {
+		if !strings.Contains(doc, "`"+string(f.Name)+"`") {
+			t.Errorf("docs/kafka-versions.md does not name the feature %s", f.Name)
+		}
+	}
+}

@@ -184,3 +184,43 @@ func TestResolveTopic(t *testing.T) {
 		t.Errorf("Over: %+v", got)
 	}
 }
+
+func TestKafkaVersions(t *testing.T) {
+	for _, s := range KafkaVersions() {
+		if v, err := ParseKafkaVersion(" " + s + " "); err != nil || string(v) != s {
+			t.Errorf("ParseKafkaVersion(%q) = %q, %v", s, v, err)
+		}
+	}
+	for _, bad := range []string{"", "4.3", "4.3.0", "5.0.0", "latest"} {
+		if _, err := ParseKafkaVersion(bad); err == nil || !strings.Contains(err.Error(), "want one of 3.9.2") {
+			t.Errorf("ParseKafkaVersion(%q): want an error listing the releases, got %v", bad, err)
+		}
+	}
+	if !KafkaVersion("4.1.2").AtLeast(4, 1) || KafkaVersion("3.9.2").AtLeast(4, 0) || !KafkaVersion("").AtLeast(4, 3) {
+		t.Error("AtLeast misorders releases")
+	}
+	if !slices.Contains(KafkaVersions(), string(DefaultKafkaVersion)) {
+		t.Errorf("the default %s is not a release", DefaultKafkaVersion)
+	}
+}
+
+func TestFeatures(t *testing.T) {
+	if f, err := ParseFeature("transaction.version"); err != nil || f != FeatureTransaction {
+		t.Errorf("ParseFeature: %q, %v", f, err)
+	}
+	if _, err := ParseFeature("metadata.version"); err == nil {
+		t.Error("metadata.version must not be settable by a scenario")
+	}
+	for _, bad := range []string{"-1", "x", "70000"} {
+		if _, err := ParseFeatureLevel(bad); err == nil {
+			t.Errorf("ParseFeatureLevel(%q) accepted", bad)
+		}
+	}
+	l := FeatureLevels{FeatureTransaction: 2, FeatureMetadata: 27}
+	if got := l.String(); got != "metadata.version=27 transaction.version=2" {
+		t.Errorf("String() = %q", got)
+	}
+	if l.Level(FeatureELR) != 0 {
+		t.Error("an absent feature is at level 0")
+	}
+}

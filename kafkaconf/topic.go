@@ -22,6 +22,10 @@ const (
 const (
 	TopicFlushMessages  = "flush.messages"
 	BrokerFlushMessages = "log.flush.interval.messages"
+	// BrokerTxnVerification is KIP-890 part 1's verification: a partition leader asks the
+	// transaction coordinator whether a transactional produce's partition is in the
+	// transaction before appending it.
+	BrokerTxnVerification = "transaction.partition.verification.enable"
 )
 
 // TopicConfig is what is known of one topic's durability settings; nil fields are unset. It
@@ -157,5 +161,6 @@ func BrokerDefaults() map[string]string {
 		"default.replication.factor":                       strconv.Itoa(DefaultReplicationFactor),
 		"auto.create.topics.enable":                        "true",
 		"num.partitions":                                   "1",
+		BrokerTxnVerification:                              "true",
 	}
 }

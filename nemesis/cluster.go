@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/IBM/sarama"
+
 	"github.com/verity-kafka/verity/harness"
 	"github.com/verity-kafka/verity/history"
 )
@@ -49,6 +51,8 @@ type Cluster interface {
 	NodeLog(ctx context.Context, id int) (string, error)
 	// Images are the images the cluster runs (which toxics its Toxiproxy has).
 	Images() harness.Images
+	// SaramaConfig is a sarama configuration for the cluster's Kafka release.
+	SaramaConfig(clientID string) *sarama.Config
 }
 
 var _ Cluster = (*harness.Cluster)(nil)

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/IBM/sarama"
+
 	"github.com/verity-kafka/verity/harness"
 	"github.com/verity-kafka/verity/history"
 )
@@ -160,8 +162,9 @@ func (f *fakeCluster) Start(_ context.Context, id int) error {
 	}
 	return nil
 }
-func (f *fakeCluster) PowerLoss() bool        { return f.powerLoss }
-func (f *fakeCluster) Images() harness.Images { return f.images }
+func (f *fakeCluster) PowerLoss() bool                       { return f.powerLoss }
+func (f *fakeCluster) Images() harness.Images                { return f.images }
+func (f *fakeCluster) SaramaConfig(id string) *sarama.Config { return harness.SaramaConfig(id) }
 func (f *fakeCluster) PowerCut(_ context.Context, id int) error {
 	if !f.powerLoss {
 		return errors.New("no lazy filesystem")

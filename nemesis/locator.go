@@ -76,8 +76,8 @@ func NewKafkaLocator(c Cluster, log *slog.Logger) *KafkaLocator {
 
 // saramaConfig keeps every request short: a locator question during a fault must fail fast
 // on a broker that does not answer and let another one answer.
-func saramaConfig() *sarama.Config {
-	cfg := harness.SaramaConfig("verity-nemesis")
+func (k *KafkaLocator) saramaConfig() *sarama.Config {
+	cfg := k.c.SaramaConfig("verity-nemesis")
 	cfg.Net.DialTimeout = 3 * time.Second
 	cfg.Net.ReadTimeout = 5 * time.Second
 	cfg.Net.WriteTimeout = 3 * time.Second
@@ -95,7 +95,7 @@ func (k *KafkaLocator) conn() (sarama.Client, sarama.ClusterAdmin, error) {
 	if k.client != nil {
 		return k.client, k.admin, nil
 	}
-	cl, err := sarama.NewClient(k.c.Bootstrap(), saramaConfig())
+	cl, err := sarama.NewClient(k.c.Bootstrap(), k.saramaConfig())
 	if err != nil {
 		return nil, nil, fmt.Errorf("connecting the nemesis's client to %v: %w", k.c.Bootstrap(), err)
 	}
@@ -153,11 +153,11 @@ func (k *KafkaLocator) brokers() ([]*sarama.Broker, error) {
 	return out, nil
 }
 
-func openBroker(b *sarama.Broker) error {
+func (k *KafkaLocator) openBroker(b *sarama.Broker) error {
 	if ok, _ := b.Connected(); ok {
 		return nil
 	}
-	if err := b.Open(saramaConfig()); err != nil && !errors.Is(err, sarama.ErrAlreadyConnected) {
+	if err := b.Open(k.saramaConfig()); err != nil && !errors.Is(err, sarama.ErrAlreadyConnected) {
 		return fmt.Errorf("connecting to broker %d: %w", b.ID(), err)
 	}
 	return nil
@@ -328,11 +328,11 @@ func (k *KafkaLocator) ISR(ctx context.Context, topics []string) ([]ISRSample, e
 	for i, b := range bs {
 		wg.Go(func() {
 			answers[i].id = int(b.ID())
-			if err := openBroker(b); err != nil {
+			if err := k.openBroker(b); err != nil {
 				answers[i].err = err
 				return
 			}
-			resp, err := b.GetMetadata(sarama.NewMetadataRequest(saramaConfig().Version, topics))
+			resp, err := b.GetMetadata(sarama.NewMetadataRequest(k.saramaConfig().Version, topics))
 			if err != nil {
 				_ = b.Close() // reconnect next time
 				answers[i].err = fmt.Errorf("metadata from broker %d: %w", b.ID(), err)

@@ -45,6 +45,7 @@ pre{background:#f7f7f7;padding:.6em;overflow:auto;max-height:30em}ul.ex{margin:0
 <div><div class="note">seed</div><div class="seed" id="seed">{{.Seed}}</div></div>
 <div><div class="note">scenario</div><div class="seed">{{.Scenario}}</div></div>
 <div><div class="note">client</div><div class="seed" id="client">{{.Client}}</div></div>
+<div><div class="note">kafka</div><div class="seed" id="kafka">{{.Kafka}}</div></div>
 <div class="note">{{.ForbiddenText}}<br>rerun: <code>{{.Rerun}}</code></div>
 </div>
 {{if .Files}}<p class="note" id="files">Files of the run: {{range $i, $f := .Files}}{{if $i}} · {{end}}<a href="{{$f}}">{{$f}}</a>{{end}}</p>{{end}}
@@ -141,7 +142,7 @@ type pageData struct {
 	EvidenceFirst bool
 	// Files are the run's files beside the page (history, results, node logs), relative.
 	Files                         []string
-	Rerun, Client                 string
+	Rerun, Client, Kafka          string
 	Seed                          int64
 	UnknownReasons, Warnings      []string
 	History, Length, Bucket       string
@@ -243,7 +244,7 @@ func RenderHTML(w io.Writer, r *results.Results, tl *Timeline, opts Options, war
 	if d.Verdict == "" {
 		d.Verdict = string(results.Unknown)
 	}
-	d.Client = ClientText(r)
+	d.Client, d.Kafka = ClientText(r), KafkaText(r)
 	d.Expectation = opts.Expectation
 	d.Files = opts.files
 	d.EvidenceFirst = r.Verdict != results.Pass
@@ -537,6 +538,21 @@ func ClientText(r *results.Results) string {
 		s += ", transactions " + string(c.TxnProtocol)
 	}
 	return s
+}
+
+// KafkaText names the Kafka release a run's cluster ran and the feature levels that decide what
+// Verity judges: "4.1.2 (transaction.version=2, eligible.leader.replicas.version=1)"; "not
+// recorded" for a history that does not say.
+func KafkaText(r *results.Results) string {
+	k := r.Config.Kafka
+	if k == nil {
+		return "not recorded"
+	}
+	var levels []string
+	for _, f := range kafkaconf.SettableFeatures() {
+		levels = append(levels, fmt.Sprintf("%s=%d", f.Name, k.Features.Level(f.Name)))
+	}
+	return string(k.Version) + " (" + strings.Join(levels, ", ") + ")"
 }
 
 // prettyConfig is the header's config as indented JSON.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/verity-kafka/verity/harness/harnesstest"
 	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/kafkaconf"
 	"github.com/verity-kafka/verity/metrics"
 	"github.com/verity-kafka/verity/verify/results"
 )
@@ -102,6 +103,7 @@ func renderSample(t *testing.T) (page, string) {
 	}
 	cfg := r.Header().Config
 	cfg.Client = &history.ClientInfo{Name: "franz-go", Version: "v1.22.3", TxnProtocol: "v2"}
+	cfg.Kafka = &history.KafkaInfo{Version: "4.1.2", Features: kafkaconf.FeatureLevels{"transaction.version": 2, "metadata.version": 27}}
 	r.Close()
 	res := sampleResults(hist, cfg)
 	res.BrokerMetrics = writeTestMetrics(t, dir)
@@ -167,6 +169,9 @@ func TestReportHTML(t *testing.T) {
 	}
 	if got := text(p.byID("client")); got != "franz-go v1.22.3, transactions v2" {
 		t.Errorf("client shows %q", got)
+	}
+	if got := text(p.byID("kafka")); got != "4.1.2 (transaction.version=2, eligible.leader.replicas.version=0)" {
+		t.Errorf("kafka shows %q", got)
 	}
 	if !strings.Contains(text(p.elements("title")[0]), "fail") {
 		t.Error("the title does not carry the verdict")

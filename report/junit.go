@@ -104,6 +104,7 @@ func JUnit(r *results.Results) *JUnitSuites {
 		Properties: []JUnitProperty{
 			{Name: "scenario", Value: r.Scenario}, seedProp, {Name: "verdict", Value: string(r.Verdict)},
 			{Name: "client", Value: ClientText(r)},
+			{Name: "kafka", Value: KafkaText(r)},
 		},
 	}
 	for _, d := range r.Deviations {

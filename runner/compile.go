@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -37,18 +38,32 @@ type clusterShape struct {
 	PowerLoss            bool
 	Broker               string // the broker overrides, canonical
 	Stores               string // the side-effect services the sinks need, sorted
+	Kafka                string // the release and the feature levels set, canonical
 }
 
-func shapeOf(s scenarios.Scenario) clusterShape {
-	return clusterShape{Nodes: s.Topology.Nodes, DedicatedControllers: s.Topology.DedicatedControllers,
-		PowerLoss: s.Topology.PowerLoss, Broker: fmt.Sprint(s.Broker), // fmt prints maps sorted by key
-		Stores: fmt.Sprint(slices.Sorted(slices.Values(s.Workload.Stores())))}
+func shapeOf(s scenarios.Scenario) clusterShape { return specShape(clusterSpec(harness.Spec{}, s)) }
+
+// specShape is the shape of a cluster started from spec: the one place a shape is made, so that
+// a scenario's shape and a running cluster's compare alike.
+func specShape(spec harness.Spec) clusterShape {
+	var stores []sink.Store
+	if spec.Postgres {
+		stores = append(stores, sink.Postgres)
+	}
+	if spec.Ledger {
+		stores = append(stores, sink.Ledger)
+	}
+	return clusterShape{Nodes: spec.Nodes, DedicatedControllers: spec.DedicatedControllers,
+		PowerLoss: spec.PowerLoss, Broker: fmt.Sprint(spec.BrokerConfig), // fmt prints maps sorted by key
+		Stores: fmt.Sprint(slices.Sorted(slices.Values(stores))),
+		Kafka:  string(spec.KafkaVersion.Or()) + " " + spec.Features.String()}
 }
 
 // clusterSpec is base (the caller's harness options) with the cluster s asks for.
 func clusterSpec(base harness.Spec, s scenarios.Scenario) harness.Spec {
 	base.Nodes, base.DedicatedControllers, base.BrokerConfig = s.Topology.Nodes, s.Topology.DedicatedControllers, s.Broker
 	base.PowerLoss = s.Topology.PowerLoss
+	base.KafkaVersion, base.Features = s.Kafka.Version, maps.Clone(s.Kafka.Features)
 	stores := s.Workload.Stores()
 	base.Postgres, base.Ledger = slices.Contains(stores, sink.Postgres), slices.Contains(stores, sink.Ledger)
 	return base

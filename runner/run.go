@@ -25,7 +25,6 @@ import (
 	"github.com/verity-kafka/verity/nemesis"
 	"github.com/verity-kafka/verity/report"
 	"github.com/verity-kafka/verity/scenarios"
-	"github.com/verity-kafka/verity/sink"
 	"github.com/verity-kafka/verity/verify"
 	"github.com/verity-kafka/verity/verify/guarantee"
 	"github.com/verity-kafka/verity/verify/results"
@@ -409,17 +408,7 @@ func (r *run) write(ctx context.Context) error {
 
 // compatible says why a running cluster cannot run a scenario of shape want.
 func compatible(c *harness.Cluster, want clusterShape) error {
-	spec := c.Spec()
-	got := shapeOf(scenarios.Scenario{Topology: scenarios.Topology{Nodes: len(c.Brokers()), DedicatedControllers: spec.DedicatedControllers,
-		PowerLoss: spec.PowerLoss}, Broker: spec.BrokerConfig})
-	var stores []sink.Store
-	if spec.Postgres {
-		stores = append(stores, sink.Postgres)
-	}
-	if spec.Ledger {
-		stores = append(stores, sink.Ledger)
-	}
-	got.Stores = fmt.Sprint(slices.Sorted(slices.Values(stores)))
+	got := specShape(c.Spec())
 	if got != want {
 		return fmt.Errorf("the cluster given (%s) does not have the scenario's shape (%s)", describeShape(got), describeShape(want))
 	}
@@ -437,6 +426,7 @@ func describeShape(s clusterShape) string {
 	if s.PowerLoss {
 		d += " on the lazy filesystem"
 	}
+	d += ", Kafka " + strings.TrimSpace(s.Kafka)
 	if s.Broker != "map[]" {
 		d += ", broker settings " + s.Broker
 	}

@@ -628,10 +628,13 @@ func sinkHTTPKeyed() Scenario   { return sinkScenario(sink.HTTPKeyed) }
 // aborts) it early: records of a transaction the client then aborts become visible to
 // read_committed readers, and a transaction is cut in two. Protocol v2 (KIP-890 part 2, the
 // default of franz-go on a 4.x cluster) bumps the epoch at every EndTxn, and the stale request
-// is fenced. The bad side is --txn-protocol v1 (or --client sarama, which speaks v1 only).
+// is fenced. The bad side is sarama, which speaks v1 only and retries a timed-out EndTxn at the
+// same epoch; franz-go capped to v1 (--txn-protocol v1, or --transaction-version 1) mostly
+// escapes it on its own, since from v1.21.6 it bumps the epoch (InitProducerID) after an EndTxn
+// whose outcome it did not learn.
 func regressKafka17754() Scenario {
 	s := base("regress-kafka-17754", "An EndTxn held past its client's timeout, then released while the producer's next "+
-		"transaction is open: clean on transaction protocol v2, early commits on v1 (--txn-protocol v1, or sarama).", "KAFKA-17754, KIP-890")
+		"transaction is open: clean on transaction protocol v2 (franz-go), transactions ended early on v1 (sarama).", "KAFKA-17754, KIP-890")
 	s.Topics = []Topic{
 		{Name: "txn", Partitions: 3, ReplicationFactor: 3, MinInsyncReplicas: 2},
 		{Name: "txn-b", Partitions: 3, ReplicationFactor: 3, MinInsyncReplicas: 2},
@@ -652,10 +655,13 @@ func regressKafka17754() Scenario {
 		Set: []Fault{{Name: FaultHoldRequest, Target: &Target{Role: RoleTxnCoordinator}, Params: Params{API: "EndTxn", Nth: 1}}},
 	}}
 	s.Duration = sec(180)
+	s.Regression = &Regression{Bug: "KAFKA-17754, KIP-890", Knob: "client", Bad: string(kafkaconf.Sarama), Fixed: string(kafkaconf.FranzGo),
+		Shows: []guarantee.Anomaly{guarantee.AbortedRead, guarantee.PartialTransaction}}
 	s.Expect = Expectation{Text: "Transaction protocol v2 bumps the producer epoch at every EndTxn, " +
 		"so an EndTxn that arrives after its transaction ended is fenced: read_committed readers see no record of an " +
-		"aborted transaction and every committed transaction whole. On protocol v1 (--txn-protocol v1, or --client sarama) " +
-		"the stale EndTxn carries the open transaction's epoch and ends it early: aborted-read and partial-transaction, " +
-		"forbidden (KAFKA-17754, fixed by KIP-890 part 2)."}
+		"aborted transaction and every committed transaction whole. On protocol v1 with a client that retries a timed-out " +
+		"EndTxn at the same epoch (--client sarama, the regression's bad side) the stale EndTxn carries the open " +
+		"transaction's epoch and ends it early: aborted-read and partial-transaction, forbidden (KAFKA-17754, fixed by " +
+		"KIP-890 part 2)."}
 	return s
 }

@@ -202,6 +202,12 @@ func (s Scenario) Clone() Scenario {
 	s.Expect.Permitted = slices.Clone(s.Expect.Permitted)
 	s.Expect.Likely = slices.Clone(s.Expect.Likely)
 	s.Broker = maps.Clone(s.Broker)
+	s.Kafka.Features = maps.Clone(s.Kafka.Features)
+	if s.Regression != nil {
+		r := *s.Regression
+		r.Shows = slices.Clone(r.Shows)
+		s.Regression = &r
+	}
 	s.Topics = slices.Clone(s.Topics)
 	for i := range s.Topics {
 		s.Topics[i].Config = maps.Clone(s.Topics[i].Config)

@@ -44,7 +44,7 @@ type Knob struct {
 
 // Knobs lists every knob, in the order flags and matrix columns show them.
 func Knobs() []Knob {
-	return []Knob{
+	return slices.Concat([]Knob{
 		producerKnob("acks", "acks `ACKS` of every producer (0, 1 or all)", KnobText, func(v string) (kafkaconf.Delivery, error) {
 			a, err := kafkaconf.ParseAcks(v)
 			return kafkaconf.Delivery{Acks: &a}, err
@@ -123,6 +123,24 @@ func Knobs() []Knob {
 				s.Client.TxnProtocol = p
 				return err
 			}},
+		{Name: "kafka-version", Usage: "the Kafka `RELEASE` the cluster runs (" + strings.Join(kafkaconf.KafkaVersions(), ", ") + ")",
+			Kind: KnobText, Axis: true,
+			Scenario: func(s *Scenario, v string) error {
+				r, err := kafkaconf.ParseKafkaVersion(v)
+				s.Kafka.Version = r
+				return err
+			}},
+		{Name: "verification", Usage: "transaction.partition.verification.enable on every broker (KIP-890 part 1; --verification=false: off)",
+			Kind: KnobBool, Axis: true,
+			Scenario: func(s *Scenario, v string) error {
+				b, err := parseBool(v)
+				if s.Broker == nil {
+					s.Broker = map[string]string{}
+				}
+				s.Broker[kafkaconf.BrokerTxnVerification] = strconv.FormatBool(b)
+				return err
+			}},
+	}, featureKnobs(), []Knob{
 		{Name: "sink", Usage: "the `MODE` of every sink (" + sinkModeNames() + ") but an outbox's downstream consumers; service faults follow its store",
 			Kind: KnobText, Axis: true,
 			Scenario: func(s *Scenario, v string) error {
@@ -207,7 +225,26 @@ func Knobs() []Knob {
 				s.Faults = SingleFault(f, s.Duration)
 				return nil
 			}},
+	})
+}
+
+// featureKnobs are one knob per settable feature (kafkaconf.SettableFeatures): its level, set
+// once the cluster is ready.
+func featureKnobs() []Knob {
+	var out []Knob
+	for _, f := range kafkaconf.SettableFeatures() {
+		out = append(out, Knob{Name: f.Flag, Usage: "bring the cluster to " + string(f.Name) + " `LEVEL` before the workloads start",
+			Kind: KnobInt, Axis: true,
+			Scenario: func(s *Scenario, v string) error {
+				lvl, err := kafkaconf.ParseFeatureLevel(v)
+				if s.Kafka.Features == nil {
+					s.Kafka.Features = kafkaconf.FeatureLevels{}
+				}
+				s.Kafka.Features[f.Name] = lvl
+				return err
+			}})
 	}
+	return out
 }
 
 // LookupKnob returns the knob called name.

@@ -23,6 +23,8 @@ type Scenario struct {
 	Expect Expectation `yaml:"expect" json:"expect"`
 	// Topology is the cluster's shape.
 	Topology Topology `yaml:"topology" json:"topology"`
+	// Kafka is the release the cluster runs and the feature levels it is brought to.
+	Kafka Kafka `yaml:"kafka,omitempty" json:"kafka,omitempty"`
 	// Broker overrides server.properties on every node (dotted names, e.g.
 	// "replica.lag.time.max.ms": "10000"), over the harness's own fast defaults.
 	Broker map[string]string `yaml:"broker,omitempty" json:"broker,omitempty"`
@@ -39,10 +41,32 @@ type Scenario struct {
 	Duration Duration `yaml:"duration" json:"duration"`
 	// Seed drives every random choice of the run: targets, random schedules, client choices.
 	Seed int64 `yaml:"seed" json:"seed"`
+	// Regression makes the scenario a check of a known bug: the knob whose two values are the
+	// bug's bad side and its fixed side, and what the bad side shows (see Regression).
+	Regression *Regression `yaml:"regression,omitempty" json:"regression,omitempty"`
 	// Requires names what the scenario needs of its client (kafkaconf.Capabilities): a run
 	// with a client that lacks one is refused before anything starts.
 	Requires []kafkaconf.Capability `yaml:"requires,omitempty" json:"requires,omitempty"`
 }
+
+// Regression is a known bug a scenario finds again: `verity matrix -s NAME` runs its two sides
+// as a 2-cell matrix (the knob at Bad, then at Fixed) and says whether the bad side showed the
+// anomalies in most runs and the fixed side in none.
+type Regression struct {
+	// Bug names the bug by its issue and KIP ids ("KAFKA-17754, KIP-890").
+	Bug string `yaml:"bug" json:"bug"`
+	// Knob is the knob (Knobs, one that may be a matrix axis) that tells the sides apart.
+	Knob string `yaml:"knob" json:"knob"`
+	// Bad and Fixed are the knob's values on the side with the bug and on the side without.
+	Bad   string `yaml:"bad" json:"bad"`
+	Fixed string `yaml:"fixed" json:"fixed"`
+	// Shows are the anomalies the bug causes, forbidden where the scenario runs: the bad side
+	// shows at least one of them in most runs, the fixed side none in any run.
+	Shows []guarantee.Anomaly `yaml:"shows" json:"shows"`
+}
+
+// Values are the knob's values, the bad side's first.
+func (r Regression) Values() []string { return []string{r.Bad, r.Fixed} }
 
 // Expectation is what a scenario expects a run to show, and why. Which anomalies the
 // configuration permits or forbids is not written here: the guarantee table derives it from the
@@ -75,6 +99,15 @@ type Topology struct {
 	// what it fsynced, so that a power-loss fault can drop the difference. Default: true when
 	// the schedule has a power-loss fault.
 	PowerLoss bool `yaml:"power_loss,omitempty" json:"power_loss,omitempty"`
+}
+
+// Kafka is the cluster's release and feature levels.
+type Kafka struct {
+	// Version is the Kafka release (kafkaconf.Releases); default kafkaconf.DefaultKafkaVersion.
+	Version kafkaconf.KafkaVersion `yaml:"version,omitempty" json:"version,omitempty"`
+	// Features are levels of the settable features (kafkaconf.SettableFeatures), set once the
+	// cluster is ready and before the workloads start; the others keep the release's levels.
+	Features kafkaconf.FeatureLevels `yaml:"features,omitempty" json:"features,omitempty"`
 }
 
 // Topic is one topic to create.

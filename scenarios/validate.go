@@ -140,6 +140,8 @@ func (c *checker) scenario() {
 			}
 		}
 	}
+	c.kafka()
+	c.regression()
 	c.topics()
 	c.client()
 	c.workload()
@@ -147,6 +149,63 @@ func (c *checker) scenario() {
 		c.addf("duration", "%s: want a positive duration up to 24h, such as 60s", s.Duration)
 	}
 	c.schedule()
+}
+
+func (c *checker) kafka() {
+	k := c.s.Kafka
+	if k.Version != "" {
+		if _, err := kafkaconf.ParseKafkaVersion(string(k.Version)); err != nil {
+			c.addf("kafka.version", "%v", err)
+		}
+	}
+	for _, f := range slices.Sorted(maps.Keys(k.Features)) {
+		p := fmt.Sprintf("kafka.features[%q]", f)
+		if _, err := kafkaconf.ParseFeature(string(f)); err != nil {
+			c.addf(p, "%v", err)
+		} else if k.Features[f] < 0 {
+			c.addf(p, "%d: want a level of 0 or more", k.Features[f])
+		}
+	}
+}
+
+func (c *checker) regression() {
+	r := c.s.Regression
+	if r == nil {
+		return
+	}
+	if strings.TrimSpace(r.Bug) == "" {
+		c.addf("regression.bug", "missing: name the bug by its issue or KIP id")
+	}
+	k, ok := LookupKnob(r.Knob)
+	if !ok || !k.Axis {
+		var axes []string
+		for _, k := range Knobs() {
+			if k.Axis {
+				axes = append(axes, k.Name)
+			}
+		}
+		c.addf("regression.knob", "%q: want a knob a matrix may vary: %s", r.Knob, strings.Join(axes, ", "))
+		return
+	}
+	if strings.TrimSpace(r.Bad) == strings.TrimSpace(r.Fixed) {
+		c.addf("regression.fixed", "%q is the bad side's value too: the sides must differ", r.Fixed)
+	}
+	for i, field := range []string{"bad", "fixed"} {
+		v := r.Values()[i]
+		side := c.s.Clone()
+		if err := k.Scenario(&side, v); err != nil {
+			c.addf("regression."+field, "--%s %s: %v", r.Knob, v, err)
+		}
+	}
+	if len(r.Shows) == 0 {
+		c.addf("regression.shows", "missing: list the anomalies the bad side shows")
+	}
+	known := anomalyNames()
+	for i, a := range r.Shows {
+		if !slices.Contains(guarantee.Anomalies(), a) {
+			c.addf(fmt.Sprintf("regression.shows[%d]", i), "%q: want one of %s%s", a, strings.Join(known, ", "), suggest(string(a), known))
+		}
+	}
 }
 
 func (c *checker) expect() {

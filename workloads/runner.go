@@ -36,6 +36,15 @@ type Services interface {
 	LedgerURL() string
 }
 
+// Release is what a cluster that knows its Kafka release has (*harness.Cluster does): the
+// release, its feature levels for the header, and sarama configurations that speak no newer
+// protocol than the release's.
+type Release interface {
+	KafkaVersion() kafkaconf.KafkaVersion
+	Features(ctx context.Context) (harness.FeatureState, error)
+	SaramaConfig(clientID string) *sarama.Config
+}
+
 // ProducerSpec is a group of identical producer instances, each its own history process.
 type ProducerSpec struct {
 	Instances int `json:"instances"` // default 1
@@ -124,6 +133,17 @@ func Run(ctx context.Context, c Cluster, path string, spec Spec) (*Result, error
 	if svc, ok := c.(Services); ok {
 		env.Postgres, env.Ledger = svc.PostgresDSN(), svc.LedgerURL()
 	}
+	var kafka *history.KafkaInfo
+	if r, ok := c.(Release); ok {
+		if env.Sarama == nil {
+			env.Sarama = r.SaramaConfig
+		}
+		st, err := r.Features(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("run: %w", err)
+		}
+		kafka = &history.KafkaInfo{Version: r.KafkaVersion(), Features: st.Finalized}
+	}
 	if env, err = env.settled(); err != nil {
 		return nil, fmt.Errorf("run: %w", err)
 	}
@@ -137,6 +157,7 @@ func Run(ctx context.Context, c Cluster, path string, spec Spec) (*Result, error
 	if err != nil {
 		return nil, err
 	}
+	config.Kafka = kafka
 	w, err := history.Create(path, history.Header{Seed: spec.Seed, Config: config})
 	if err != nil {
 		return nil, fmt.Errorf("run: %w", err)

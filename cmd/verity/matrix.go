@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -25,7 +26,9 @@ func matrixCommand(onUsage cli.OnUsageErrorFunc) *cli.Command {
 			"same cluster share one (each run on fresh topics). Prints the comparison table (markdown) to stdout and writes " +
 			"matrix.md, matrix.html, junit.xml, matrix.json and every run's artifacts into --out. With --shard K/N only the " +
 			"runs i with i mod N = K-1 run (in the order cells × runs), for N CI jobs; 'verity merge' joins them. Exit codes: 0 every run passed, 1 a guarantee " +
-			"violated in some run, 2 usage or infrastructure error, 3 some run unknown.",
+			"violated in some run, 2 usage or infrastructure error, 3 some run unknown. A regression scenario (regress-*) with no " +
+			"axis given runs its bad and its fixed side; then 0 means the bug was found again (its anomalies in at least 2 of 3 " +
+			"bad runs, none and a pass in every fixed run), 1 that it was not.",
 		OnUsageError: onUsage,
 		Flags:        flags,
 		Action: func(ctx context.Context, cmd *cli.Command) error {
@@ -44,6 +47,9 @@ func matrixCommand(onUsage cli.OnUsageErrorFunc) *cli.Command {
 				if cmd.IsSet(name) {
 					axes = append(axes, runner.MatrixAxis{Name: name, Values: axisValues(cmd.String(name))})
 				}
+			}
+			if len(axes) == 0 && base.Regression != nil {
+				axes = runner.RegressionAxes(*base.Regression)
 			}
 			if len(axes) == 0 {
 				return &usageError{err: fmt.Errorf("no axis given: name at least one of --%s", strings.Join(runner.AxisNames(), ", --")), cmd: "verity matrix"}
@@ -93,6 +99,18 @@ func matrixCommand(onUsage cli.OnUsageErrorFunc) *cli.Command {
 			fmt.Fprintf(stdout, "table: %s, %s, %s; runs under %s\n", res.MarkdownFile, res.HTMLFile, res.JUnitFile, out)
 			if failed > 0 {
 				return &exitError{code: exitUsage, msg: fmt.Sprintf("%d of %d runs did not complete (see above)", failed, len(res.Runs))}
+			}
+			if r := base.Regression; r != nil && slices.ContainsFunc(axes, func(a runner.MatrixAxis) bool { return a.Name == r.Knob }) {
+				// A regression matrix is judged by its sides: the bad side must fail.
+				found := runner.JudgeRegression(*r, res.Runs)
+				fmt.Fprint(stdout, "\n"+found.String())
+				if err := runner.WriteRegression(out, found); err != nil {
+					return &exitError{code: exitUsage, msg: oneLine(err.Error())}
+				}
+				if !found.Reproduced {
+					return &exitError{code: exitFail, msg: "regression " + r.Bug + " not found again (see above)"}
+				}
+				return nil
 			}
 			return verdictExit(res.Worst())
 		},

@@ -75,7 +75,14 @@ func versionCommand(onUsage cli.OnUsageErrorFunc) *cli.Command {
 			for _, c := range kafkaconf.Clients() {
 				fmt.Fprintf(w, "client %s %s (%s)\n", c.Name, c.Version(), c.Module)
 			}
-			fmt.Fprintf(w, "kafka image %s, else the stand-in %s\n", harness.OfficialKafkaImage, harness.StandInKafkaImage)
+			for _, r := range kafkaconf.Releases() {
+				official, standIn := harness.KafkaImages(r.Version)
+				def := ""
+				if r.Version == kafkaconf.DefaultKafkaVersion {
+					def = " (the default)"
+				}
+				fmt.Fprintf(w, "kafka %s image %s, else the stand-in %s%s\n", r.Version, official, standIn, def)
+			}
 			fmt.Fprintf(w, "toxiproxy image %s, else the stand-in %s\n", harness.OfficialToxiproxyImage, harness.StandInToxiproxyImage)
 			return nil
 		},

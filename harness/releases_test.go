@@ -1,0 +1,88 @@
+package harness_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/stretchr/testify/require"
+
+	"github.com/verity-kafka/verity/harness"
+	"github.com/verity-kafka/verity/harness/harnesstest"
+	"github.com/verity-kafka/verity/kafkaconf"
+)
+
+// Every release Verity runs starts from its image, logs (reload4j on 3.x, log4j2 on 4.x), says
+// its feature levels, takes a transaction from Verity's sarama client speaking no newer protocol
+// than the release's, and moves transaction.version where it has one.
+func TestReleases(t *testing.T) {
+	harnesstest.RequireDocker(t)
+	ctx := withTimeout(t, 12*time.Minute)
+	for _, r := range kafkaconf.Releases() {
+		t.Run(string(r.Version), func(t *testing.T) {
+			c := harnesstest.Start(t, harness.Spec{Nodes: 1, KafkaVersion: r.Version})
+			require.Equal(t, r.Version, c.KafkaVersion())
+			_, standIn := harness.KafkaImages(r.Version)
+			require.Contains(t, []string{"apache/kafka:" + string(r.Version), standIn}, c.Images().Kafka)
+
+			log, err := c.NodeLog(ctx, 1)
+			require.NoError(t, err)
+			require.Contains(t, log, "Kafka Server started", "the broker's own log lines reach the node log")
+
+			st, err := c.Features(ctx)
+			require.NoError(t, err)
+			t.Logf("Kafka %s finalized: %s; supported: %s", r.Version, st.Finalized, st.Supported)
+			require.Positive(t, st.Finalized.Level(kafkaconf.FeatureMetadata), "every KRaft cluster finalizes metadata.version")
+
+			cfg := c.SaramaConfig("verity-releases")
+			want := string(r.Version)
+			if sv, _ := sarama.ParseKafkaVersion(want); !sarama.MaxVersion.IsAtLeast(sv) {
+				want = sarama.MaxVersion.String()
+			}
+			require.Equal(t, want, cfg.Version.String(), "sarama's protocol version follows the release up to the newest it knows")
+			transact(t, c, cfg)
+
+			if st.Supported.Level(kafkaconf.FeatureTransaction) < 2 {
+				err := c.SetFeatures(ctx, kafkaconf.FeatureLevels{kafkaconf.FeatureTransaction: 2})
+				require.ErrorIs(t, err, harness.ErrFeature, "a level the release lacks is refused with ErrFeature")
+				t.Logf("SetFeatures: %v", err)
+				return
+			}
+			from := st.Finalized.Level(kafkaconf.FeatureTransaction)
+			to := int16(1)
+			if from == 1 {
+				to = 2
+			}
+			require.NoError(t, c.SetFeatures(ctx, kafkaconf.FeatureLevels{kafkaconf.FeatureTransaction: to}))
+			st, err = c.Features(ctx)
+			require.NoError(t, err)
+			require.Equal(t, to, st.Finalized.Level(kafkaconf.FeatureTransaction), "transaction.version moved from %d", from)
+			transact(t, c, cfg)
+		})
+	}
+}
+
+// transact commits one transaction of one record and checks that read_committed sees it.
+func transact(t *testing.T, c *harness.Cluster, cfg *sarama.Config) {
+	t.Helper()
+	ctx := withTimeout(t, time.Minute)
+	topic := fmt.Sprintf("txn-%d", time.Now().UnixNano())
+	require.NoError(t, c.CreateTopic(ctx, harness.TopicSpec{Name: topic}))
+	cfg.Producer.Idempotent = true
+	cfg.Producer.RequiredAcks = sarama.WaitForAll
+	cfg.Producer.Return.Successes = true
+	cfg.Net.MaxOpenRequests = 1
+	cfg.Producer.Transaction.ID = topic
+	p, err := sarama.NewSyncProducer(c.Bootstrap(), cfg)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, p.Close()) }()
+	require.NoError(t, p.BeginTxn())
+	_, _, err = p.SendMessage(&sarama.ProducerMessage{Topic: topic, Value: sarama.StringEncoder("v")})
+	require.NoError(t, err)
+	require.NoError(t, p.CommitTxn())
+	require.Eventually(t, func() bool {
+		o, err := c.Offsets(ctx, topic, 0)
+		return err == nil && o.LastStable == 2 // the record and the commit marker
+	}, 30*time.Second, 200*time.Millisecond, "the committed transaction's marker moves the last stable offset past it")
+}
