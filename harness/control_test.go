@@ -232,7 +232,7 @@ func TestNodeAndLinkControls(t *testing.T) {
 			open.Earliest, open.LastStable, open.HighWatermark, done.LastStable, done.HighWatermark)
 	})
 
-	t.Run("the Kafka request toxic drops one Produce, and holds another past its client's giving up", func(t *testing.T) {
+	t.Run("the Kafka request toxic drops one Produce, holds another past its client's giving up, and loses a third's answer", func(t *testing.T) {
 		const rt = "controls-requests"
 		require.NoError(t, c.CreateTopic(ctx, harness.TopicSpec{Name: rt, Partitions: 1, RF: 3, MinISR: 2}))
 		p, err := c.DescribePartition(ctx, rt, 0)
@@ -268,6 +268,16 @@ func TestNodeAndLinkControls(t *testing.T) {
 		_, err = c.WaitOffsets(ctx, rt, 0, func(o harness.Offsets) bool { return o.HighWatermark >= 3 })
 		require.NoError(t, err, "the released request is appended")
 		require.Equal(t, map[int64]string{0: "warm", 1: "after-drop", 2: "held"}, readAll(t, ctx, c, rt, 0))
+
+		// drop-response: the broker carries the request out, and the connection that would have
+		// brought its answer is closed behind it.
+		name, err = c.AddToxic(ctx, link, harness.KafkaRequest(kafkatoxic.DropResponse, produce, 1, 0))
+		require.NoError(t, err)
+		require.Error(t, send("unanswered"), "the client hears nothing back: its connection closes")
+		require.NoError(t, c.RemoveToxic(ctx, link, name))
+		_, err = c.WaitOffsets(ctx, rt, 0, func(o harness.Offsets) bool { return o.HighWatermark >= 4 })
+		require.NoError(t, err, "the request whose answer was lost was appended")
+		require.Equal(t, map[int64]string{0: "warm", 1: "after-drop", 2: "held", 3: "unanswered"}, readAll(t, ctx, c, rt, 0))
 	})
 
 	t.Run("a held EndTxn released into the producer's next transaction ends it early (KAFKA-17754, protocol v1)", func(t *testing.T) {

@@ -37,6 +37,11 @@ const (
 	// Hold keeps the request, and everything after it on its connection (a TCP stream keeps
 	// its order), until Delay has passed or the toxic is removed; then sends them on.
 	Hold = "hold"
+	// DropResponse lets the request through and closes the connection right behind it: the
+	// broker reads and carries out the request (its bytes arrive before the close), and its
+	// answer has no connection to go back on. The client learns nothing of the outcome. A
+	// response carries no API key, so it is the request that is aimed at.
+	DropResponse = "drop-response"
 )
 
 // maxFrame bounds a request's size: a larger one means the stream is not Kafka's plaintext
@@ -83,7 +88,7 @@ func (t *Toxic) Hits() int {
 
 // matches counts a request of the toxic's API key and says whether to act on it.
 func (t *Toxic) matches(apiKey int16) bool {
-	if apiKey != t.APIKey || (t.Action != Drop && t.Action != Hold) {
+	if apiKey != t.APIKey || (t.Action != Drop && t.Action != Hold && t.Action != DropResponse) {
 		return false
 	}
 	t.mu.Lock()
@@ -172,6 +177,10 @@ func (t *Toxic) take(stub *toxics.ToxicStub, st *connState, c *stream.StreamChun
 				return false
 			}
 		case t.Action == Drop:
+		case t.Action == DropResponse:
+			send(stub, frame, c.Timestamp)
+			stub.Close()
+			return false
 		case t.Action == Hold:
 			st.holding, st.held = true, frame
 			if t.Delay > 0 {

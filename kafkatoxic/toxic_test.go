@@ -169,6 +169,38 @@ func TestHeldRequestOutlivesItsClient(t *testing.T) {
 	}
 }
 
+// drop-response lets the aimed-at request through whole and closes the connection right after
+// it: the bytes behind it on the connection never go, and the output is closed.
+func TestDropResponseClosesBehindTheRequest(t *testing.T) {
+	for _, chunk := range []int{1, 4096} {
+		tx := &Toxic{APIKey: int16(kmsg.EndTxn), Nth: 1, Action: DropResponse}
+		p := start(tx)
+		wrote := make(chan struct{})
+		go func() {
+			defer close(wrote)
+			p.write(append(append(produce(t, 1), endTxn(t, 2)...), produce(t, 3)...), chunk)
+		}()
+		<-p.done
+		for drained := false; !drained; { // what the client still writes goes nowhere
+			select {
+			case <-p.in:
+			case <-wrote:
+				drained = true
+			}
+		}
+		var got []byte
+		for c := range p.out { // closed by the toxic
+			got = append(got, c.Data...)
+		}
+		if ids := correlations(t, got); !slices.Equal(ids, []int32{1, 2}) {
+			t.Errorf("chunks of %d: %v, want the Produce and the EndTxn, nothing after", chunk, ids)
+		}
+		if tx.Hits() != 1 {
+			t.Errorf("chunks of %d: %d hits", chunk, tx.Hits())
+		}
+	}
+}
+
 func TestParseAPI(t *testing.T) {
 	for name, key := range map[string]kmsg.Key{"Produce": kmsg.Produce, "EndTxn": kmsg.EndTxn, "WriteTxnMarkers": kmsg.WriteTxnMarkers,
 		"AddPartitionsToTxn": kmsg.AddPartitionsToTxn, "TxnOffsetCommit": kmsg.TxnOffsetCommit, "Fetch": kmsg.Fetch} {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/verity-kafka/verity/harness"
 	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/kafkaconf"
 )
 
 // Cluster is what the nemesis does to a cluster and asks of it: the subset of *harness.Cluster
@@ -53,6 +54,8 @@ type Cluster interface {
 	Images() harness.Images
 	// SaramaConfig is a sarama configuration for the cluster's Kafka release.
 	SaramaConfig(clientID string) *sarama.Config
+	// SetFeatures brings feature levels to the values given (UpdateFeatures).
+	SetFeatures(ctx context.Context, want kafkaconf.FeatureLevels) error
 }
 
 var _ Cluster = (*harness.Cluster)(nil)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/verity-kafka/verity/harness"
 	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/kafkaconf"
 )
 
 // fakeCluster is a Cluster in memory: it applies node and link actions to its state, logs
@@ -162,9 +163,10 @@ func (f *fakeCluster) Start(_ context.Context, id int) error {
 	}
 	return nil
 }
-func (f *fakeCluster) PowerLoss() bool                       { return f.powerLoss }
-func (f *fakeCluster) Images() harness.Images                { return f.images }
-func (f *fakeCluster) SaramaConfig(id string) *sarama.Config { return harness.SaramaConfig(id) }
+func (f *fakeCluster) PowerLoss() bool                                            { return f.powerLoss }
+func (f *fakeCluster) Images() harness.Images                                     { return f.images }
+func (f *fakeCluster) SaramaConfig(id string) *sarama.Config                      { return harness.SaramaConfig(id) }
+func (f *fakeCluster) SetFeatures(context.Context, kafkaconf.FeatureLevels) error { return nil }
 func (f *fakeCluster) PowerCut(_ context.Context, id int) error {
 	if !f.powerLoss {
 		return errors.New("no lazy filesystem")

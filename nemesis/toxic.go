@@ -73,6 +73,13 @@ func HoldRequest(links LinkSet, api int16, nth int, d time.Duration) LinkToxic {
 	return LinkToxic{Kind: "hold-request", Links: links, Toxics: []harness.Toxic{harness.KafkaRequest(kafkatoxic.Hold, api, nth, d)}}
 }
 
+// DropResponse lets the nth request with API key api crossing links reach the broker and
+// closes its connection right behind it: the broker carries it out, and its sender never learns
+// the outcome (its connection is gone).
+func DropResponse(links LinkSet, api int16, nth int) LinkToxic {
+	return LinkToxic{Kind: "drop-response", Links: links, Toxics: []harness.Toxic{harness.KafkaRequest(kafkatoxic.DropResponse, api, nth, 0)}}
+}
+
 func (f LinkToxic) Name() string { return f.Kind }
 func (f LinkToxic) String() string {
 	return fmt.Sprintf("%s(%s%s)", f.Kind, f.Links, toxicSummary(f.Toxics))

@@ -59,6 +59,8 @@ func builtinMakers() []func() Scenario {
 		groupRebalance,
 		sinkNaive, sinkUniqueKey, sinkOffsetsInDB, sinkInbox, sinkOutbox, sinkHTTP, sinkHTTPKeyed,
 		regressKafka17754,
+		regressKIP966ELR,
+		exploreRequestFaults,
 	}
 }
 
@@ -388,6 +390,36 @@ func elrLastReplica() Scenario {
 	return s
 }
 
+// regressKIP966ELR is elr-last-replica with the last ISR member's power cut instead of a kill:
+// it comes back without what it had not fsynced. Without eligible leader replicas
+// (eligible.leader.replicas.version 0) it is still the partition's whole ISR, so it is elected
+// again when it returns and the followers, which held every acknowledged write, truncate to its
+// shorter log: acknowledged writes are lost. With ELR (KIP-966, level 1, the default of 4.1 and
+// later) the followers that left the ISR below min.insync.replicas stay eligible, one of them is
+// elected when it returns, and the replica that shut down uncleanly is no longer eligible.
+func regressKIP966ELR() Scenario {
+	s := base("regress-kip966-elr", "Shrink p0's ISR below min ISR, then cut its leader's power: lost writes without eligible "+
+		"leader replicas (eligible.leader.replicas.version 0), none with them (1).", "KIP-966")
+	dedicatedControllers(&s)
+	s.Topology.PowerLoss = true
+	s.Kafka.Features = kafkaconf.FeatureLevels{kafkaconf.FeatureELR: 1}
+	// The followers return 10 s before the leader: with ELR one of them can lead by then.
+	s.Faults = timeline(
+		step(10, 30, FaultStop, followersOf0()),
+		step(20, 30, FaultPowerLoss, leaderOf0()),
+	)
+	s.Duration = sec(75)
+	s.Regression = &Regression{Bug: "KIP-966", Knob: "elr-version", Bad: "0", Fixed: "1", Shows: []guarantee.Anomaly{guarantee.LostWrite}}
+	s.Expect = Expectation{
+		Text: "Acknowledged acks=all writes are on every follower that was in the ISR when they were acknowledged; once the " +
+			"ISR is below min.insync.replicas no write is acknowledged. With eligible leader replicas (KIP-966) those " +
+			"followers stay eligible and the leader that lost its unflushed tail in the power cut is not, so nothing " +
+			"acknowledged may be lost. Without them (--elr-version 0, the regression's bad side) the leader is elected " +
+			"again on its return and the followers truncate to it.",
+	}
+	return s
+}
+
 func idempotentAckLoss() Scenario {
 	s := base("idempotent-ack-loss", "Idempotent producers while the answers of p0's leader are lost, repeatedly.", "000 §0, §9")
 	s.Client.RequestTimeout, s.Client.DeliveryTimeout = sec(5), sec(30)
@@ -537,6 +569,42 @@ func eosCoordinatorKill() Scenario {
 		"__transaction_state partition, which completes or aborts each one: every committed input record yields its " +
 		"output exactly once in the committed output, group offsets move only with committed transactions, and " +
 		"read_committed readers see no aborted record (read_uncommitted ones may)."
+	return s
+}
+
+// exploreRequestFaults looks for what is not known yet: the read-process-write and
+// transactional workloads of the eos scenarios under request-level faults drawn at random from
+// the periodic set, each aimed where that request goes: EndTxn and AddPartitionsToTxn at the
+// transaction coordinator, TxnOffsetCommit at the group coordinator, Produce at a partition
+// leader (of eos-out's partition 0, which the processors' transactions write), held (released
+// late) or dropped, with a coordinator kill among them.
+func exploreRequestFaults() Scenario {
+	s := eosBase("explore-request-faults", "Read-process-write and transactions under request-level faults drawn at random: "+
+		"EndTxn, AddPartitionsToTxn, TxnOffsetCommit and Produce held or dropped where they go, and coordinator kills.", "KIP-890, KIP-447")
+	s.Client.RequestTimeout = sec(5)
+	coord, group := &Target{Role: RoleTxnCoordinator}, &Target{Role: RoleGroupCoordinator}
+	outLeader := &Target{Role: RoleLeaderOf, Topic: "eos-out"}
+	req := func(name FaultName, t *Target, api string) Fault {
+		return Fault{Name: name, Target: t, Params: Params{API: api, Nth: 1}}
+	}
+	s.Faults = Schedule{Kind: SchedulePeriodic, Periodic: &Periodic{
+		Interval: sec(15), Hold: sec(8), Start: sec(10), Quiet: 0.2,
+		Set: []Fault{
+			req(FaultHoldRequest, coord, "EndTxn"),
+			req(FaultDropRequest, coord, "EndTxn"),
+			req(FaultHoldRequest, coord, "AddPartitionsToTxn"),
+			req(FaultHoldRequest, group, "TxnOffsetCommit"),
+			req(FaultDropRequest, group, "TxnOffsetCommit"),
+			req(FaultHoldRequest, outLeader, "Produce"),
+			req(FaultDropRequest, outLeader, "Produce"),
+			{Name: FaultKill, Target: coord},
+		},
+	}}
+	s.Duration = sec(300)
+	s.Expect.Text = "Whatever request is held or lost, and however late a held one arrives, exactly-once holds: every " +
+		"committed input record yields its output once in the committed output, read_committed readers see no aborted " +
+		"record and every committed transaction whole. A client on transaction protocol v1 that retries a timed-out EndTxn " +
+		"at the same epoch is open to KAFKA-17754 (see regress-kafka-17754)."
 	return s
 }
 

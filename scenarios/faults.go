@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/verity-kafka/verity/harness"
+	"github.com/verity-kafka/verity/kafkaconf"
 	"github.com/verity-kafka/verity/kafkatoxic"
 	"github.com/verity-kafka/verity/nemesis"
 	"github.com/verity-kafka/verity/sink"
@@ -40,6 +41,8 @@ const (
 	FaultLimitData         FaultName = "limit-data"
 	FaultDropRequest       FaultName = "drop-request"
 	FaultHoldRequest       FaultName = "hold-request"
+	FaultDropResponse      FaultName = "drop-response"
+	FaultSetFeature        FaultName = "set-feature"
 	FaultAckLoss           FaultName = "ack-loss"
 	FaultSinkCut           FaultName = "sink-cut"
 	FaultServiceKill       FaultName = "service-kill"
@@ -72,6 +75,7 @@ const (
 	KindToxic    = "toxic"
 	KindAckLoss  = "ack-loss"
 	KindService  = "service"
+	KindFeature  = "feature"
 	KindCompound = "compound"
 	KindNone     = "none"
 )
@@ -91,6 +95,8 @@ const (
 	ParamService  = "service"
 	ParamAPI      = "api"
 	ParamNth      = "nth"
+	ParamFeature  = "feature"
+	ParamLevel    = "level"
 )
 
 // Values of Params.Service: the side-effect service a service fault acts on, named as the
@@ -320,6 +326,19 @@ func FaultSpecs() []FaultSpec {
 				return nemesis.HoldRequest(ls, p.apiKey(), p.Nth, p.Delay.Std())
 			}),
 			Preset: preset(func(p *Params) { p.API, p.Nth = "EndTxn", 1 })},
+		{Name: FaultDropResponse, Kind: KindToxic, Target: TargetRequired, Roles: nodeRoles(), Params: toxicParams(ParamAPI, ParamNth),
+			Required: []string{ParamAPI}, Heals: true,
+			Doc: "let the nth request of Kafka API `api` reach the target over the target's links and close its connection right behind it: the target carries it out and its sender never learns the outcome (needs Verity's Toxiproxy image)",
+			Build: toxic(func(ls nemesis.LinkSet, p Params) nemesis.Fault {
+				return nemesis.DropResponse(ls, p.apiKey(), p.Nth)
+			}),
+			Preset: preset(func(p *Params) { p.API, p.Nth = "EndTxn", 1 })},
+		{Name: FaultSetFeature, Kind: KindFeature, Target: TargetNone, Params: []string{ParamFeature, ParamLevel},
+			Required: []string{ParamFeature, ParamLevel},
+			Doc: "bring the cluster's `feature` (transaction.version, eligible.leader.replicas.version) to `level` during the run " +
+				"(UpdateFeatures: an upgrade, or a downgrade that loses no metadata); ends by itself",
+			Build:  untargeted(func(p Params) nemesis.Fault { return nemesis.SetFeature{Feature: p.Feature, Level: *p.Level} }),
+			Preset: preset(func(p *Params) { p.Feature, p.Level = kafkaconf.FeatureTransaction, new(int16(1)) })},
 		{Name: FaultAckLoss, Kind: KindAckLoss, Target: TargetRequired, Roles: nodeRoles(), Params: []string{ParamHold}, Heals: true,
 			Doc:    "lose the target's answers to the clients while requests still arrive: records are appended but the producer sees an unknown outcome (seed 000 §0)",
 			Build:  targeted(func(t nemesis.Target, p Params) nemesis.Fault { return nemesis.AckLoss{Target: t, Hold: p.Hold} }),

@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"cmp"
+	"github.com/verity-kafka/verity/kafkaconf"
 	"github.com/verity-kafka/verity/sink"
 	"slices"
 	"strings"
@@ -35,8 +36,8 @@ func TestFaultCatalogueHasTheIssueList(t *testing.T) {
 // Every spec is consistent: known roles and params, required params among the accepted ones,
 // a target need that matches its roles.
 func TestFaultSpecsConsistent(t *testing.T) {
-	params := []string{ParamLinks, ParamCut, ParamDelay, ParamJitter, ParamRateKBps, ParamAfter, ParamBytes, ParamHold, ParamTo, ParamGate, ParamService, ParamAPI, ParamNth}
-	kinds := []string{KindProcess, KindNetwork, KindToxic, KindAckLoss, KindService, KindCompound, KindNone}
+	params := []string{ParamLinks, ParamCut, ParamDelay, ParamJitter, ParamRateKBps, ParamAfter, ParamBytes, ParamHold, ParamTo, ParamGate, ParamService, ParamAPI, ParamNth, ParamFeature, ParamLevel}
+	kinds := []string{KindProcess, KindNetwork, KindToxic, KindAckLoss, KindService, KindFeature, KindCompound, KindNone}
 	for _, s := range FaultSpecs() {
 		if s.Doc == "" || !slices.Contains(kinds, s.Kind) {
 			t.Errorf("%s: doc %q, kind %q", s.Name, s.Doc, s.Kind)
@@ -90,6 +91,10 @@ func TestEveryFaultValidatesInAScenario(t *testing.T) {
 					f.Params.To = &Target{Role: RoleController}
 				case ParamAPI:
 					f.Params.API = "Produce"
+				case ParamFeature:
+					f.Params.Feature = kafkaconf.FeatureTransaction
+				case ParamLevel:
+					f.Params.Level = new(int16(0))
 				}
 			}
 			if spec.Name == FaultCompound {

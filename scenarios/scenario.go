@@ -413,6 +413,10 @@ type Params struct {
 	// per proxy; 0: every one).
 	API string `yaml:"api,omitempty" json:"api,omitempty"`
 	Nth int    `yaml:"nth,omitempty" json:"nth,omitempty"`
+	// Feature and Level: set-feature brings the cluster's Feature (a settable one,
+	// kafkaconf.SettableFeatures) to Level.
+	Feature kafkaconf.Feature `yaml:"feature,omitempty" json:"feature,omitempty"`
+	Level   *int16            `yaml:"level,omitempty" json:"level,omitempty"`
 }
 
 // Duration is a duration written as Go writes them ("60s", "1m30s") in YAML and JSON.

@@ -759,7 +759,7 @@ func (c *checker) params(path string, f Fault, spec FaultSpec) {
 		ParamLinks: p.Links != "", ParamCut: p.Cut != "", ParamDelay: p.Delay != 0, ParamJitter: p.Jitter != 0,
 		ParamRateKBps: p.RateKBps != 0, ParamAfter: p.After != 0, ParamBytes: p.Bytes != 0, ParamHold: p.Hold,
 		ParamTo: p.To != nil, ParamGate: p.Gate != 0, ParamService: p.Service != "",
-		ParamAPI: p.API != "", ParamNth: p.Nth != 0,
+		ParamAPI: p.API != "", ParamNth: p.Nth != 0, ParamFeature: p.Feature != "", ParamLevel: p.Level != nil,
 	}
 	for _, name := range slices.Sorted(maps.Keys(set)) {
 		if !set[name] || slices.Contains(spec.Params, name) {
@@ -797,6 +797,14 @@ func (c *checker) params(path string, f Fault, spec FaultSpec) {
 	}
 	if p.Nth < 0 {
 		c.addf(path+".nth", "%d: want 0 (every one) or more", p.Nth)
+	}
+	if p.Feature != "" {
+		if _, err := kafkaconf.ParseFeature(string(p.Feature)); err != nil {
+			c.addf(path+".feature", "%v", err)
+		}
+	}
+	if p.Level != nil && *p.Level < 0 {
+		c.addf(path+".level", "%d: want a level of 0 or more", *p.Level)
 	}
 	if p.Cut != "" && p.Cut != CutBlackhole && p.Cut != CutRefuse {
 		c.addf(path+".cut", "%q: want blackhole or refuse", p.Cut)
