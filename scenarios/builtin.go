@@ -577,10 +577,10 @@ func eosCoordinatorKill() Scenario {
 // the periodic set, each aimed where that request goes: EndTxn and AddPartitionsToTxn at the
 // transaction coordinator, TxnOffsetCommit at the group coordinator, Produce at a partition
 // leader (of eos-out's partition 0, which the processors' transactions write), held (released
-// late) or dropped, with a coordinator kill among them.
+// late), dropped, or carried out with the answer lost, with a coordinator kill among them.
 func exploreRequestFaults() Scenario {
 	s := eosBase("explore-request-faults", "Read-process-write and transactions under request-level faults drawn at random: "+
-		"EndTxn, AddPartitionsToTxn, TxnOffsetCommit and Produce held or dropped where they go, and coordinator kills.", "KIP-890, KIP-447")
+		"EndTxn, AddPartitionsToTxn, TxnOffsetCommit and Produce held, dropped or unanswered where they go, and coordinator kills.", "KIP-890, KIP-447")
 	s.Client.RequestTimeout = sec(5)
 	coord, group := &Target{Role: RoleTxnCoordinator}, &Target{Role: RoleGroupCoordinator}
 	outLeader := &Target{Role: RoleLeaderOf, Topic: "eos-out"}
@@ -592,11 +592,13 @@ func exploreRequestFaults() Scenario {
 		Set: []Fault{
 			req(FaultHoldRequest, coord, "EndTxn"),
 			req(FaultDropRequest, coord, "EndTxn"),
+			req(FaultDropResponse, coord, "EndTxn"),
 			req(FaultHoldRequest, coord, "AddPartitionsToTxn"),
 			req(FaultHoldRequest, group, "TxnOffsetCommit"),
 			req(FaultDropRequest, group, "TxnOffsetCommit"),
 			req(FaultHoldRequest, outLeader, "Produce"),
 			req(FaultDropRequest, outLeader, "Produce"),
+			req(FaultDropResponse, outLeader, "Produce"),
 			{Name: FaultKill, Target: coord},
 		},
 	}}
