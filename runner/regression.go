@@ -26,10 +26,11 @@ func RegressionAxes(r scenarios.Regression) []MatrixAxis {
 type RegressionSide struct {
 	Value string `json:"value"`
 	Runs  int    `json:"runs"`
-	// Showed counts the runs with one of the bug's anomalies; Passed the runs that passed.
+	// Showed counts the runs with one of the bug's anomalies judged forbidden; Passed the runs
+	// that passed.
 	Showed int `json:"showed"`
 	Passed int `json:"passed"`
-	// Counts sums each anomaly of the bug over the side's runs.
+	// Counts sums each anomaly of the bug judged forbidden over the side's runs.
 	Counts map[guarantee.Anomaly]int `json:"counts,omitempty"`
 	// Example is the first run that showed one: its directory, anomaly and op indices.
 	Example *RegressionExample `json:"example,omitempty"`
@@ -78,17 +79,25 @@ func JudgeRegression(r scenarios.Regression, runs []MatrixRun) RegressionResult 
 		}
 		showed := false
 		for _, a := range r.Shows {
+			// Only what the guarantee table forbids is the bug: the same family may be
+			// permitted elsewhere in the run (an aborted read by a read_uncommitted consumer).
 			got := res.Anomalies[a]
-			if got.Count == 0 {
+			if got.Forbidden == 0 {
 				continue
 			}
 			showed = true
 			if side.Counts == nil {
 				side.Counts = map[guarantee.Anomaly]int{}
 			}
-			side.Counts[a] += got.Count
-			if side.Example == nil && len(got.Examples) > 0 {
-				side.Example = &RegressionExample{Dir: run.Outcome.Dir, Seed: res.Seed, Anomaly: a, Ops: slices.Clone(got.Examples[0].Ops)}
+			side.Counts[a] += got.Forbidden
+			if side.Example != nil {
+				continue
+			}
+			for _, e := range got.Examples {
+				if e.Judgement == guarantee.Forbidden {
+					side.Example = &RegressionExample{Dir: run.Outcome.Dir, Seed: res.Seed, Anomaly: a, Ops: slices.Clone(e.Ops)}
+					break
+				}
 			}
 		}
 		if showed {
