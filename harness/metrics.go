@@ -55,12 +55,21 @@ func (c *Cluster) metricsProxies(ctx context.Context) ([]toxiproxy.Proxy, error)
 
 // MetricsSource says how ReadMetrics reads the nodes' metrics, or why it cannot (ErrNoMetrics).
 func (c *Cluster) MetricsSource() (string, error) {
-	if c.images.JMXAgent == "" {
-		_, standIn := KafkaImages(c.spec.KafkaVersion)
-		return "", fmt.Errorf("%w: the Kafka image %s carries no JMX agent (no %s label); Verity's stand-in (make images, with VERITY_KAFKA_IMAGE=%s) does",
-			ErrNoMetrics, c.images.Kafka, JMXAgentLabel, standIn)
+	if err := c.noMetrics(); err != nil {
+		return "", err
 	}
 	return "Jolokia JVM agent " + c.images.JMXAgent + " in " + c.images.Kafka, nil
+}
+
+// noMetrics says why the nodes' metrics cannot be read, or nil: the check ReadMetrics makes on
+// every sample, which formats nothing when they can.
+func (c *Cluster) noMetrics() error {
+	if c.images.JMXAgent != "" {
+		return nil
+	}
+	_, standIn := KafkaImages(c.spec.KafkaVersion)
+	return fmt.Errorf("%w: the Kafka image %s carries no JMX agent (no %s label); Verity's stand-in (make images, with VERITY_KAFKA_IMAGE=%s) does",
+		ErrNoMetrics, c.images.Kafka, JMXAgentLabel, standIn)
 }
 
 // jolokiaRead is one read request of a Jolokia bulk request.
@@ -81,7 +90,7 @@ type jolokiaAnswer struct {
 // it has (a controller has no ReplicaManager; a broker that is not the active controller has
 // no OfflinePartitionsCount). Bound it with ctx: a paused node answers nothing.
 func (c *Cluster) ReadMetrics(ctx context.Context, id int) (map[metrics.Name]float64, error) {
-	if _, err := c.MetricsSource(); err != nil {
+	if err := c.noMetrics(); err != nil {
 		return nil, err
 	}
 	addr, ok := c.metricsAddrs[id]

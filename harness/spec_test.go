@@ -4,6 +4,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/IBM/sarama"
+
+	"github.com/verity-kafka/verity/kafkaconf"
 )
 
 func TestEnvNameRoundTrip(t *testing.T) {
@@ -59,6 +63,8 @@ func TestValidate(t *testing.T) {
 		{Nodes: 3, HeapMB: 384, BrokerConfig: map[string]string{"listeners": "x"}},
 		{Nodes: 3, HeapMB: 384, BrokerConfig: map[string]string{"a b": "x"}},
 		{Nodes: 99, HeapMB: 384},
+		{Nodes: 3, HeapMB: 384, KafkaVersion: "4.3.0"},
+		{Nodes: 3, HeapMB: 384, Features: kafkaconf.FeatureLevels{kafkaconf.FeatureMetadata: 20}},
 	}
 	for _, s := range bad {
 		if err := s.validate(); err == nil {
@@ -67,6 +73,25 @@ func TestValidate(t *testing.T) {
 	}
 	if err := (Spec{}).withDefaults().validate(); err != nil {
 		t.Errorf("default spec: %v", err)
+	}
+	if v := (Spec{}).withDefaults().KafkaVersion; v != kafkaconf.DefaultKafkaVersion {
+		t.Errorf("default release %q", v)
+	}
+}
+
+func TestSaramaVersionNeverAboveTheRelease(t *testing.T) {
+	for _, r := range kafkaconf.Releases() {
+		got := saramaVersion(r.Version)
+		rv, err := sarama.ParseKafkaVersion(string(r.Version))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rv.IsAtLeast(got) || !sarama.MaxVersion.IsAtLeast(got) {
+			t.Errorf("Kafka %s: sarama speaks %s", r.Version, got)
+		}
+		if sarama.MaxVersion.IsAtLeast(rv) && got != rv {
+			t.Errorf("Kafka %s: sarama speaks %s, not the release's own", r.Version, got)
+		}
 	}
 }
 

@@ -71,7 +71,7 @@ type connState struct {
 	buf         []byte
 	held        []byte
 	holding     bool
-	until       time.Time // zero: until removed
+	release     *time.Timer // ends a hold with a delay; nil: held until removed
 	passthrough bool
 	eof         bool // the client closed its side while a request was held
 }
@@ -111,8 +111,8 @@ func (t *Toxic) Pipe(stub *toxics.ToxicStub) {
 	}
 	for {
 		var release <-chan time.Time
-		if st.holding && !st.until.IsZero() {
-			release = time.After(time.Until(st.until))
+		if st.holding && st.release != nil {
+			release = st.release.C
 		}
 		input := stub.Input
 		if st.eof {
@@ -184,7 +184,7 @@ func (t *Toxic) take(stub *toxics.ToxicStub, st *connState, c *stream.StreamChun
 		case t.Action == Hold:
 			st.holding, st.held = true, frame
 			if t.Delay > 0 {
-				st.until = time.Now().Add(time.Duration(t.Delay) * time.Millisecond)
+				st.release = time.NewTimer(time.Duration(t.Delay) * time.Millisecond)
 			}
 		}
 	}
@@ -194,7 +194,10 @@ func (t *Toxic) take(stub *toxics.ToxicStub, st *connState, c *stream.StreamChun
 // release sends on what the connection held; false when the output is closed.
 func (t *Toxic) release(stub *toxics.ToxicStub, st *connState) bool {
 	held := st.held
-	st.holding, st.held, st.until = false, nil, time.Time{}
+	if st.release != nil {
+		st.release.Stop()
+	}
+	st.holding, st.held, st.release = false, nil, nil
 	if len(held) == 0 {
 		return true
 	}
