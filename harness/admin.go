@@ -32,9 +32,9 @@ func SaramaConfig(clientID string) *sarama.Config {
 	return SaramaConfigFor(kafkaconf.DefaultKafkaVersion)(clientID)
 }
 
-// SaramaConfig is SaramaConfig for c's Kafka release.
+// SaramaConfig is SaramaConfig for c's Kafka release (the oldest a node runs).
 func (c *Cluster) SaramaConfig(clientID string) *sarama.Config {
-	return SaramaConfigFor(c.spec.KafkaVersion)(clientID)
+	return SaramaConfigFor(c.KafkaVersion())(clientID)
 }
 
 // SaramaConfigFor returns SaramaConfig for Kafka release v.

@@ -27,6 +27,8 @@ import (
 	"github.com/testcontainers/testcontainers-go"
 	tcnetwork "github.com/testcontainers/testcontainers-go/network"
 	"github.com/testcontainers/testcontainers-go/wait"
+
+	"github.com/verity-kafka/verity/kafkaconf"
 )
 
 // Cluster is a running Kafka cluster. Its methods are safe for concurrent use.
@@ -64,6 +66,8 @@ type Cluster struct {
 	// the last power cut of a node lost (both for Spec.PowerLoss clusters).
 	cutPending map[int]bool
 	drops      map[int]Drop
+	// upgraded: the release of each node Upgrade moved off the spec's.
+	upgraded map[int]kafkaconf.KafkaVersion
 
 	closeOnce  sync.Once
 	closeErr   error
@@ -131,6 +135,7 @@ func Start(ctx context.Context, spec Spec) (_ *Cluster, err error) {
 		cuts:        map[Link]CutKind{},
 		cutPending:  map[int]bool{},
 		drops:       map[int]Drop{},
+		upgraded:    map[int]kafkaconf.KafkaVersion{},
 		svc:         newServiceSet(),
 	}
 	if !spec.NoSignalCleanup {
@@ -183,8 +188,13 @@ func Start(ctx context.Context, spec Spec) (_ *Cluster, err error) {
 // RunID is the id that labels every resource of the cluster.
 func (c *Cluster) RunID() string { return c.spec.RunID }
 
-// Spec is the spec the cluster was started with, defaults filled in.
-func (c *Cluster) Spec() Spec { return c.spec }
+// Spec is the spec the cluster was started with, defaults filled in; its KafkaVersion is the
+// oldest release a node runs now (KafkaVersion), which Upgrade moves.
+func (c *Cluster) Spec() Spec {
+	s := c.spec
+	s.KafkaVersion = c.KafkaVersion()
+	return s
+}
 
 // Images are the images the cluster runs.
 func (c *Cluster) Images() Images { return c.images }
@@ -413,29 +423,7 @@ func (c *Cluster) startNodes(ctx context.Context) error {
 		}
 		c.nodes[m.ID] = node
 		wg.Go(func() {
-			link := c.links[m.ID].Name
-			env := c.spec.nodeEnv(m, c.eng.host, c.clientHostPorts)
-			if c.images.JMXAgent != "" {
-				env["KAFKA_OPTS"] = jmxAgentOpts(c.images.JMXAgent)
-			}
-			req := testcontainers.ContainerRequest{
-				Image:          c.images.Kafka,
-				Name:           node.Name,
-				Labels:         c.runLabels(),
-				Env:            env,
-				Networks:       []string{c.core.Name, link},
-				NetworkAliases: map[string][]string{c.core.Name: {fmt.Sprintf("node-%d", m.ID)}},
-				HostConfigModifier: func(hc *container.HostConfig) {
-					// Named, labelled volume for the data (kept across stop/start, wiped by
-					// WipeDisk); tmpfs over the image's other volumes so that no anonymous,
-					// unlabelled volume is ever created.
-					hc.Binds = append(hc.Binds, node.Volume+":"+dataDir)
-					hc.Tmpfs = map[string]string{"/etc/kafka/secrets": "", "/mnt/shared/config": ""}
-				},
-			}
-			if c.spec.PowerLoss {
-				c.spec.lazyFSContainer(&req, node.Volume)
-			}
+			req := c.nodeRequest(m, node, c.images.Kafka, c.images.JMXAgent)
 			ctr, err := testcontainers.GenericContainer(ctx, testcontainers.GenericContainerRequest{
 				ContainerRequest: req, Started: true, Logger: tcLogger{c.log},
 			})
@@ -451,6 +439,34 @@ func (c *Cluster) startNodes(ctx context.Context) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// nodeRequest is the container of member m (node n) running image, whose JMX agent is at
+// jmxAgent ("": none).
+func (c *Cluster) nodeRequest(m member, n *Node, image, jmxAgent string) testcontainers.ContainerRequest {
+	env := c.spec.nodeEnv(m, c.eng.host, c.clientHostPorts)
+	if jmxAgent != "" {
+		env["KAFKA_OPTS"] = jmxAgentOpts(jmxAgent)
+	}
+	req := testcontainers.ContainerRequest{
+		Image:          image,
+		Name:           n.Name,
+		Labels:         c.runLabels(),
+		Env:            env,
+		Networks:       []string{c.core.Name, c.links[m.ID].Name},
+		NetworkAliases: map[string][]string{c.core.Name: {fmt.Sprintf("node-%d", m.ID)}},
+		HostConfigModifier: func(hc *container.HostConfig) {
+			// Named, labelled volume for the data (kept across stop/start, wiped by
+			// WipeDisk); tmpfs over the image's other volumes so that no anonymous,
+			// unlabelled volume is ever created.
+			hc.Binds = append(hc.Binds, n.Volume+":"+dataDir)
+			hc.Tmpfs = map[string]string{"/etc/kafka/secrets": "", "/mnt/shared/config": ""}
+		},
+	}
+	if c.spec.PowerLoss {
+		c.spec.lazyFSContainer(&req, n.Volume)
+	}
+	return req
 }
 
 // explainStartError adds what to do to the engine's errors that have a known cause.
@@ -608,22 +624,7 @@ func (c *Cluster) saveLogs(ctx context.Context) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("creating the log directory: %w", err)
 	}
-	save := func(name string, ctr testcontainers.Container) error {
-		if ctr == nil {
-			return nil
-		}
-		rc, err := ctr.Logs(ctx)
-		if err != nil {
-			return fmt.Errorf("reading the log of %s: %w", name, err)
-		}
-		defer rc.Close()
-		f, err := os.Create(filepath.Join(dir, name+".log"))
-		if err != nil {
-			return fmt.Errorf("saving the log of %s: %w", name, err)
-		}
-		_, err = io.Copy(f, rc)
-		return errors.Join(err, f.Close())
-	}
+	save := func(name string, ctr testcontainers.Container) error { return c.saveLog(ctx, name, ctr) }
 	var errs []error
 	for _, n := range c.nodes {
 		errs = append(errs, save(fmt.Sprintf("node-%d", n.ID), n.container))

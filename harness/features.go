@@ -19,9 +19,6 @@ import (
 // ErrFeature is wrapped by errors about a feature level the cluster cannot take.
 var ErrFeature = errors.New("feature level refused")
 
-// KafkaVersion is the Kafka release the cluster's nodes run.
-func (c *Cluster) KafkaVersion() kafkaconf.KafkaVersion { return c.spec.KafkaVersion }
-
 // FeatureState is what one broker says of the cluster's features: the levels finalized and, for
 // each feature, the highest level this broker supports.
 type FeatureState struct {
@@ -93,7 +90,7 @@ func (c *Cluster) SetFeatures(ctx context.Context, want kafkaconf.FeatureLevels)
 	for _, f := range slices.Sorted(maps.Keys(want)) {
 		lvl := want[f]
 		if lvl > st.Supported[f] {
-			return fmt.Errorf("%w: %s=%d: Kafka %s supports %s up to %d", ErrFeature, f, lvl, c.spec.KafkaVersion, f, st.Supported[f])
+			return fmt.Errorf("%w: %s=%d: Kafka %s supports %s up to %d", ErrFeature, f, lvl, c.KafkaVersion(), f, st.Supported[f])
 		}
 		if st.Finalized[f] == lvl {
 			continue

@@ -85,6 +85,19 @@ func (v KafkaVersion) Parts() (major, minor, patch int) {
 	return n(0), n(1), n(2)
 }
 
+// Less reports whether v is an older release than o.
+func (v KafkaVersion) Less(o KafkaVersion) bool {
+	a1, a2, a3 := v.Parts()
+	b1, b2, b3 := o.Parts()
+	if a1 != b1 {
+		return a1 < b1
+	}
+	if a2 != b2 {
+		return a2 < b2
+	}
+	return a3 < b3
+}
+
 // AtLeast reports whether v is release major.minor or later.
 func (v KafkaVersion) AtLeast(major, minor int) bool {
 	ma, mi, _ := v.Parts()

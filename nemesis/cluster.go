@@ -54,8 +54,15 @@ type Cluster interface {
 	Images() harness.Images
 	// SaramaConfig is a sarama configuration for the cluster's Kafka release.
 	SaramaConfig(clientID string) *sarama.Config
-	// SetFeatures brings feature levels to the values given (UpdateFeatures).
+	// SetFeatures brings feature levels to the values given (UpdateFeatures); Features reads
+	// them.
 	SetFeatures(ctx context.Context, want kafkaconf.FeatureLevels) error
+	Features(ctx context.Context) (harness.FeatureState, error)
+	// KafkaVersion is the oldest release a node runs, NodeVersion node id's; Upgrade moves a
+	// node to a newer one.
+	KafkaVersion() kafkaconf.KafkaVersion
+	NodeVersion(id int) kafkaconf.KafkaVersion
+	Upgrade(ctx context.Context, id int, v kafkaconf.KafkaVersion) error
 }
 
 var _ Cluster = (*harness.Cluster)(nil)

@@ -163,10 +163,21 @@ func (f *fakeCluster) Start(_ context.Context, id int) error {
 	}
 	return nil
 }
-func (f *fakeCluster) PowerLoss() bool                                            { return f.powerLoss }
-func (f *fakeCluster) Images() harness.Images                                     { return f.images }
-func (f *fakeCluster) SaramaConfig(id string) *sarama.Config                      { return harness.SaramaConfig(id) }
-func (f *fakeCluster) SetFeatures(context.Context, kafkaconf.FeatureLevels) error { return nil }
+func (f *fakeCluster) PowerLoss() bool                       { return f.powerLoss }
+func (f *fakeCluster) Images() harness.Images                { return f.images }
+func (f *fakeCluster) SaramaConfig(id string) *sarama.Config { return harness.SaramaConfig(id) }
+func (f *fakeCluster) SetFeatures(_ context.Context, l kafkaconf.FeatureLevels) error {
+	return f.log("set-features %s", l)
+}
+func (f *fakeCluster) Features(context.Context) (harness.FeatureState, error) {
+	return harness.FeatureState{Finalized: kafkaconf.FeatureLevels{kafkaconf.FeatureMetadata: 29},
+		Supported: kafkaconf.FeatureLevels{kafkaconf.FeatureMetadata: 30}}, nil
+}
+func (f *fakeCluster) KafkaVersion() kafkaconf.KafkaVersion   { return kafkaconf.DefaultKafkaVersion }
+func (f *fakeCluster) NodeVersion(int) kafkaconf.KafkaVersion { return kafkaconf.DefaultKafkaVersion }
+func (f *fakeCluster) Upgrade(_ context.Context, id int, v kafkaconf.KafkaVersion) error {
+	return f.log("upgrade %d %s", id, v)
+}
 func (f *fakeCluster) PowerCut(_ context.Context, id int) error {
 	if !f.powerLoss {
 		return errors.New("no lazy filesystem")

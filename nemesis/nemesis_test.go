@@ -346,6 +346,24 @@ func TestDiskLossAndRollingBounce(t *testing.T) {
 		require.NoError(t, n.Heal(ctx, inj))
 		require.Empty(t, h.events(t)[7].T.Dropped, "a kill's start drops nothing")
 	})
+	t.Run("rolling upgrade: brokers then controllers, gated, then metadata.version finalized", func(t *testing.T) {
+		fc, _, n, h := setup(t, 3, true)
+		_, err := n.Inject(ctx, RollingUpgrade{To: "4.4.0"})
+		require.NoError(t, err)
+		var calls []string
+		for _, c := range fc.Calls() {
+			if !strings.HasPrefix(c, "cut") {
+				calls = append(calls, c)
+			}
+		}
+		require.Equal(t, []string{"upgrade 1 4.4.0", "upgrade 2 4.4.0", "upgrade 3 4.4.0", "upgrade 101 4.4.0", "upgrade 102 4.4.0",
+			"upgrade 103 4.4.0", "set-features metadata.version=30"}, calls)
+		require.Equal(t, 6, fc.healthy, "a health gate after every node")
+		es := h.events(t)
+		require.Equal(t, "finalize-features", es[len(es)-1].F)
+		require.Contains(t, es[len(es)-1].T.Note, "metadata.version=30 (from 29)")
+		require.Error(t, RollingUpgrade{To: "4.3.1"}.Available(fc), "the fake runs the default release: no upgrade to it")
+	})
 	t.Run("rolling bounce, one node at a time, seeded order", func(t *testing.T) {
 		orders := map[bool][]string{}
 		for _, hard := range []bool{false, true} {

@@ -61,6 +61,7 @@ func builtinMakers() []func() Scenario {
 		regressKafka17754,
 		regressKIP966ELR,
 		exploreRequestFaults,
+		upgradeEOS,
 	}
 }
 
@@ -607,6 +608,22 @@ func exploreRequestFaults() Scenario {
 		"committed input record yields its output once in the committed output, read_committed readers see no aborted " +
 		"record and every committed transaction whole. A client on transaction protocol v1 that retries a timed-out EndTxn " +
 		"at the same epoch is open to KAFKA-17754 (see regress-kafka-17754)."
+	return s
+}
+
+// upgradeEOS upgrades the cluster from Kafka 4.2.2 to 4.3.1 under the eos workloads, one node
+// at a time, then finalizes metadata.version: what an operator does, and what clients live
+// through.
+func upgradeEOS() Scenario {
+	s := eosBase("upgrade-eos", "Read-process-write and transactions while every node is upgraded from Kafka 4.2.2 to 4.3.1 in turn, "+
+		"then metadata.version finalized.", "Kafka's upgrade notes")
+	s.Kafka.Version = "4.2.2"
+	s.Faults = timeline(Step{At: sec(15), Fault: Fault{Name: FaultRollingUpgrade, Params: Params{Version: "4.3.1"}}})
+	s.Duration = sec(150)
+	s.Expect.Text = "A rolling upgrade stops each node cleanly (its leaderships move first) and starts it on the new release with " +
+		"its data; transactions, their coordinators and the consumer group move with them, and exactly-once holds: no " +
+		"committed input is missing from or repeated in the committed output, read_committed readers see no aborted " +
+		"record, and no acknowledged write is lost, through the upgrade and the metadata.version finalization."
 	return s
 }
 

@@ -43,6 +43,7 @@ const (
 	FaultHoldRequest       FaultName = "hold-request"
 	FaultDropResponse      FaultName = "drop-response"
 	FaultSetFeature        FaultName = "set-feature"
+	FaultRollingUpgrade    FaultName = "rolling-upgrade"
 	FaultAckLoss           FaultName = "ack-loss"
 	FaultSinkCut           FaultName = "sink-cut"
 	FaultServiceKill       FaultName = "service-kill"
@@ -97,6 +98,7 @@ const (
 	ParamNth      = "nth"
 	ParamFeature  = "feature"
 	ParamLevel    = "level"
+	ParamVersion  = "version"
 )
 
 // Values of Params.Service: the side-effect service a service fault acts on, named as the
@@ -240,6 +242,12 @@ func FaultSpecs() []FaultSpec {
 		{Name: FaultRollingBounceHard, Kind: KindProcess, Target: TargetNone, Params: []string{ParamGate}, MinNodes: 2,
 			Doc:   "SIGKILL and restart every broker in turn, the next once the cluster is healthy again (hard bounce); ends by itself",
 			Build: untargeted(func(p Params) nemesis.Fault { return nemesis.RollingBounce{Hard: true, Gate: p.Gate.Std()} }), Preset: preset(nil)},
+		{Name: FaultRollingUpgrade, Kind: KindProcess, Target: TargetNone, Params: []string{ParamVersion, ParamGate}, Required: []string{ParamVersion}, MinNodes: 2,
+			Doc: "move every node to Kafka release `version` (newer than the scenario's) one at a time: a clean stop, the release's image " +
+				"on the node's data, the next once the cluster is healthy; brokers first, then dedicated controllers; then metadata.version " +
+				"raised to the new release's; ends by itself",
+			Build:  untargeted(func(p Params) nemesis.Fault { return nemesis.RollingUpgrade{To: p.Version, Gate: p.Gate.Std()} }),
+			Preset: preset(func(p *Params) { p.Version = kafkaconf.Releases()[len(kafkaconf.Releases())-1].Version })},
 		{Name: FaultDiskLoss, Kind: KindProcess, Target: TargetRequired, Roles: nodeRoles(), MinNodes: 2,
 			Doc:   "kill the target nodes, wipe their data directories and start them empty: they refill from the leaders; ends by itself",
 			Build: targeted(func(t nemesis.Target, _ Params) nemesis.Fault { return nemesis.DiskLoss{Target: t} }), Preset: preset(nil)},

@@ -36,7 +36,7 @@ func TestFaultCatalogueHasTheIssueList(t *testing.T) {
 // Every spec is consistent: known roles and params, required params among the accepted ones,
 // a target need that matches its roles.
 func TestFaultSpecsConsistent(t *testing.T) {
-	params := []string{ParamLinks, ParamCut, ParamDelay, ParamJitter, ParamRateKBps, ParamAfter, ParamBytes, ParamHold, ParamTo, ParamGate, ParamService, ParamAPI, ParamNth, ParamFeature, ParamLevel}
+	params := []string{ParamLinks, ParamCut, ParamDelay, ParamJitter, ParamRateKBps, ParamAfter, ParamBytes, ParamHold, ParamTo, ParamGate, ParamService, ParamAPI, ParamNth, ParamFeature, ParamLevel, ParamVersion}
 	kinds := []string{KindProcess, KindNetwork, KindToxic, KindAckLoss, KindService, KindFeature, KindCompound, KindNone}
 	for _, s := range FaultSpecs() {
 		if s.Doc == "" || !slices.Contains(kinds, s.Kind) {
@@ -95,6 +95,8 @@ func TestEveryFaultValidatesInAScenario(t *testing.T) {
 					f.Params.Feature = kafkaconf.FeatureTransaction
 				case ParamLevel:
 					f.Params.Level = new(int16(0))
+				case ParamVersion:
+					f.Params.Version = "4.4.0"
 				}
 			}
 			if spec.Name == FaultCompound {

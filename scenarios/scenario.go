@@ -417,6 +417,8 @@ type Params struct {
 	// kafkaconf.SettableFeatures) to Level.
 	Feature kafkaconf.Feature `yaml:"feature,omitempty" json:"feature,omitempty"`
 	Level   *int16            `yaml:"level,omitempty" json:"level,omitempty"`
+	// Version: rolling-upgrade moves every node to this Kafka release, newer than kafka.version.
+	Version kafkaconf.KafkaVersion `yaml:"version,omitempty" json:"version,omitempty"`
 }
 
 // Duration is a duration written as Go writes them ("60s", "1m30s") in YAML and JSON.

@@ -760,6 +760,7 @@ func (c *checker) params(path string, f Fault, spec FaultSpec) {
 		ParamRateKBps: p.RateKBps != 0, ParamAfter: p.After != 0, ParamBytes: p.Bytes != 0, ParamHold: p.Hold,
 		ParamTo: p.To != nil, ParamGate: p.Gate != 0, ParamService: p.Service != "",
 		ParamAPI: p.API != "", ParamNth: p.Nth != 0, ParamFeature: p.Feature != "", ParamLevel: p.Level != nil,
+		ParamVersion: p.Version != "",
 	}
 	for _, name := range slices.Sorted(maps.Keys(set)) {
 		if !set[name] || slices.Contains(spec.Params, name) {
@@ -801,6 +802,13 @@ func (c *checker) params(path string, f Fault, spec FaultSpec) {
 	if p.Feature != "" {
 		if _, err := kafkaconf.ParseFeature(string(p.Feature)); err != nil {
 			c.addf(path+".feature", "%v", err)
+		}
+	}
+	if p.Version != "" {
+		if _, err := kafkaconf.ParseKafkaVersion(string(p.Version)); err != nil {
+			c.addf(path+".version", "%v", err)
+		} else if from := c.s.Kafka.Version.Or(); !from.Less(p.Version) {
+			c.addf(path+".version", "%s: the cluster runs Kafka %s (kafka.version); an upgrade goes to a newer release", p.Version, from)
 		}
 	}
 	if p.Level != nil && *p.Level < 0 {
