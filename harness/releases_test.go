@@ -2,6 +2,7 @@ package harness_test
 
 import (
 	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -63,8 +64,44 @@ func TestReleases(t *testing.T) {
 	}
 }
 
-// transact commits one transaction of one record and checks that read_committed sees it.
-func transact(t *testing.T, c *harness.Cluster, cfg *sarama.Config) {
+// A node moved to a newer release keeps its data and its place in the cluster, and the
+// cluster's metadata.version can then be raised to the new release's.
+func TestUpgrade(t *testing.T) {
+	harnesstest.RequireDocker(t)
+	ctx := withTimeout(t, 5*time.Minute)
+	c := harnesstest.Start(t, harness.Spec{Nodes: 1, KafkaVersion: "4.2.2"})
+	cfg := c.SaramaConfig("verity-upgrade")
+	first := transact(t, c, cfg)
+	before, err := c.Features(ctx)
+	require.NoError(t, err)
+
+	require.ErrorIs(t, c.Upgrade(ctx, 1, "4.1.2"), harness.ErrUpgrade, "never to an older release")
+	require.NoError(t, c.Upgrade(ctx, 1, "4.3.1"))
+	require.Equal(t, kafkaconf.KafkaVersion("4.3.1"), c.NodeVersion(1))
+	require.Equal(t, kafkaconf.KafkaVersion("4.3.1"), c.KafkaVersion())
+	require.NoError(t, c.WaitHealthy(ctx))
+	log, err := c.NodeLog(ctx, 1)
+	require.NoError(t, err)
+	require.Contains(t, log, "Kafka Server started")
+
+	after, err := c.Features(ctx)
+	require.NoError(t, err)
+	require.Equal(t, before.Finalized.Level(kafkaconf.FeatureMetadata), after.Finalized.Level(kafkaconf.FeatureMetadata),
+		"the upgrade alone keeps metadata.version")
+	require.Greater(t, after.Supported.Level(kafkaconf.FeatureMetadata), before.Supported.Level(kafkaconf.FeatureMetadata))
+	mv := after.Supported.Level(kafkaconf.FeatureMetadata)
+	require.NoError(t, c.SetFeatures(ctx, kafkaconf.FeatureLevels{kafkaconf.FeatureMetadata: mv}))
+	t.Logf("metadata.version %d on 4.2.2, %d after the upgrade's finalization", before.Finalized.Level(kafkaconf.FeatureMetadata), mv)
+	transact(t, c, c.SaramaConfig("verity-upgrade-2"))
+	o, err := c.Offsets(ctx, first, 0)
+	require.NoError(t, err)
+	require.Equal(t, harness.Offsets{Earliest: 0, HighWatermark: 2, LastStable: 2}, o, "the data written on 4.2.2 is there on 4.3.1")
+	require.FileExists(t, filepath.Join(c.Spec().ArtifactDir, "logs", "node-1-4.2.2.log"), "the replaced container's log is kept")
+}
+
+// transact commits one transaction of one record in a new topic, checks that read_committed
+// sees it, and returns the topic.
+func transact(t *testing.T, c *harness.Cluster, cfg *sarama.Config) string {
 	t.Helper()
 	ctx := withTimeout(t, time.Minute)
 	topic := fmt.Sprintf("txn-%d", time.Now().UnixNano())
@@ -85,4 +122,5 @@ func transact(t *testing.T, c *harness.Cluster, cfg *sarama.Config) {
 		o, err := c.Offsets(ctx, topic, 0)
 		return err == nil && o.LastStable == 2 // the record and the commit marker
 	}, 30*time.Second, 200*time.Millisecond, "the committed transaction's marker moves the last stable offset past it")
+	return topic
 }
