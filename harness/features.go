@@ -142,8 +142,9 @@ func featureErr(what string, code int16, msg *string) error {
 	return fmt.Errorf("%w: %s", ErrFeature, text)
 }
 
-// waitFeatures returns once every broker reports the levels of want: a broker learns them from
-// the metadata log, shortly after the controller commits them.
+// waitFeatures returns once every running broker reports the levels of want: a broker learns
+// them from the metadata log, shortly after the controller commits them. A broker a fault keeps
+// down learns them when it is back; it is not waited for.
 func (c *Cluster) waitFeatures(ctx context.Context, want kafkaconf.FeatureLevels) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -151,7 +152,12 @@ func (c *Cluster) waitFeatures(ctx context.Context, want kafkaconf.FeatureLevels
 	defer tick.Stop()
 	for {
 		behind := ""
-		for _, addr := range c.Bootstrap() {
+		states, addrs := c.NodeStates(), c.Bootstrap()
+		for i, id := range c.Brokers() {
+			if states[id] != NodeRunning {
+				continue
+			}
+			addr := addrs[i]
 			st, err := c.featuresAt(addr)
 			if err != nil {
 				behind = err.Error()
@@ -171,7 +177,7 @@ func (c *Cluster) waitFeatures(ctx context.Context, want kafkaconf.FeatureLevels
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("features %s not seen by every broker (last: %s): %w", want, behind, ctx.Err())
+			return fmt.Errorf("features %s not seen by every running broker (last: %s): %w", want, behind, ctx.Err())
 		case <-tick.C:
 		}
 	}
