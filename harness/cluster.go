@@ -66,8 +66,11 @@ type Cluster struct {
 	// the last power cut of a node lost (both for Spec.PowerLoss clusters).
 	cutPending map[int]bool
 	drops      map[int]Drop
-	// upgraded: the release of each node Upgrade moved off the spec's.
-	upgraded map[int]kafkaconf.KafkaVersion
+
+	// upgraded: the release of each node Upgrade moved off the spec's, under its own lock:
+	// KafkaVersion is asked for by SaramaConfig, which the admin client calls under mu.
+	versionMu sync.Mutex
+	upgraded  map[int]kafkaconf.KafkaVersion
 
 	closeOnce  sync.Once
 	closeErr   error

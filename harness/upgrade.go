@@ -19,8 +19,8 @@ var ErrUpgrade = errors.New("upgrade refused")
 
 // NodeVersion is the Kafka release node id runs: the cluster's, or the one Upgrade moved it to.
 func (c *Cluster) NodeVersion(id int) kafkaconf.KafkaVersion {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.versionMu.Lock()
+	defer c.versionMu.Unlock()
 	if v, ok := c.upgraded[id]; ok {
 		return v
 	}
@@ -30,8 +30,8 @@ func (c *Cluster) NodeVersion(id int) kafkaconf.KafkaVersion {
 // KafkaVersion is the oldest Kafka release a node of the cluster runs: the one Verity's clients
 // speak to, and the one a cluster shape is judged by, while an upgrade is half done.
 func (c *Cluster) KafkaVersion() kafkaconf.KafkaVersion {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.versionMu.Lock()
+	defer c.versionMu.Unlock()
 	oldest := kafkaconf.KafkaVersion("")
 	for _, m := range c.members {
 		v, ok := c.upgraded[m.ID]
@@ -90,9 +90,9 @@ func (c *Cluster) Upgrade(ctx context.Context, id int, v kafkaconf.KafkaVersion)
 		return c.explainStartError(fmt.Sprintf("upgrading node %d to %s", id, v), err)
 	}
 	n.container = ctr
-	c.mu.Lock()
+	c.versionMu.Lock()
 	c.upgraded[id] = v
-	c.mu.Unlock()
+	c.versionMu.Unlock()
 	c.setNodeState(id, NodeRunning)
 	c.log.Info("node upgraded", "node", id, "from", from, "to", v, "image", im.Kafka)
 	if err := c.setInbound(id, true); err != nil {
