@@ -87,7 +87,13 @@ func (c *Cluster) Upgrade(ctx context.Context, id int, v kafkaconf.KafkaVersion)
 		ContainerRequest: c.nodeRequest(m, n, im.Kafka, im.JMXAgent), Started: true, Logger: tcLogger{c.log},
 	})
 	if err != nil {
-		return c.explainStartError(fmt.Sprintf("upgrading node %d to %s", id, v), err)
+		err = c.explainStartError(fmt.Sprintf("upgrading node %d to %s", id, v), err)
+		// The node must not be left without a container: back on its release, stopped, for
+		// the heal to start.
+		if rerr := c.recreate(context.WithoutCancel(ctx), m, n, from); rerr != nil {
+			return fmt.Errorf("%w; putting back its %s container: %w", err, from, rerr)
+		}
+		return err
 	}
 	n.container = ctr
 	c.versionMu.Lock()
@@ -101,6 +107,25 @@ func (c *Cluster) Upgrade(ctx context.Context, id int, v kafkaconf.KafkaVersion)
 	if c.spec.PowerLoss {
 		return c.lazyFSStarted(ctx, n)
 	}
+	return nil
+}
+
+// recreate makes node n's container again on release v's image, not started.
+func (c *Cluster) recreate(ctx context.Context, m member, n *Node, v kafkaconf.KafkaVersion) error {
+	im, err := c.eng.chooseImages(ctx, Spec{KafkaVersion: v, ToxiproxyImage: c.images.Toxiproxy}, nil)
+	if err != nil {
+		return err
+	}
+	// A failed start may have left a container of the name behind.
+	_, _ = c.eng.ContainerRemove(ctx, n.Name, client.ContainerRemoveOptions{Force: true})
+	ctr, err := testcontainers.GenericContainer(ctx, testcontainers.GenericContainerRequest{
+		ContainerRequest: c.nodeRequest(m, n, im.Kafka, im.JMXAgent), Started: false, Logger: tcLogger{c.log},
+	})
+	if err != nil {
+		return err
+	}
+	n.container = ctr
+	c.setNodeState(m.ID, NodeStopped)
 	return nil
 }
 
