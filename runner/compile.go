@@ -197,14 +197,21 @@ func Plan(s scenarios.Resolved) error {
 // Header is the history header's config a run of s writes, as far as a scenario decides it:
 // made by the same function the run uses (workloads.HeaderConfig), on a cluster of s's shape.
 // The process numbers, the settings of every producer and topic, the isolation and deviations
-// are the run's; only the names a reused cluster's run gives its topics differ.
+// are the run's; only the names a reused cluster's run gives its topics differ. Of the kafka
+// entry it has the release and the levels the scenario sets: the run's adds every other level
+// the cluster finalized, which only the cluster knows.
 func Header(s scenarios.Resolved) (history.Config, error) {
 	pl, err := compile(s, "verity")
 	if err != nil {
 		return history.Config{}, err
 	}
 	hs := clusterSpec(harness.Spec{}, s.Scenario)
-	return workloads.HeaderConfig(pl.workloads, s.Topology.Nodes, hs.ControllerIDs(), hs.Deviations(), workloads.PredictTxnProtocol(pl.workloads))
+	h, err := workloads.HeaderConfig(pl.workloads, s.Topology.Nodes, hs.ControllerIDs(), hs.Deviations(), workloads.PredictTxnProtocol(pl.workloads))
+	if err != nil {
+		return history.Config{}, err
+	}
+	h.Kafka = &history.KafkaInfo{Version: s.Kafka.Version.Or(), Features: maps.Clone(s.Kafka.Features)}
+	return h, nil
 }
 
 // freshNames returns s with every topic, consumer group and transactional.id it names given

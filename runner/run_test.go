@@ -13,6 +13,7 @@ import (
 
 	"github.com/verity-kafka/verity/harness/harnesstest"
 	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/kafkaconf"
 	"github.com/verity-kafka/verity/runner"
 	"github.com/verity-kafka/verity/runner/runtest"
 	"github.com/verity-kafka/verity/scenarios"
@@ -107,6 +108,19 @@ func TestRunDefault(t *testing.T) {
 	}
 	written := hr.Header().Config
 	hr.Close()
+	// The kafka entry: the release and the scenario's levels as predicted, and the levels the
+	// cluster finalized beside them, which only the cluster knows.
+	if written.Kafka == nil || written.Kafka.Version != predicted.Kafka.Version ||
+		written.Kafka.Features.Level(kafkaconf.FeatureMetadata) == 0 {
+		t.Errorf("the header's kafka entry %+v: want release %s and the cluster's finalized levels", written.Kafka, predicted.Kafka.Version)
+	} else {
+		for f, l := range predicted.Kafka.Features {
+			if written.Kafka.Features[f] != l {
+				t.Errorf("the header says %s=%d, the scenario set %d", f, written.Kafka.Features[f], l)
+			}
+		}
+	}
+	predicted.Kafka, written.Kafka = nil, nil
 	if !reflect.DeepEqual(predicted, written) {
 		pj, _ := json.Marshal(predicted)
 		wj, _ := json.Marshal(written)
