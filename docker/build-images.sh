@@ -34,9 +34,12 @@ current() { # current IMAGE RECIPE-DIR
 # Pulling fails at once where no registry is reachable; a short timeout covers a hanging one.
 try_pull() { timeout 60 docker pull -q "$1" >/dev/null 2>&1; }
 
-# Kept equal to kafkaconf.Releases() by a unit test (kafkaconf/docs_test.go).
+# Kept equal to kafkaconf.Releases() and kafkaconf.DefaultKafkaVersion by a unit test
+# (kafkaconf/docs_test.go). VERITY_KAFKA_VERSIONS=default builds the default release alone (make run).
 KAFKA_VERSIONS_DEFAULT="3.9.2 4.0.2 4.1.2 4.2.2 4.3.1 4.4.0"
+KAFKA_DEFAULT="4.3.1"
 KAFKA_VERSIONS=${VERITY_KAFKA_VERSIONS:-$KAFKA_VERSIONS_DEFAULT}
+[ "$KAFKA_VERSIONS" = default ] && KAFKA_VERSIONS=$KAFKA_DEFAULT
 TOXI_OFFICIAL=ghcr.io/shopify/toxiproxy:2.12.0
 PG_OFFICIAL=postgres:15
 TOXI_STANDIN=verity/toxiproxy:2.12.0

@@ -31,9 +31,11 @@ func TestImageScriptBuildsEveryRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `KAFKA_VERSIONS_DEFAULT="` + strings.Join(KafkaVersions(), " ") + `"`
-	if !strings.Contains(string(b), want) {
-		t.Errorf("docker/build-images.sh does not say %s: keep its list equal to kafkaconf.Releases()", want)
+	for _, want := range []string{`KAFKA_VERSIONS_DEFAULT="` + strings.Join(KafkaVersions(), " ") + `"`,
+		`KAFKA_DEFAULT="` + string(DefaultKafkaVersion) + `"`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("docker/build-images.sh does not say %s: keep it equal to kafkaconf.Releases() and DefaultKafkaVersion", want)
+		}
 	}
 }
 
