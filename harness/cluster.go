@@ -623,23 +623,18 @@ func (c *Cluster) Close(ctx context.Context) error {
 }
 
 func (c *Cluster) saveLogs(ctx context.Context) error {
-	dir := filepath.Join(c.spec.ArtifactDir, "logs")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("creating the log directory: %w", err)
-	}
-	save := func(name string, ctr testcontainers.Container) error { return c.saveLog(ctx, name, ctr) }
 	var errs []error
 	for _, n := range c.nodes {
-		errs = append(errs, save(fmt.Sprintf("node-%d", n.ID), n.container))
+		errs = append(errs, c.saveLog(ctx, fmt.Sprintf("node-%d", n.ID), n.container))
 	}
 	if c.clientProxy != nil {
-		errs = append(errs, save("proxy-client", c.clientProxy.container))
+		errs = append(errs, c.saveLog(ctx, "proxy-client", c.clientProxy.container))
 	}
 	for id, p := range c.nodeProxies {
-		errs = append(errs, save("proxy-"+strconv.Itoa(id), p.container))
+		errs = append(errs, c.saveLog(ctx, "proxy-"+strconv.Itoa(id), p.container))
 	}
 	for name, ctr := range c.serviceLogs() {
-		errs = append(errs, save(name, ctr))
+		errs = append(errs, c.saveLog(ctx, name, ctr))
 	}
 	return errors.Join(errs...)
 }

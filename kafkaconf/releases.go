@@ -30,9 +30,9 @@ func Releases() []Release {
 		{Version: "4.0.2", Doc: "KRaft only; transaction.version 2 (KIP-890 part 2) and the new consumer group protocol; " +
 			"eligible leader replicas (KIP-966) in preview"},
 		{Version: "4.1.2", Doc: "eligible.leader.replicas.version 1 finalized on new clusters (KIP-966)"},
-		{Version: "4.2.2", Doc: "the release before the default"},
-		{Version: DefaultKafkaVersion, Doc: "the default"},
-		{Version: "4.4.0", Doc: "the newest release"},
+		{Version: "4.2.2", Doc: "share groups and streams groups finalized on new clusters (share.version, streams.version 1)"},
+		{Version: DefaultKafkaVersion, Doc: "the default release"},
+		{Version: "4.4.0", Doc: "the newest release; share.version 2"},
 	}
 }
 

@@ -185,10 +185,6 @@ func (f RollingBounce) Available(c Cluster) error {
 }
 
 func (f RollingBounce) Inject(ctx context.Context, e *Env) (any, error) {
-	gate := f.Gate
-	if gate <= 0 {
-		gate = 2 * time.Minute
-	}
 	order := slices.Clone(e.Cluster.Brokers())
 	slices.Sort(order)
 	e.Rand.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
@@ -207,17 +203,33 @@ func (f RollingBounce) Inject(ctx context.Context, e *Env) (any, error) {
 		if k == len(order)-1 {
 			break // the last node's recovery is the run's business (Recover waits for it)
 		}
-		gctx, cancel := context.WithTimeout(ctx, gate)
-		err := e.n.waitHealthy(gctx)
-		cancel()
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			return nil, fmt.Errorf("after restarting broker %d, the cluster was not healthy within %s, so the bounce stops here: %w", id, gate, err)
+		if err := e.gate(ctx, f.Gate, fmt.Sprintf("restarting broker %d", id), "bounce"); err != nil {
+			return nil, err
 		}
 	}
 	return nil, nil
+}
+
+// defaultGate bounds the wait for a healthy cluster between two nodes of a rolling fault.
+const defaultGate = 2 * time.Minute
+
+// gate waits, at most d (0: defaultGate), for the cluster to be healthy after a rolling fault's
+// step (after) took a node down and back, so that the next step does not take a second node
+// while the first is still out (in a combined 3-node cluster that would also take the quorum).
+func (e *Env) gate(ctx context.Context, d time.Duration, after, what string) error {
+	if d <= 0 {
+		d = defaultGate
+	}
+	gctx, cancel := context.WithTimeout(ctx, d)
+	err := e.n.waitHealthy(gctx)
+	cancel()
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return ctx.Err()
+	}
+	return fmt.Errorf("after %s, the cluster was not healthy within %s, so the %s stops here: %w", after, d, what, err)
 }
 
 func (f RollingBounce) Heal(ctx context.Context, e *Env, state any) error {

@@ -19,7 +19,7 @@ import (
 // Events "upgrade" per node (noting the release), then "finalize-features".
 type RollingUpgrade struct {
 	To kafkaconf.KafkaVersion
-	// Gate bounds the wait for health between two nodes; default 2 minutes.
+	// Gate bounds the wait for health between two nodes; default defaultGate.
 	Gate time.Duration
 }
 
@@ -38,10 +38,6 @@ func (f RollingUpgrade) Available(c Cluster) error {
 }
 
 func (f RollingUpgrade) Inject(ctx context.Context, e *Env) (any, error) {
-	gate := f.Gate
-	if gate <= 0 {
-		gate = 2 * time.Minute
-	}
 	order := slices.Sorted(slices.Values(e.Cluster.Brokers()))
 	for _, id := range slices.Sorted(slices.Values(e.Cluster.Controllers())) {
 		if !slices.Contains(order, id) {
@@ -54,14 +50,8 @@ func (f RollingUpgrade) Inject(ctx context.Context, e *Env) (any, error) {
 		if err := e.Do(ctx, "upgrade", t, func(ctx context.Context) error { return e.Cluster.Upgrade(ctx, id, f.To) }); err != nil {
 			return []int{id}, err
 		}
-		gctx, cancel := context.WithTimeout(ctx, gate)
-		err := e.n.waitHealthy(gctx)
-		cancel()
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			return nil, fmt.Errorf("after upgrading node %d, the cluster was not healthy within %s, so the upgrade stops here: %w", id, gate, err)
+		if err := e.gate(ctx, f.Gate, fmt.Sprintf("upgrading node %d", id), "upgrade"); err != nil {
+			return nil, err
 		}
 	}
 	return nil, e.DoReport(ctx, "finalize-features", Targets{Fault: f.Name()}, func(ctx context.Context, t *Targets) error {

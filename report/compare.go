@@ -253,8 +253,9 @@ func axisNames(rows []Row) []string {
 	return names
 }
 
-func axisValue(r Row, name string) string {
-	for _, a := range r.Axes {
+// AxisValue is the value of axis name among axes ("" when it is not one of them).
+func AxisValue(axes []Axis, name string) string {
+	for _, a := range axes {
 		if a.Name == name {
 			return a.Value
 		}
@@ -359,7 +360,7 @@ func CompareMarkdown(cells []Cell) string {
 	for _, r := range rows {
 		var cs []string
 		for _, n := range names {
-			cs = append(cs, mdEscape(axisValue(r, n)))
+			cs = append(cs, mdEscape(AxisValue(r.Axes, n)))
 		}
 		for _, c := range r.cells(sh) {
 			cs = append(cs, mdEscape(c))
@@ -415,7 +416,7 @@ func CompareHTML(title string, cells []Cell) (string, error) {
 	for _, r := range rows {
 		cr := compareRow{Class: string(r.Worst()), Cells: r.cells(sh), Reports: r.Reports}
 		for _, n := range names {
-			cr.Axes = append(cr.Axes, axisValue(r, n))
+			cr.Axes = append(cr.Axes, AxisValue(r.Axes, n))
 		}
 		data.Rows = append(data.Rows, cr)
 		data.FromOps = data.FromOps || r.FromOps

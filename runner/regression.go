@@ -61,7 +61,7 @@ func JudgeRegression(r scenarios.Regression, runs []MatrixRun) RegressionResult 
 	out := RegressionResult{Bug: r.Bug, Knob: r.Knob, Bad: RegressionSide{Value: r.Bad}, Fixed: RegressionSide{Value: r.Fixed}}
 	for _, run := range runs {
 		var side *RegressionSide
-		switch axisValue(run.Axes, r.Knob) {
+		switch report.AxisValue(run.Axes, r.Knob) {
 		case r.Bad:
 			side = &out.Bad
 		case r.Fixed:
@@ -107,15 +107,6 @@ func JudgeRegression(r scenarios.Regression, runs []MatrixRun) RegressionResult 
 	out.Reproduced = out.Bad.Runs > 0 && 3*out.Bad.Showed >= 2*out.Bad.Runs &&
 		out.Fixed.Runs > 0 && out.Fixed.Showed == 0 && out.Fixed.Passed == out.Fixed.Runs
 	return out
-}
-
-func axisValue(axes []report.Axis, name string) string {
-	for _, a := range axes {
-		if a.Name == name {
-			return a.Value
-		}
-	}
-	return ""
 }
 
 // String is the finding in a few lines, for the terminal and matrix.md.

@@ -193,7 +193,7 @@ func yamlName(cmd *cli.Command) (string, error) {
 }
 
 // listAll writes the built-ins, each with what the guarantee table expects of it and what it
-// provokes, then the faults.
+// provokes, then the faults, the clients, the Kafka releases and the feature levels.
 func listAll(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SCENARIO\tEXPECTS\tDESCRIPTION")
@@ -233,6 +233,28 @@ func listAll(w io.Writer) error {
 			caps[i] = string(cp)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Name, c.Version(), strings.Join(protos, ", "), strings.Join(caps, ", "))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "KAFKA\tWHAT SETS IT APART")
+	for _, r := range kafkaconf.Releases() {
+		fmt.Fprintf(tw, "%s\t%s\n", r.Version, r.Doc)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "FEATURE\tKNOB\tWHAT ITS LEVEL CHANGES")
+	for _, f := range kafkaconf.Features() {
+		knob := "-"
+		if f.Flag != "" {
+			knob = "--" + f.Flag
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", f.Name, knob, f.Doc)
 	}
 	return tw.Flush()
 }

@@ -83,6 +83,16 @@ func TestList(t *testing.T) {
 			t.Errorf("list does not show client %s with its protocols and capabilities", c.Name)
 		}
 	}
+	for _, r := range kafkaconf.Releases() {
+		if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(string(r.Version)) + ` +\S`).MatchString(stdout) {
+			t.Errorf("list does not show Kafka %s with what sets it apart", r.Version)
+		}
+	}
+	for _, f := range kafkaconf.SettableFeatures() {
+		if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(string(f.Name)) + ` +--` + f.Flag + ` +\S`).MatchString(stdout) {
+			t.Errorf("list does not show feature %s with its knob --%s", f.Name, f.Flag)
+		}
+	}
 	for _, args := range [][]string{{"list", "--yaml", "--scenario", "acks1-leader-loss"}, {"list", "--yaml", "acks1-leader-loss"}} {
 		code, stdout, _ = runCLI(args...)
 		if code != exitPass || !strings.Contains(stdout, "name: acks1-leader-loss") || !strings.Contains(stdout, "min_insync_replicas: 2") {
