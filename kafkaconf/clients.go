@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -176,4 +177,36 @@ func (c Client) Version() string {
 		}
 	}
 	return "unknown"
+}
+
+// ParseClientVersion reads a client module's version as Go modules write it (v1.61.0): the
+// version a driver is built with (see ClientRef).
+func ParseClientVersion(s string) (string, error) {
+	v := strings.TrimSpace(s)
+	core, _, _ := strings.Cut(v, "-") // a pre-release or pseudo-version suffix is the module proxy's to judge
+	parts := strings.Split(strings.TrimPrefix(core, "v"), ".")
+	ok := strings.HasPrefix(core, "v") && len(parts) == 3
+	for _, p := range parts {
+		n, err := strconv.Atoi(p)
+		ok = ok && err == nil && n >= 0 && strconv.Itoa(n) == p
+	}
+	if !ok {
+		return "", fmt.Errorf("client version %q: want a module version such as v1.61.0", s)
+	}
+	return v, nil
+}
+
+// ParseClientRef reads a client's name with an optional version after an @ (franz-go,
+// sarama@v1.61.0); the version is "" when none is given.
+func ParseClientRef(s string) (ClientName, string, error) {
+	name, version, pinned := strings.Cut(strings.TrimSpace(s), "@")
+	n, err := ParseClient(name)
+	if err != nil || !pinned {
+		return n, "", err
+	}
+	v, err := ParseClientVersion(version)
+	if err != nil {
+		return "", "", fmt.Errorf("client %q: %w", s, err)
+	}
+	return n, v, nil
 }

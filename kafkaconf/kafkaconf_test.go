@@ -224,3 +224,26 @@ func TestFeatures(t *testing.T) {
 		t.Error("an absent feature is at level 0")
 	}
 }
+
+func TestParseClientRef(t *testing.T) {
+	for in, want := range map[string]struct {
+		name    ClientName
+		version string
+	}{
+		"sarama":                {Sarama, ""},
+		" franz-go ":            {FranzGo, ""},
+		"sarama@v1.61.0":        {Sarama, "v1.61.0"},
+		"franz-go@v1.21.5":      {FranzGo, "v1.21.5"},
+		"franz-go@v1.22.0-rc.1": {FranzGo, "v1.22.0-rc.1"},
+	} {
+		n, v, err := ParseClientRef(in)
+		if err != nil || n != want.name || v != want.version {
+			t.Errorf("ParseClientRef(%q) = %q, %q, %v; want %q, %q", in, n, v, err, want.name, want.version)
+		}
+	}
+	for _, in := range []string{"kafka-go", "sarama@", "sarama@1.61.0", "sarama@v1.61", "sarama@v1.061.0", "sarama@latest", "kafka-go@v1.0.0"} {
+		if _, _, err := ParseClientRef(in); err == nil {
+			t.Errorf("ParseClientRef(%q): no error", in)
+		}
+	}
+}

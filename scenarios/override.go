@@ -109,11 +109,12 @@ func Knobs() []Knob {
 				}
 				return nil
 			}},
-		{Name: "client", Usage: "the Kafka `CLIENT` every workload drives (" + strings.Join(kafkaconf.ClientNames(), " or ") + ")",
+		{Name: "client", Usage: "the Kafka `CLIENT` every workload drives (" + strings.Join(kafkaconf.ClientNames(), " or ") +
+			"), at a module version after @ if not the linked one (sarama@v1.61.0: a driver built for it on demand)",
 			Kind: KnobText, Axis: true,
 			Scenario: func(s *Scenario, v string) error {
-				n, err := kafkaconf.ParseClient(v)
-				s.Client.Name = n
+				n, version, err := kafkaconf.ParseClientRef(v)
+				s.Client.Name, s.Client.Version = n, version
 				return err
 			}},
 		{Name: "txn-protocol", Usage: "cap the transaction `PROTOCOL` of the transactional clients (v1: before KIP-890; v2)",

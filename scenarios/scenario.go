@@ -135,6 +135,9 @@ type Client struct {
 	// Name is the Kafka client every workload drives: sarama (default) or franz-go
 	// (kafkaconf.Clients says what each can do).
 	Name kafkaconf.ClientName `yaml:"name,omitempty" json:"name,omitempty"`
+	// Version is the client module's version (v1.61.0); unset, the one linked into Verity. Another
+	// version runs the workloads in a driver process built for it on demand and cached.
+	Version string `yaml:"version,omitempty" json:"version,omitempty"`
 	// TxnProtocol caps the transaction protocol the transactional producers and processors
 	// speak: v1 (before KIP-890) or v2; unset, the best the client and the cluster support.
 	TxnProtocol kafkaconf.TxnProtocol `yaml:"txn_protocol,omitempty" json:"txn_protocol,omitempty"`

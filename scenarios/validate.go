@@ -363,6 +363,11 @@ func (c *checker) client() {
 	if !known {
 		c.addf("client.name", "%q: want one of %s", cl.Name, strings.Join(kafkaconf.ClientNames(), ", "))
 	}
+	if cl.Version != "" {
+		if _, err := kafkaconf.ParseClientVersion(cl.Version); err != nil {
+			c.addf("client.version", "%v", err)
+		}
+	}
 	transactional := c.s.Workload.Transactional.Count > 0 || c.s.Workload.Processors.Count > 0
 	if cl.TxnProtocol != "" && known && !slices.Contains(kc.TxnProtocols, cl.TxnProtocol) {
 		c.addf("client.txn_protocol", "%s: %s speaks transaction protocol %s only", cl.TxnProtocol, cl.Name, protocolList(kc.TxnProtocols))

@@ -62,6 +62,9 @@ type Spec struct {
 	// support).
 	Client      kafkaconf.ClientName  `json:"client,omitempty"`
 	TxnProtocol kafkaconf.TxnProtocol `json:"txn_protocol,omitempty"`
+	// ClientVersion is the client module's version ("": the one linked in). Another version runs
+	// the workloads in a driver process (see Driver).
+	ClientVersion string `json:"client_version,omitempty"`
 	// Duration of the workloads; the final reads come after it.
 	Duration time.Duration `json:"duration"`
 	// Topics are created before the workloads start (existing ones are left as they are).
@@ -91,17 +94,22 @@ type Spec struct {
 
 // Result is what a run did.
 type Result struct {
-	Path          string
-	Header        history.Header
-	Ops, Bytes    int64
-	Elapsed       time.Duration // workloads only
-	Producers     []ProducerStats
-	Transactional []TxnStats
-	Processors    []ProcessorStats
-	Consumers     []ConsumerStats
-	Sinks         []SinkStats
-	Relays        []RelayStats
-	FinalRead     FinalReadStats
+	Path       string
+	Header     history.Header
+	Ops, Bytes int64
+	Elapsed    time.Duration // workloads only
+	Workloads
+	FinalRead FinalReadStats
+}
+
+// Workloads is what each workload instance did, by kind.
+type Workloads struct {
+	Producers     []ProducerStats  `json:"producers,omitempty"`
+	Transactional []TxnStats       `json:"transactional,omitempty"`
+	Processors    []ProcessorStats `json:"processors,omitempty"`
+	Consumers     []ConsumerStats  `json:"consumers,omitempty"`
+	Sinks         []SinkStats      `json:"sinks,omitempty"`
+	Relays        []RelayStats     `json:"relays,omitempty"`
 }
 
 // Run runs spec against c and records everything into a new history at path: creates the
@@ -122,6 +130,12 @@ func Run(ctx context.Context, c Cluster, path string, spec Spec) (*Result, error
 	plan, err := planRun(spec)
 	if err != nil {
 		return nil, err
+	}
+	var driver string
+	if client, driven := spec.driven(); driven {
+		if driver, err = BuildDriver(ctx, client, spec.ClientVersion, log); err != nil {
+			return nil, fmt.Errorf("run: %w", err)
+		}
 	}
 	for _, t := range spec.Topics {
 		if err := c.CreateTopic(ctx, t); err != nil {
@@ -169,7 +183,17 @@ func Run(ctx context.Context, c Cluster, path string, spec Spec) (*Result, error
 		_ = w.Close()
 		return res, fmt.Errorf("run: %w", err)
 	}
-	errs := runWorkloads(ctx, env, spec, plan, res)
+	var errs []error
+	if driver != "" {
+		job := driverJob{Header: res.Header, Spec: spec, Brokers: env.Brokers, Postgres: env.Postgres, Ledger: env.Ledger,
+			RunTag: env.RunTag, LogLevel: logLevel(log)}
+		if kafka != nil {
+			job.KafkaVersion = kafka.Version
+		}
+		errs = runDriven(ctx, driver, job, env, w, spec, res)
+	} else {
+		errs = runWorkloads(ctx, env, spec, plan, res)
+	}
 	if err := drainRelays(ctx, env, plan, res.Relays); err != nil {
 		errs = append(errs, err)
 	}
@@ -366,7 +390,7 @@ func headerConfig(spec Spec, pl runPlan, brokers int, controllers []int, deviati
 	}
 	c := history.Config{Scenario: spec.Name, Processes: map[int]kafkaconf.ProducerConfig{}, Topics: map[string]kafkaconf.TopicConfig{},
 		Isolation: kafkaconf.ReadCommitted, Faults: spec.ScheduledFaults, Controllers: controllers, Deviations: deviations, Spec: spec.Scenario,
-		Client: &history.ClientInfo{Name: client.Name, Module: client.Module, Version: client.Version(), TxnProtocol: txn}}
+		Client: &history.ClientInfo{Name: client.Name, Module: client.Module, Version: cmp.Or(spec.ClientVersion, client.Version()), TxnProtocol: txn}}
 	for _, n := range pl.producers {
 		c.Processes[n.p] = n.cfg.Settings(client).Config()
 	}
