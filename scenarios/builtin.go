@@ -59,6 +59,7 @@ func builtinMakers() []func() Scenario {
 		groupRebalance,
 		sinkNaive, sinkUniqueKey, sinkOffsetsInDB, sinkInbox, sinkOutbox, sinkHTTP, sinkHTTPKeyed,
 		regressKafka17754,
+		regressFranzEndTxnUnconfirmed,
 		regressKIP966ELR,
 		exploreRequestFaults,
 		upgradeEOS,
@@ -708,6 +709,52 @@ func sinkInbox() Scenario       { return sinkScenario(sink.Inbox) }
 func sinkHTTP() Scenario        { return sinkScenario(sink.HTTP) }
 func sinkHTTPKeyed() Scenario   { return sinkScenario(sink.HTTPKeyed) }
 
+// txnRegression is s with the shape of the transaction regressions: one franz-go transactional
+// producer over two topics of the given partitions, a read_committed and a read_uncommitted
+// consumer on them, and a request timeout short enough for a client to give up on a request
+// the network holds or drops well within a fault.
+func txnRegression(s Scenario, partitions int32) Scenario {
+	s.Topics = []Topic{
+		{Name: "txn", Partitions: partitions, ReplicationFactor: 3, MinInsyncReplicas: 2},
+		{Name: "txn-b", Partitions: partitions, ReplicationFactor: 3, MinInsyncReplicas: 2},
+	}
+	s.Client.Name = kafkaconf.FranzGo
+	s.Client.RequestTimeout = sec(3)
+	s.Workload = Workload{
+		Transactional: TxnProducers{Count: 1, Topics: []string{"txn", "txn-b"}},
+		Consumers:     Consumers{ReadCommitted: 1, ReadUncommitted: 1, Topics: []string{"txn", "txn-b"}},
+	}
+	return s
+}
+
+// regressFranzEndTxnUnconfirmed replays the franz-go bug fixed in v1.21.6 (kgo commit 6ecd2f9f):
+// an EndTxn(commit) whose outcome the client never learns. v1.21.5 retried the abort without
+// sending anything, so the client began its next transaction at the same producer epoch and, on
+// transaction protocol v2, its records joined the still-open transaction: the next commit ended
+// both. v1.21.6 reloads the producer ID instead, which fences the open transaction.
+func regressFranzEndTxnUnconfirmed() Scenario {
+	s := txnRegression(base("regress-franz-endtxn-unconfirmed", "Every EndTxn to the transaction coordinator dropped for 40 s at a time, so that "+
+		"commits end unconfirmed: franz-go v1.21.5's next transaction joins the unconfirmed one, v1.21.6's does not.",
+		"franz-go v1.21.6 changelog (6ecd2f9f), KIP-890"), 2)
+	s.Client.Transactions = Transactions{AbortProbability: 0.2}
+	// A window outlasts the 30 s the workload gives EndTransaction, so a commit sent early in it
+	// ends unconfirmed while the coordinator, which aborts a transaction only some seconds past
+	// its 30 s timeout, still holds it open for the next one to join.
+	s.Faults = Schedule{Kind: SchedulePeriodic, Periodic: &Periodic{
+		Interval: sec(50), Hold: sec(40), Start: sec(10), Quiet: 0.1,
+		Set: []Fault{{Name: FaultDropRequest, Target: &Target{Role: RoleTxnCoordinator}, Params: Params{API: "EndTxn", Nth: 0}}},
+	}}
+	s.Duration = sec(150)
+	s.Regression = &Regression{Bug: "franz-go v1.21.6 (6ecd2f9f), KIP-890", Knob: "client", Bad: "franz-go@v1.21.5", Fixed: "franz-go@v1.21.6",
+		Shows: []guarantee.Anomaly{guarantee.MergedTransaction}}
+	s.Expect = Expectation{Text: "A commit whose EndTxn never reaches the coordinator ends unknown (info). franz-go documents " +
+		"retrying it with TryAbort; from v1.21.6 that reloads the producer ID, which bumps the epoch and aborts the open " +
+		"transaction, so a marker ends it before the next one writes. v1.21.5 (the regression's bad side) sent nothing: the next " +
+		"transaction's records joined the open one at the same epoch and its commit ended both — merged-transaction, " +
+		"forbidden: no marker between the two in a partition both wrote."}
+	return s
+}
+
 // regressKafka17754 replays KAFKA-17754: an EndTxn held in the network past its client's
 // timeout, which the client retries and completes, then released while a later transaction of
 // the same producer is open. Under transaction protocol v1 the producer keeps one epoch for its
@@ -720,23 +767,13 @@ func sinkHTTPKeyed() Scenario   { return sinkScenario(sink.HTTPKeyed) }
 // escapes it on its own, since from v1.21.6 it bumps the epoch (InitProducerID) after an EndTxn
 // whose outcome it did not learn.
 func regressKafka17754() Scenario {
-	s := base("regress-kafka-17754", "An EndTxn held past its client's timeout, then released while the producer's next "+
-		"transaction is open: clean on transaction protocol v2 (franz-go), transactions ended early on v1 (sarama).", "KAFKA-17754, KIP-890")
-	s.Topics = []Topic{
-		{Name: "txn", Partitions: 3, ReplicationFactor: 3, MinInsyncReplicas: 2},
-		{Name: "txn-b", Partitions: 3, ReplicationFactor: 3, MinInsyncReplicas: 2},
-	}
-	s.Client.Name = kafkaconf.FranzGo
-	// A short request timeout lets the client give up on the held EndTxn, and retry it, well
-	// within the hold; half the transactions abort, so that a released commit often lands in a
-	// transaction its client means to abort.
-	s.Client.RequestTimeout = sec(3)
+	s := txnRegression(base("regress-kafka-17754", "An EndTxn held past its client's timeout, then released while the producer's next "+
+		"transaction is open: clean on transaction protocol v2 (franz-go), transactions ended early on v1 (sarama).", "KAFKA-17754, KIP-890"), 3)
+	// The short request timeout (txnRegression) lets the client give up on the held EndTxn, and
+	// retry it, well within the hold; half the transactions abort, so that a released commit
+	// often lands in a transaction its client means to abort.
 	s.Client.Transactions = Transactions{AbortProbability: 0.5}
-	s.Workload = Workload{
-		Producers:     []ProducerGroup{{Count: 1, Topic: "txn", Rate: 20}},
-		Transactional: TxnProducers{Count: 1, Topics: []string{"txn", "txn-b"}},
-		Consumers:     Consumers{ReadCommitted: 1, ReadUncommitted: 1, Topics: []string{"txn", "txn-b"}},
-	}
+	s.Workload.Producers = []ProducerGroup{{Count: 1, Topic: "txn", Rate: 20}}
 	s.Faults = Schedule{Kind: SchedulePeriodic, Periodic: &Periodic{
 		Interval: sec(10), Hold: sec(9), Start: sec(10), Quiet: 0.1,
 		Set: []Fault{{Name: FaultHoldRequest, Target: &Target{Role: RoleTxnCoordinator}, Params: Params{API: "EndTxn", Nth: 1}}},

@@ -151,3 +151,22 @@ func (l *offsetLog) each(lo, hi int64, f func(o int64, s slot) bool) {
 		}
 	}
 }
+
+// filled reports whether every offset in [lo, hi] is set (true for an empty range).
+func (l *offsetLog) filled(lo, hi int64) bool {
+	if hi < lo {
+		return true
+	}
+	if lo < 0 {
+		return false
+	}
+	n := int64(0)
+	l.each(lo, hi, func(_ int64, s slot) bool {
+		if s.val == 0 {
+			return false
+		}
+		n++
+		return true
+	})
+	return n == hi-lo+1
+}

@@ -80,6 +80,7 @@ func (c *Checker) finish() {
 	c.checkReorder()
 	c.checkAbortedRead()
 	c.checkTransactions()
+	c.checkMergedTransactions()
 	c.checkEOS()
 	c.checkMetadataLost()
 	c.checkSinks()
@@ -462,7 +463,7 @@ func (c *Checker) unchecked(a guarantee.Anomaly) string {
 		if len(c.eos.committed) == 0 && len(c.eos.uncertain) == 0 {
 			return "no read-process-write ops"
 		}
-	case guarantee.PartialTransaction, guarantee.ZombieWrite:
+	case guarantee.PartialTransaction, guarantee.ZombieWrite, guarantee.MergedTransaction:
 		if len(c.txns) == 0 {
 			return "no transactions"
 		}
@@ -591,6 +592,10 @@ func (c *Checker) describe(f *finding, ops []int64) string {
 	case guarantee.PartialTransaction:
 		return fmt.Sprintf("transaction %s (completed %s): %s is in the read_committed final log (%s), %s is not",
 			at(0), at(1), c.name(f.v2), at(2), c.name(f.v))
+	case guarantee.MergedTransaction:
+		return fmt.Sprintf("transaction %s of process %d ended (%s) before transaction %s began, yet in %s nothing lies between its %s at offset %d "+
+			"and the next one's %s at offset %d: no marker ended the first before the second's records (%s ended both)",
+			at(0), f.proc, at(1), at(2), part(f.tp), c.name(f.v), f.off, c.name(f.v2), f.off2, at(3))
 	case guarantee.ZombieWrite:
 		return fmt.Sprintf("another instance took the transactional.id at %s; process %d's later transaction %s became visible (%s shows %s)",
 			at(0), f.proc, at(1), at(len(ops)-1), c.name(f.v))

@@ -1,6 +1,9 @@
 package verify
 
 import (
+	"cmp"
+	"slices"
+
 	"github.com/verity-kafka/verity/verify/guarantee"
 )
 
@@ -115,4 +118,88 @@ func (c *Checker) checkTransactions() {
 		c.find(finding{a: guarantee.ZombieWrite, v: shown, tp: c.vals.at(shown).tp, off: c.vals.at(shown).off, off2: -1,
 			ops: [4]uint32{t.fenceOrd, t.invokeOrd, t.doneOrd, reader}, proc: t.proc, txn: uint32(i)})
 	}
+}
+
+// merged-transaction: two transactions of one transactional.id, the first ended (its client
+// reported an outcome) before the second began, with no offset left between them in a partition
+// both wrote. A transaction ends with a marker (a control record) in every partition it wrote,
+// and the coordinator adds no partition to the next transaction before those markers are
+// written, so the first one's marker must sit between them; an offset that holds no record at
+// all is where it is. Without one, the two ended as one: the first's outcome was decided by the
+// second's end, after its client had been told it was over.
+//
+// Only offsets some op reported a record at count as filled, so a gap the history cannot
+// explain (a record nobody acknowledged or read) is taken for a marker: the rule can miss a
+// merge, never invent one.
+func (c *Checker) checkMergedTransactions() {
+	if len(c.txns) < 2 {
+		return
+	}
+	spans := c.txnSpans()
+	last := map[uint32]int{} // transactional.id → its latest transaction so far
+	for j := range c.txns {
+		t2 := &c.txns[j]
+		i, ok := last[t2.id]
+		last[t2.id] = j
+		if !ok {
+			continue
+		}
+		t1 := &c.txns[i]
+		if t1.doneOrd == none || t1.doneOrd > t2.invokeOrd {
+			continue // not ended before the next began: a zombie's, or never completed
+		}
+		for _, s1 := range spans[i] {
+			k := slices.IndexFunc(spans[j], func(s txnSpan) bool { return s.tp == s1.tp })
+			if k < 0 || spans[j][k].lo <= s1.hi {
+				continue
+			}
+			s2 := spans[j][k]
+			if !c.parts.ps[s1.tp].log.filled(s1.hi+1, s2.lo-1) {
+				continue
+			}
+			c.find(finding{a: guarantee.MergedTransaction, v: s1.vhi, v2: s2.vlo, tp: s1.tp, off: s1.hi, tp2: s1.tp, off2: s2.lo,
+				ops: [4]uint32{t1.invokeOrd, t1.doneOrd, t2.invokeOrd, t2.doneOrd}, proc: t1.proc, txn: uint32(i)})
+			break
+		}
+	}
+}
+
+// txnSpan is where one transaction's records lie in one partition: its lowest and highest
+// offsets and the values there.
+type txnSpan struct {
+	tp       uint32
+	lo, hi   int64
+	vlo, vhi uint32
+}
+
+// txnSpans returns each transaction's spans, by partition in increasing order. A record counts
+// at the offset first reported for it, when that offset still holds it.
+func (c *Checker) txnSpans() [][]txnSpan {
+	spans := make([][]txnSpan, len(c.txns))
+	for id := uint32(1); id < c.vals.len(); id++ {
+		st := c.vals.at(id)
+		if k := st.kind(); (k != kindTxn && k != kindRPW) || st.txn == none || st.tp == 0 || st.off < 0 {
+			continue
+		}
+		if c.parts.ps[st.tp].log.get(st.off).val != id {
+			continue
+		}
+		ss := spans[st.txn]
+		k := slices.IndexFunc(ss, func(s txnSpan) bool { return s.tp == st.tp })
+		if k < 0 {
+			spans[st.txn] = append(ss, txnSpan{tp: st.tp, lo: st.off, hi: st.off, vlo: id, vhi: id})
+			continue
+		}
+		s := &ss[k]
+		if st.off < s.lo {
+			s.lo, s.vlo = st.off, id
+		}
+		if st.off > s.hi {
+			s.hi, s.vhi = st.off, id
+		}
+	}
+	for _, ss := range spans {
+		slices.SortFunc(ss, func(a, b txnSpan) int { return cmp.Compare(a.tp, b.tp) })
+	}
+	return spans
 }

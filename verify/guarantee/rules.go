@@ -23,6 +23,7 @@ const (
 	AbortedRead        Anomaly = "aborted-read"
 	PartialTransaction Anomaly = "partial-transaction"
 	ZombieWrite        Anomaly = "zombie-write"
+	MergedTransaction  Anomaly = "merged-transaction"
 	EOSMissing         Anomaly = "eos-missing"
 	EOSDuplicate       Anomaly = "eos-duplicate"
 	NonmonotonicPoll   Anomaly = "nonmonotonic-poll"
@@ -38,7 +39,7 @@ const (
 // Anomalies lists every family in report order.
 func Anomalies() []Anomaly {
 	return []Anomaly{LostWrite, LostObserved, Duplicate, Reorder, InconsistentOffset, AbortedRead,
-		PartialTransaction, ZombieWrite, EOSMissing, EOSDuplicate, NonmonotonicPoll, PollSkip, UnexpectedAck, MetadataLost,
+		PartialTransaction, ZombieWrite, MergedTransaction, EOSMissing, EOSDuplicate, NonmonotonicPoll, PollSkip, UnexpectedAck, MetadataLost,
 		EffectDuplicate, EffectMissing, OutboxLost, OutboxDuplicate}
 }
 
@@ -321,6 +322,8 @@ func Rules() Table {
 		{PartialTransaction, "log truncation possible", truncOrDisk, Permitted, "the log may be truncated (unclean election, or disk or power loss beyond the guarantee), which can cut some of a committed transaction's records and not others"},
 		{PartialTransaction, "otherwise", always, Forbidden, "transactions are atomic across partitions and topics{txn_protocol}: a read_committed reader sees all records of a committed transaction or none of them"},
 		{ZombieWrite, "always", always, Forbidden, "initTransactions by a new instance with the same transactional.id bumps the epoch and fences the old one{txn_protocol}: none of the old instance's later records may become visible as committed"},
+		{MergedTransaction, "log truncation possible", truncOrDisk, Permitted, "the log may be truncated (unclean election, or disk or power loss beyond the guarantee), which can cut a transaction marker and let later records take its offset"},
+		{MergedTransaction, "otherwise", always, Forbidden, "a transaction ends with a marker in each partition it wrote before the same transactional.id's next transaction may write there{txn_protocol}: once the client has reported a transaction over, a later one cannot decide its outcome"},
 		{EOSMissing, "log truncation possible", truncOrDisk, Permitted, "the log may be truncated (unclean election, or disk or power loss beyond the guarantee), which can cut a committed output record, or the input it came from, from the log"},
 		{EOSMissing, "otherwise", always, Forbidden, "exactly-once read-process-write (offsets sent in the transaction, read_committed downstream{txn_protocol}): each committed input record yields its output in the committed output"},
 		{EOSDuplicate, "always", always, Forbidden, "exactly-once read-process-write{txn_protocol}: each committed input record yields its output exactly once, and group offsets move only with committed transactions{rewind}"},
