@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -28,24 +29,32 @@ import (
 func TestOnCluster(t *testing.T) {
 	c := harnesstest.Start(t, harness.Spec{Nodes: 3, Postgres: true, Ledger: true})
 	log := slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	// The shared log is printed after every subtest's own output when the test fails; the
+	// names of the failed subtests come last, where a truncated CI log still shows them.
+	var failed failedRuns
+	t.Cleanup(func() {
+		if names := failed.list(); len(names) > 0 {
+			t.Logf("failed subtests (their messages are above the shared log): %s", strings.Join(names, "; "))
+		}
+	})
 
-	t.Run("sinks: every mode, crashed between side effect and commit", func(t *testing.T) { testSinks(t, c, log) })
+	failed.run(t, "sinks: every mode, crashed between side effect and commit", func(t *testing.T) { testSinks(t, c, log) })
 
-	t.Run("sarama", func(t *testing.T) {
-		t.Run("mixed 60s healthy", func(t *testing.T) { testMixed(t, c, log) })
-		t.Run("zombie is fenced", func(t *testing.T) { testZombie(t, c, kafkaconf.Sarama, "sarama", "") })
-		t.Run("fenced from outside: crash and new instance", func(t *testing.T) {
+	failed.run(t, "sarama", func(t *testing.T) {
+		failed.run(t, "mixed 60s healthy", func(t *testing.T) { testMixed(t, c, log) })
+		failed.run(t, "zombie is fenced", func(t *testing.T) { testZombie(t, c, kafkaconf.Sarama, "sarama", "") })
+		failed.run(t, "fenced from outside: crash and new instance", func(t *testing.T) {
 			testFencedRestart(t, c, kafkaconf.Sarama, "sarama", "")
 		})
-		t.Run("consumers: assign and subscribe, both isolations, groups with restarts", func(t *testing.T) {
+		failed.run(t, "consumers: assign and subscribe, both isolations, groups with restarts", func(t *testing.T) {
 			testConsumers(t, c, log, kafkaconf.Sarama, "sc")
 		})
 	})
-	t.Run("franz-go", func(t *testing.T) {
-		t.Run("every kind of producer, through Run", func(t *testing.T) { testFranzProducers(t, c, log) })
-		t.Run("refused below min.insync.replicas", func(t *testing.T) { testFranzRefusals(t, c, log) })
-		t.Run("client link cut: ok or info, fail only when unwritten", func(t *testing.T) { testFranzProducerCut(t, c, log) })
-		t.Run("EndTxn is announced in franz-go's log", func(t *testing.T) { testFranzEndAnnounced(t, c) })
+	failed.run(t, "franz-go", func(t *testing.T) {
+		failed.run(t, "every kind of producer, through Run", func(t *testing.T) { testFranzProducers(t, c, log) })
+		failed.run(t, "refused below min.insync.replicas", func(t *testing.T) { testFranzRefusals(t, c, log) })
+		failed.run(t, "client link cut: ok or info, fail only when unwritten", func(t *testing.T) { testFranzProducerCut(t, c, log) })
+		failed.run(t, "EndTxn is announced in franz-go's log", func(t *testing.T) { testFranzEndAnnounced(t, c) })
 		for _, pc := range []struct {
 			name      string
 			cap, want kafkaconf.TxnProtocol
@@ -53,28 +62,54 @@ func TestOnCluster(t *testing.T) {
 			{"default", "", kafkaconf.TxnProtocolV2},
 			{"capped-v1", kafkaconf.TxnProtocolV1, kafkaconf.TxnProtocolV1},
 		} {
-			t.Run("transactions "+pc.name, func(t *testing.T) {
+			failed.run(t, "transactions "+pc.name, func(t *testing.T) {
 				name := "franz-" + pc.name
-				t.Run("commits and aborts", func(t *testing.T) { testFranzTxns(t, c, name, pc.cap, pc.want) })
-				t.Run("zombie is fenced", func(t *testing.T) { testZombie(t, c, kafkaconf.FranzGo, name, pc.cap) })
-				t.Run("fenced from outside", func(t *testing.T) { testFencedRestart(t, c, kafkaconf.FranzGo, name, pc.cap) })
-				t.Run("processor", func(t *testing.T) { testFranzProcessor(t, c, name, pc.cap, pc.want) })
+				failed.run(t, "commits and aborts", func(t *testing.T) { testFranzTxns(t, c, name, pc.cap, pc.want) })
+				failed.run(t, "zombie is fenced", func(t *testing.T) { testZombie(t, c, kafkaconf.FranzGo, name, pc.cap) })
+				failed.run(t, "fenced from outside", func(t *testing.T) { testFencedRestart(t, c, kafkaconf.FranzGo, name, pc.cap) })
+				failed.run(t, "processor", func(t *testing.T) { testFranzProcessor(t, c, name, pc.cap, pc.want) })
 			})
 		}
-		t.Run("consumers: assign and subscribe, both isolations, groups with restarts", func(t *testing.T) {
+		failed.run(t, "consumers: assign and subscribe, both isolations, groups with restarts", func(t *testing.T) {
 			testConsumers(t, c, log, kafkaconf.FranzGo, "fc")
 		})
 	})
-	t.Run("recording overhead", func(t *testing.T) {
+	failed.run(t, "a client at another version runs in a driver", func(t *testing.T) { testDriven(t, c, log) })
+	failed.run(t, "recording overhead", func(t *testing.T) {
 		for _, cl := range kafkaconf.Clients() {
-			t.Run(string(cl.Name), func(t *testing.T) { testOverhead(t, c, cl.Name) })
+			failed.run(t, string(cl.Name), func(t *testing.T) { testOverhead(t, c, cl.Name) })
 		}
 	})
-	t.Run("truncation under the position is recorded as data loss", func(t *testing.T) {
+	failed.run(t, "truncation under the position is recorded as data loss", func(t *testing.T) {
 		// Debug: the clients' view of the failover (franz-go's group and fetch log, sarama's
 		// partition consumer errors) is what explains a failure here.
 		testFranzDataLoss(t, c, slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	})
+}
+
+// failedRuns runs subtests and remembers the names of those that failed.
+type failedRuns struct {
+	mu    sync.Mutex
+	names []string
+}
+
+func (f *failedRuns) run(t *testing.T, name string, fn func(t *testing.T)) bool {
+	return t.Run(name, func(t *testing.T) {
+		defer func() {
+			if t.Failed() {
+				f.mu.Lock()
+				f.names = append(f.names, t.Name())
+				f.mu.Unlock()
+			}
+		}()
+		fn(t)
+	})
+}
+
+func (f *failedRuns) list() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.names)
 }
 
 type testLog struct{ t *testing.T }
