@@ -223,12 +223,18 @@ type RPW struct {
 	TxnID  string   `json:"txn_id"`
 }
 
+// FStrayTxnProduce is the nemesis event of a transactional record written outside any
+// transaction its coordinator knows (its completion's Faults.Records hold the record).
+const FStrayTxnProduce = "stray-txn-produce"
+
 // Faults is the payload of a nemesis event: the concrete targets it hit.
 type Faults struct {
 	Nodes []int          `json:"nodes,omitempty"`
 	Links [][2]string    `json:"links,omitempty"`
 	Toxic map[string]any `json:"toxic,omitempty"`
 	Note  string         `json:"note,omitempty"`
+	// Records are records the fault itself wrote (stray-txn-produce), with their offsets.
+	Records []Record `json:"records,omitempty"`
 }
 
 // MarshalJSON encodes the one set field (Raw verbatim but compacted), or null when none is set.

@@ -63,6 +63,9 @@ type Cluster interface {
 	KafkaVersion() kafkaconf.KafkaVersion
 	NodeVersion(id int) kafkaconf.KafkaVersion
 	Upgrade(ctx context.Context, id int, v kafkaconf.KafkaVersion) error
+	// StrayTxnProduce writes a transactional record without adding its partition to a
+	// transaction first, as a broken client would, and returns its offset.
+	StrayTxnProduce(ctx context.Context, topic string, partition int32, txnID, value string) (int64, error)
 }
 
 var _ Cluster = (*harness.Cluster)(nil)
@@ -94,11 +97,13 @@ type Targets struct {
 	Fault string `json:"fault,omitempty"`
 	// Dropped is, on the start after a power cut, what each node's filesystem dropped.
 	Dropped map[int]harness.Drop `json:"dropped,omitempty"`
+	// Records are the records the fault wrote itself (stray-txn-produce), with their offsets.
+	Records []history.Record `json:"records,omitempty"`
 }
 
 // Faults returns the history.Faults part of t.
 func (t Targets) Faults() history.Faults {
-	return history.Faults{Nodes: t.Nodes, Links: t.Links, Toxic: t.Toxic, Note: t.Note}
+	return history.Faults{Nodes: t.Nodes, Links: t.Links, Toxic: t.Toxic, Note: t.Note, Records: t.Records}
 }
 
 // linkPair is a link as the history names it: ["1","2"], or ["client","2"] for a client link.

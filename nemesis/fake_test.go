@@ -178,6 +178,9 @@ func (f *fakeCluster) NodeVersion(int) kafkaconf.KafkaVersion { return kafkaconf
 func (f *fakeCluster) Upgrade(_ context.Context, id int, v kafkaconf.KafkaVersion) error {
 	return f.log("upgrade %d %s", id, v)
 }
+func (f *fakeCluster) StrayTxnProduce(_ context.Context, topic string, partition int32, txnID, _ string) (int64, error) {
+	return 7, f.log("stray %s-%d %s", topic, partition, txnID)
+}
 func (f *fakeCluster) PowerCut(_ context.Context, id int) error {
 	if !f.powerLoss {
 		return errors.New("no lazy filesystem")

@@ -124,7 +124,7 @@ func compile(s scenarios.Resolved, tag string) (*plan, error) {
 	pr := s.Workload.Processors
 	for i := range pr.Count {
 		pc := workloads.ProcessorConfig{Input: pr.Input, Output: pr.Output, Group: tag + "-rpw",
-			TxnID: fmt.Sprintf("%s-rpw-%d", tag, i), AbortProbability: tx.AbortProbability, CrashEvery: pr.CrashEvery.Std(),
+			TxnID: fmt.Sprintf("%s-rpw-%d", tag, i), AbortProbability: tx.AbortProbability, CrashEvery: pr.CrashEvery.Std(), CrashAfterCommit: pr.CrashAfterCommit,
 			TxnClientConfig: txnClient}
 		refs.TxnID = cmp.Or(refs.TxnID, pc.TxnID)
 		refs.Group = pc.Group

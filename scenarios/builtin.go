@@ -60,6 +60,8 @@ func builtinMakers() []func() Scenario {
 		sinkNaive, sinkUniqueKey, sinkOffsetsInDB, sinkInbox, sinkOutbox, sinkHTTP, sinkHTTPKeyed,
 		regressKafka17754,
 		regressFranzEndTxnUnconfirmed,
+		regressSaramaStableOffsets,
+		regressKIP890HangingTxn,
 		regressKIP966ELR,
 		exploreRequestFaults,
 		upgradeEOS,
@@ -752,6 +754,61 @@ func regressFranzEndTxnUnconfirmed() Scenario {
 		"transaction, so a marker ends it before the next one writes. v1.21.5 (the regression's bad side) sent nothing: the next " +
 		"transaction's records joined the open one at the same epoch and its commit ended both — merged-transaction, " +
 		"forbidden: no marker between the two in a partition both wrote."}
+	return s
+}
+
+// regressSaramaStableOffsets replays the sarama bug fixed in v1.61.1: its group members fetched
+// their starting offsets without KIP-447's require_stable, so a member that took over partitions
+// while a transaction's offset commit still waited for its marker got the offsets from before
+// that transaction and processed its inputs again.
+func regressSaramaStableOffsets() Scenario {
+	s := base("regress-sarama-stable-offsets", "Two sarama read-process-write processors, each crashed right after a commit "+
+		"while the transaction markers to the group coordinator are held: v1.61.0's member that takes over the partitions "+
+		"fetches offsets from before the commit, v1.61.1's waits for them to be stable.", "sarama v1.61.1 (offset_manager.go), KIP-447")
+	s.Topics = []Topic{
+		{Name: "eos-in", Partitions: 3, ReplicationFactor: 3, MinInsyncReplicas: 2},
+		{Name: "eos-out", Partitions: 3, ReplicationFactor: 3, MinInsyncReplicas: 2},
+	}
+	s.Workload = Workload{
+		Producers:  []ProducerGroup{{Count: 1, Topic: "eos-in", Rate: 50}},
+		Processors: Processors{Count: 2, Input: "eos-in", Output: "eos-out", CrashEvery: sec(12), CrashAfterCommit: true},
+		Consumers:  Consumers{ReadCommitted: 1, Topics: []string{"eos-out"}},
+	}
+	// Every WriteTxnMarkers into or out of the group coordinator waits 8 s, so that a commit's
+	// offsets stay pending while the crashed member's partitions move to the other one.
+	s.Faults = timeline(Step{At: sec(10), For: sec(130), Fault: Fault{Name: FaultHoldRequest, Target: &Target{Role: RoleGroupCoordinator},
+		Params: Params{API: "WriteTxnMarkers", Nth: 0, Delay: sec(8), Links: LinksNode}}})
+	s.Duration = sec(150)
+	s.Regression = &Regression{Bug: "sarama v1.61.1, KIP-447", Knob: "client", Bad: "sarama@v1.61.0", Fixed: "sarama@v1.61.1",
+		Shows: []guarantee.Anomaly{guarantee.EOSDuplicate}}
+	s.Expect = Expectation{Text: "A read_committed group member asks for stable offsets (KIP-447): while a transaction's offset " +
+		"commit waits for its marker the coordinator answers UNSTABLE_OFFSET_COMMIT and the member retries, so the member " +
+		"that takes over a crashed one's partitions starts after its last committed transaction and every committed input " +
+		"yields its output once. sarama v1.61.0 (the regression's bad side) did not ask: it starts from the offsets before " +
+		"that transaction and writes their outputs again — eos-duplicate, forbidden."}
+	return s
+}
+
+// regressKIP890HangingTxn replays the hanging transaction KIP-890 part 1 closed: a transactional
+// record from a client that never added its partition to the transaction (a late or buggy
+// produce) is appended, the coordinator knows nothing of it, and no marker ever ends it, so the
+// partition's last stable offset stays below it for good. Verification (the leader asks the
+// coordinator before appending) refuses it.
+func regressKIP890HangingTxn() Scenario {
+	s := txnRegression(base("regress-kip890-hanging-txn", "A transactional record written to txn-0 without AddPartitionsToTxn: "+
+		"it hangs the partition's last stable offset without transaction.partition.verification.enable, and is refused with it.",
+		"KIP-890 part 1"), 2)
+	s.Client.Name, s.Client.RequestTimeout = kafkaconf.DefaultClient, 0
+	s.Client.Transactions = Transactions{AbortProbability: 0.2}
+	s.Faults = timeline(Step{At: sec(20), Fault: Fault{Name: FaultStrayTxnProduce, Target: &Target{Role: RoleLeaderOf, Topic: "txn"}}})
+	s.Duration = sec(60)
+	s.Regression = &Regression{Bug: "KIP-890 part 1", Knob: "verification", Bad: "false", Fixed: "true",
+		Shows: []guarantee.Anomaly{guarantee.HangingTransaction}}
+	s.Expect = Expectation{Text: "With transaction.partition.verification.enable (the default since Kafka 3.6) the leader asks the " +
+		"transaction coordinator whether the partition is in the producer's transaction and refuses the stray record; the " +
+		"transactions around it commit and abort as usual and read_committed readers reach the high watermark. Without it " +
+		"(--verification=false, the regression's bad side) the record is appended, no marker ever ends it, and the last " +
+		"stable offset of txn-0 stays below it: hanging-transaction, forbidden."}
 	return s
 }
 

@@ -43,6 +43,7 @@ const (
 	FaultHoldRequest       FaultName = "hold-request"
 	FaultDropResponse      FaultName = "drop-response"
 	FaultSetFeature        FaultName = "set-feature"
+	FaultStrayTxnProduce   FaultName = "stray-txn-produce"
 	FaultRollingUpgrade    FaultName = "rolling-upgrade"
 	FaultAckLoss           FaultName = "ack-loss"
 	FaultSinkCut           FaultName = "sink-cut"
@@ -77,6 +78,7 @@ const (
 	KindAckLoss  = "ack-loss"
 	KindService  = "service"
 	KindFeature  = "feature"
+	KindClient   = "client"
 	KindCompound = "compound"
 	KindNone     = "none"
 )
@@ -347,6 +349,13 @@ func FaultSpecs() []FaultSpec {
 				"(UpdateFeatures: an upgrade, or a downgrade that loses no metadata); ends by itself",
 			Build:  untargeted(func(p Params) nemesis.Fault { return nemesis.SetFeature{Feature: p.Feature, Level: *p.Level} }),
 			Preset: preset(func(p *Params) { p.Feature, p.Level = kafkaconf.FeatureTransaction, new(int16(1)) })},
+		{Name: FaultStrayTxnProduce, Kind: KindClient, Target: TargetRequired, Roles: []Role{RoleLeaderOf},
+			Doc: "write one transactional record to the target partition without adding the partition to a transaction first " +
+				"(a Produce v11 from a client that skipped AddPartitionsToTxn): refused with transaction.partition.verification.enable " +
+				"(KIP-890 part 1), else appended with no marker ever to end it; ends by itself",
+			Build: func(f Fault, _ Refs) (nemesis.Fault, error) {
+				return nemesis.StrayTxnProduce{Topic: f.Target.Topic, Partition: f.Target.Partition}, nil
+			}, Preset: preset(nil)},
 		{Name: FaultAckLoss, Kind: KindAckLoss, Target: TargetRequired, Roles: nodeRoles(), Params: []string{ParamHold}, Heals: true,
 			Doc:    "lose the target's answers to the clients while requests still arrive: records are appended but the producer sees an unknown outcome (seed 000 §0)",
 			Build:  targeted(func(t nemesis.Target, p Params) nemesis.Fault { return nemesis.AckLoss{Target: t, Hold: p.Hold} }),

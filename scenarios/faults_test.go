@@ -37,7 +37,7 @@ func TestFaultCatalogueHasTheIssueList(t *testing.T) {
 // a target need that matches its roles.
 func TestFaultSpecsConsistent(t *testing.T) {
 	params := []string{ParamLinks, ParamCut, ParamDelay, ParamJitter, ParamRateKBps, ParamAfter, ParamBytes, ParamHold, ParamTo, ParamGate, ParamService, ParamAPI, ParamNth, ParamFeature, ParamLevel, ParamVersion}
-	kinds := []string{KindProcess, KindNetwork, KindToxic, KindAckLoss, KindService, KindFeature, KindCompound, KindNone}
+	kinds := []string{KindProcess, KindNetwork, KindToxic, KindAckLoss, KindService, KindFeature, KindClient, KindCompound, KindNone}
 	for _, s := range FaultSpecs() {
 		if s.Doc == "" || !slices.Contains(kinds, s.Kind) {
 			t.Errorf("%s: doc %q, kind %q", s.Name, s.Doc, s.Kind)

@@ -277,6 +277,9 @@ type Processors struct {
 	Output string `yaml:"output,omitempty" json:"output,omitempty"`
 	// CrashEvery restarts a processor this often (a new instance, same transactional.id).
 	CrashEvery Duration `yaml:"crash_every,omitempty" json:"crash_every,omitempty"`
+	// CrashAfterCommit crashes them right after a committed transaction instead of in the
+	// middle of one (needs crash_every).
+	CrashAfterCommit bool `yaml:"crash_after_commit,omitempty" json:"crash_after_commit,omitempty"`
 }
 
 // Consumers are assigned consumers of Topics (default every topic).

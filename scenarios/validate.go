@@ -487,6 +487,9 @@ func (c *checker) workload() {
 			c.addf("workload.processors.output", "%q is also the input: a processor needs two topics", pr.Output)
 		}
 	}
+	if pr.CrashAfterCommit && pr.CrashEvery <= 0 {
+		c.addf("workload.processors.crash_after_commit", "set, but crash_every is not: it says when the crashes come, not how often")
+	}
 	if pr.CrashEvery < 0 {
 		c.addf("workload.processors.crash_every", "%s: want 0 or more", pr.CrashEvery)
 	}

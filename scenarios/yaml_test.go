@@ -185,6 +185,8 @@ func TestParseErrors(t *testing.T) {
 		{"idempotence with in-flight 6", "name: x\nclient: {max_in_flight: 6, idempotence: true}\n", []string{"client.idempotence: enable.idempotence=true needs max.in.flight.requests.per.connection at most 5 (has 6)"}},
 		{"delivery timeout too short", "name: x\nclient: {delivery_timeout: 10s, request_timeout: 30s}\n", []string{"client.delivery_timeout: 10s is less than linger + request_timeout (30.005s): Kafka refuses it"}},
 		{"client name", "name: x\nclient: {name: kafka-python}\n", []string{`client.name: client "kafka-python": want one of sarama, franz-go`}},
+		{"crash after commit without crashes", "name: x\nworkload: {processors: {count: 1, crash_after_commit: true}}\n",
+			[]string{"workload.processors.crash_after_commit: set, but crash_every is not"}},
 		{"client version", "name: x\nclient: {name: sarama, version: latest}\n", []string{`client.version: client version "latest": want a module version such as v1.61.0`}},
 		{"protocol the client lacks", "name: x\nclient: {txn_protocol: v2}\nworkload: {transactional: {count: 1}}\n",
 			[]string{"client.txn_protocol: v2: sarama speaks transaction protocol v1 only"}},

@@ -59,6 +59,7 @@ type Checker struct {
 	eos      eosState
 	views    []txnView      // computed once the history is in
 	unjudged map[uint32]int // by partition: committed records beyond the read_committed scans
+	strays   []stray        // transactional records written outside any transaction (stray-txn-produce)
 
 	ord   uint32 // ordinal of the next op
 	delta int64  // history index minus ordinal, as of the last jump
@@ -265,6 +266,9 @@ func (c *Checker) Add(op *history.Op) {
 	if op.Process.Nemesis {
 		c.faults.observe(op)
 		c.stats.nemesis(op)
+		if op.F == history.FStrayTxnProduce && op.Type == history.OK {
+			c.observeStray(op, ord)
+		}
 		return
 	}
 	p := c.proc(op.Process.ID)

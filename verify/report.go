@@ -81,6 +81,7 @@ func (c *Checker) finish() {
 	c.checkAbortedRead()
 	c.checkTransactions()
 	c.checkMergedTransactions()
+	c.checkHangingTransactions()
 	c.checkEOS()
 	c.checkMetadataLost()
 	c.checkSinks()
@@ -467,6 +468,10 @@ func (c *Checker) unchecked(a guarantee.Anomaly) string {
 		if len(c.txns) == 0 {
 			return "no transactions"
 		}
+	case guarantee.HangingTransaction:
+		if len(c.strays) == 0 {
+			return "no stray transactional record"
+		}
 	case guarantee.EffectDuplicate, guarantee.EffectMissing:
 		if len(c.sinks.reads) == 0 {
 			return "no sink reads"
@@ -592,6 +597,10 @@ func (c *Checker) describe(f *finding, ops []int64) string {
 	case guarantee.PartialTransaction:
 		return fmt.Sprintf("transaction %s (completed %s): %s is in the read_committed final log (%s), %s is not",
 			at(0), at(1), c.name(f.v2), at(2), c.name(f.v))
+	case guarantee.HangingTransaction:
+		return fmt.Sprintf("%s wrote a transactional record outside any transaction the coordinator knows at %s offset %d; "+
+			"the read_uncommitted final read went past it, the read_committed one stopped at offset %d (%s): its last stable offset never passed it",
+			at(0), part(f.tp), f.off, f.off2, at(1))
 	case guarantee.MergedTransaction:
 		return fmt.Sprintf("transaction %s of process %d ended (%s) before transaction %s began, yet in %s nothing lies between its %s at offset %d "+
 			"and the next one's %s at offset %d: no marker ended the first before the second's records (%s ended both)",

@@ -2,8 +2,10 @@ package verify
 
 import (
 	"cmp"
+	"encoding/json"
 	"slices"
 
+	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/verify/guarantee"
 )
 
@@ -202,4 +204,52 @@ func (c *Checker) txnSpans() [][]txnSpan {
 		slices.SortFunc(ss, func(a, b txnSpan) int { return cmp.Compare(a.tp, b.tp) })
 	}
 	return spans
+}
+
+// hanging-transaction: a transactional record written outside any transaction its coordinator
+// knows (a stray-txn-produce event that succeeded) that no marker ever ended: the
+// read_uncommitted final read went past it, the read_committed one stopped at or below it
+// (the scans wait for the last stable offset to reach the high watermark first).
+
+// stray is a transactional record a nemesis event wrote outside any transaction.
+type stray struct {
+	tp  uint32
+	off int64
+	ord uint32
+}
+
+func (c *Checker) observeStray(op *history.Op, ord uint32) {
+	var v struct {
+		Records []history.Record `json:"records"`
+	}
+	if len(op.Value.Raw) == 0 || json.Unmarshal(op.Value.Raw, &v) != nil {
+		return
+	}
+	for _, r := range v.Records {
+		if r.Offset != nil && *r.Offset >= 0 {
+			c.strays = append(c.strays, stray{tp: c.parts.id(r.Topic, r.Partition), off: *r.Offset, ord: ord})
+		}
+	}
+}
+
+func (c *Checker) checkHangingTransactions() {
+	for _, s := range c.strays {
+		p := c.parts.ps[s.tp]
+		ru, rc := &p.final[isoRU], &p.final[isoRC]
+		if !ru.complete() || !rc.done() || rc.incomplete {
+			continue
+		}
+		if _, past := ru.within(s.off); !past {
+			continue
+		}
+		if _, passed := rc.within(s.off); passed {
+			continue
+		}
+		last := rc.ranges[len(rc.ranges)-1]
+		if last.end > s.off {
+			continue
+		}
+		c.find(finding{a: guarantee.HangingTransaction, tp: s.tp, off: s.off, tp2: s.tp, off2: last.end,
+			ops: [4]uint32{s.ord, last.ord, none, none}, proc: -1})
+	}
 }

@@ -33,6 +33,10 @@ type ProcessorConfig struct {
 	// only as it commits: there, outputs only), no commit. A new instance (same process, same
 	// transactional.id) takes over and resumes from the committed offsets.
 	CrashEvery time.Duration `json:"crash_every,omitempty"`
+	// CrashAfterCommit moves those crashes to right after a committed transaction: the
+	// instance leaves the group while its offsets may still wait for their commit markers, and
+	// the member that takes its partitions fetches their offsets (KIP-447's stable offsets).
+	CrashAfterCommit bool `json:"crash_after_commit,omitempty"`
 	// MaxSteps stops the processor after this many transactions (0: until its context ends).
 	MaxSteps int `json:"max_steps,omitempty"`
 	TxnClientConfig
@@ -300,7 +304,7 @@ func (w *processor) step(m rpwMember, in []history.Record) error {
 		}
 		return w.after(m, history.Fail)
 	}
-	if crash {
+	if crash && !w.cfg.CrashAfterCommit {
 		// Crash mid-transaction: the commit is never requested. The next instance's
 		// initialisation of the transactional.id aborts the open transaction.
 		w.scheduleCrash()
@@ -322,6 +326,10 @@ func (w *processor) step(m rpwMember, in []history.Record) error {
 	t, text := m.commit()
 	if err := complete(t, text); err != nil {
 		return err
+	}
+	if t == history.OK && crash {
+		w.scheduleCrash()
+		return errCrash{reason: "crash right after a commit (crash_every, crash_after_commit)"}
 	}
 	if t == history.OK {
 		return nil

@@ -24,6 +24,7 @@ const (
 	PartialTransaction Anomaly = "partial-transaction"
 	ZombieWrite        Anomaly = "zombie-write"
 	MergedTransaction  Anomaly = "merged-transaction"
+	HangingTransaction Anomaly = "hanging-transaction"
 	EOSMissing         Anomaly = "eos-missing"
 	EOSDuplicate       Anomaly = "eos-duplicate"
 	NonmonotonicPoll   Anomaly = "nonmonotonic-poll"
@@ -39,7 +40,7 @@ const (
 // Anomalies lists every family in report order.
 func Anomalies() []Anomaly {
 	return []Anomaly{LostWrite, LostObserved, Duplicate, Reorder, InconsistentOffset, AbortedRead,
-		PartialTransaction, ZombieWrite, MergedTransaction, EOSMissing, EOSDuplicate, NonmonotonicPoll, PollSkip, UnexpectedAck, MetadataLost,
+		PartialTransaction, ZombieWrite, MergedTransaction, HangingTransaction, EOSMissing, EOSDuplicate, NonmonotonicPoll, PollSkip, UnexpectedAck, MetadataLost,
 		EffectDuplicate, EffectMissing, OutboxLost, OutboxDuplicate}
 }
 
@@ -324,6 +325,7 @@ func Rules() Table {
 		{ZombieWrite, "always", always, Forbidden, "initTransactions by a new instance with the same transactional.id bumps the epoch and fences the old one{txn_protocol}: none of the old instance's later records may become visible as committed"},
 		{MergedTransaction, "log truncation possible", truncOrDisk, Permitted, "the log may be truncated (unclean election, or disk or power loss beyond the guarantee), which can cut a transaction marker and let later records take its offset"},
 		{MergedTransaction, "otherwise", always, Forbidden, "a transaction ends with a marker in each partition it wrote before the same transactional.id's next transaction may write there{txn_protocol}: once the client has reported a transaction over, a later one cannot decide its outcome"},
+		{HangingTransaction, "always", always, Forbidden, "a transactional record belongs to a transaction its coordinator knows, which a marker ends: a produce from a client that did not add the partition is refused (transaction.partition.verification.enable, KIP-890 part 1), or the last stable offset stays below it for good and read_committed readers stop there"},
 		{EOSMissing, "log truncation possible", truncOrDisk, Permitted, "the log may be truncated (unclean election, or disk or power loss beyond the guarantee), which can cut a committed output record, or the input it came from, from the log"},
 		{EOSMissing, "otherwise", always, Forbidden, "exactly-once read-process-write (offsets sent in the transaction, read_committed downstream{txn_protocol}): each committed input record yields its output in the committed output"},
 		{EOSDuplicate, "always", always, Forbidden, "exactly-once read-process-write{txn_protocol}: each committed input record yields its output exactly once, and group offsets move only with committed transactions{rewind}"},
