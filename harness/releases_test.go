@@ -1,13 +1,18 @@
 package harness_test
 
 import (
+	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/IBM/sarama"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/verity-kafka/verity/harness"
 	"github.com/verity-kafka/verity/harness/harnesstest"
@@ -35,6 +40,18 @@ func TestReleases(t *testing.T) {
 			require.NoError(t, err)
 			t.Logf("Kafka %s finalized: %s; supported: %s", r.Version, st.Finalized, st.Supported)
 			require.Positive(t, st.Finalized.Level(kafkaconf.FeatureMetadata), "every KRaft cluster finalizes metadata.version")
+
+			// The deviations a header lists are measured against one table of defaults
+			// (kafkaconf.BrokerDefaults): it must be every release's.
+			defaults := brokerDefaults(ctx, t, c)
+			for _, k := range slices.Sorted(maps.Keys(kafkaconf.BrokerDefaults())) {
+				got, known := defaults[k]
+				if !known {
+					t.Logf("Kafka %s has no setting %s", r.Version, k)
+					continue
+				}
+				require.Equal(t, kafkaconf.BrokerDefaults()[k], got, "Kafka %s's default of %s", r.Version, k)
+			}
 
 			cfg := c.SaramaConfig("verity-releases")
 			want := string(r.Version)
@@ -123,4 +140,33 @@ func transact(t *testing.T, c *harness.Cluster, cfg *sarama.Config) string {
 		return err == nil && o.LastStable == 2 // the record and the commit marker
 	}, 30*time.Second, 200*time.Millisecond, "the committed transaction's marker moves the last stable offset past it")
 	return topic
+}
+
+// brokerDefaults are broker 1's default values (DescribeConfigs with synonyms: a setting the
+// harness gives still lists its default among them).
+func brokerDefaults(ctx context.Context, t *testing.T, c *harness.Cluster) map[string]string {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Bootstrap()...))
+	require.NoError(t, err)
+	defer cl.Close()
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	req.IncludeSynonyms = true
+	res := kmsg.NewDescribeConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeBroker, "1"
+	req.Resources = append(req.Resources, res)
+	resp, err := req.RequestWith(ctx, cl)
+	require.NoError(t, err)
+	require.Len(t, resp.Resources, 1)
+	out := map[string]string{}
+	for _, e := range resp.Resources[0].Configs {
+		for _, syn := range e.ConfigSynonyms {
+			if syn.Source == kmsg.ConfigSourceDefaultConfig && syn.Value != nil {
+				out[e.Name] = *syn.Value
+			}
+		}
+		if _, ok := out[e.Name]; !ok && e.Source == kmsg.ConfigSourceDefaultConfig && e.Value != nil {
+			out[e.Name] = *e.Value
+		}
+	}
+	return out
 }

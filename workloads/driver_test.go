@@ -117,7 +117,7 @@ func testDriven(t *testing.T, c *harness.Cluster, log *slog.Logger) {
 			{ProducerConfig: ProducerConfig{Topics: []string{"dv-data"}, Async: true, Window: 20, Rate: 200}},
 		},
 		Transactional: []TxnConfig{{Topics: []string{"dv-txn", "dv-txn-b"}, TxnID: "dv-txn", AbortProbability: 0.3}},
-		Consumers:     []ConsumerConfig{{Topics: []string{"dv-data"}, Group: "dv-c", Isolation: kafkaconf.ReadCommitted}},
+		Consumers:     []ConsumerConfig{{Topics: []string{"dv-data"}, Mode: Assign, Isolation: kafkaconf.ReadCommitted}},
 		Log:           log,
 	}
 	path := filepath.Join(t.TempDir(), "history.jsonl")
