@@ -285,7 +285,11 @@ func runDriven(ctx context.Context, bin string, job driverJob, env Env, w *histo
 			_ = cmd.Process.Kill()
 		}
 	})
-	wg.Go(func() { forwardLog(stderr, env.Log, who) })
+	logged := make(chan struct{})
+	go func() {
+		forwardLog(stderr, env.Log, who)
+		close(logged)
+	}()
 	streamed := make(chan error, 1)
 	go func() { streamed <- appendStream(stdout, w) }()
 	if spec.Nemesis != nil {
@@ -300,6 +304,7 @@ func runDriven(ctx context.Context, bin string, job driverJob, env Env, w *histo
 	if err := <-streamed; err != nil {
 		fail(fmt.Errorf("driver %s: its ops: %w", who, err))
 	}
+	<-logged // Wait closes the pipes: every line is read first
 	waitErr := cmd.Wait()
 	close(exited)
 	if waitErr != nil {
