@@ -10,7 +10,8 @@ import (
 // StrayTxnProduce writes one transactional record to a partition without adding the partition
 // to a transaction first (a Produce of the protocol before KIP-890 part 2 from a client that
 // skipped AddPartitionsToTxn): the synthetic request behind a hanging transaction. With
-// transaction.partition.verification.enable the leader refuses it (the event completes fail);
+// transaction.partition.verification.enable the leader refuses it (the event completes info, as
+// every action of DoReport that errs);
 // without, the record is appended and no marker will ever end it. It ends by itself.
 //
 // Event "stray-txn-produce"; its completion carries the record with its offset.

@@ -75,30 +75,38 @@ func modulePath() string {
 const SourceEnv = "VERITY_SOURCE"
 
 // sourceRoot finds the checkout of Verity that drivers are built from: $VERITY_SOURCE, else the
-// tree this binary was compiled from when it is still there.
-func sourceRoot() (string, error) {
+// tree this binary was compiled from when it is still there. It returns the root and the go
+// line of its go.mod, which the driver's module repeats.
+func sourceRoot() (root, goLine string, err error) {
 	if d := os.Getenv(SourceEnv); d != "" {
-		return d, checkSource(d)
+		goLine, err := checkSource(d)
+		return d, goLine, err
 	}
 	if _, file, _, ok := runtime.Caller(0); ok {
 		d := filepath.Dir(filepath.Dir(file))
-		if checkSource(d) == nil {
-			return d, nil
+		if goLine, err := checkSource(d); err == nil {
+			return d, goLine, nil
 		}
 	}
-	return "", fmt.Errorf("a client at another version runs in a driver built from Verity's source, and this binary's source tree is gone: set %s to a checkout of Verity", SourceEnv)
+	return "", "", fmt.Errorf("a client at another version runs in a driver built from Verity's source, and this binary's source tree is gone: set %s to a checkout of Verity", SourceEnv)
 }
 
-func checkSource(dir string) error {
+// checkSource reads dir's go.mod: it must be Verity's; it returns its go line.
+func checkSource(dir string) (string, error) {
 	b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
 	if err != nil {
-		return fmt.Errorf("%s=%s: %w", SourceEnv, dir, err)
+		return "", fmt.Errorf("%s=%s: %w", SourceEnv, dir, err)
 	}
-	first, _, _ := strings.Cut(string(b), "\n")
-	if strings.TrimSpace(first) != "module "+modulePath() {
-		return fmt.Errorf("%s=%s: its go.mod is not module %s's", SourceEnv, dir, modulePath())
+	lines := strings.Split(string(b), "\n")
+	if strings.TrimSpace(lines[0]) != "module "+modulePath() {
+		return "", fmt.Errorf("%s=%s: its go.mod is not module %s's", SourceEnv, dir, modulePath())
 	}
-	return nil
+	for _, line := range lines {
+		if strings.HasPrefix(line, "go ") {
+			return strings.TrimSpace(line), nil
+		}
+	}
+	return "", fmt.Errorf("%s=%s: its go.mod has no go directive", SourceEnv, dir)
 }
 
 // sourceHash is a digest of what a driver is built from: every Go file outside tests, go.mod and
@@ -153,7 +161,7 @@ func BuildDriver(ctx context.Context, client kafkaconf.Client, version string, l
 	if _, err := kafkaconf.ParseClientVersion(version); err != nil {
 		return "", err
 	}
-	root, err := sourceRoot()
+	root, goLine, err := sourceRoot()
 	if err != nil {
 		return "", err
 	}
@@ -181,10 +189,6 @@ func BuildDriver(ctx context.Context, client kafkaconf.Client, version string, l
 		return "", fmt.Errorf("%s: %w", what, err)
 	}
 	defer os.RemoveAll(mod)
-	goLine, err := goDirective(root)
-	if err != nil {
-		return "", fmt.Errorf("%s: %w", what, err)
-	}
 	gomod := fmt.Sprintf("module verity.invalid/driver\n\n%s\n\nrequire %s v0.0.0\n\nreplace %s => %s\n\nreplace %s => %s %s\n",
 		goLine, modulePath(), modulePath(), root, client.Module, client.Module, version)
 	sums, err := os.ReadFile(filepath.Join(root, "go.sum"))
@@ -213,20 +217,6 @@ func BuildDriver(ctx context.Context, client kafkaconf.Client, version string, l
 	}
 	log.Info("client driver built", "client", client.Name, "version", version, "took", time.Since(began).Round(time.Millisecond))
 	return bin, nil
-}
-
-// goDirective is the go line of Verity's go.mod, which the driver's module repeats.
-func goDirective(root string) (string, error) {
-	b, err := os.ReadFile(filepath.Join(root, "go.mod"))
-	if err != nil {
-		return "", err
-	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if strings.HasPrefix(line, "go ") {
-			return strings.TrimSpace(line), nil
-		}
-	}
-	return "", errors.New("go.mod has no go directive")
 }
 
 // runDriven is runWorkloads with the workloads in the driver at bin and the nemesis here: it
