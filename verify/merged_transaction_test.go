@@ -36,7 +36,59 @@ func TestMergedTransaction(t *testing.T) {
 			want:    map[guarantee.Anomaly]want{guarantee.MergedTransaction: {count: 1}},
 			verdict: results.Fail,
 		},
+		{
+			// The id's middle transaction wrote u only, so the first and the third follow each
+			// other in t: offset 1 had to hold the first one's marker.
+			name: "a transaction that skipped the partition in between",
+			build: func(h *hb) {
+				h.txn(5, "tx", history.IntentCommit, OK, at(a1, 0)) // ops 0, 1
+				h.txn(5, "tx", history.IntentCommit, OK, at(b2, 0)) // ops 2, 3
+				h.txn(5, "tx", history.IntentCommit, OK, at(b1, 1)) // ops 4, 5
+				h.finalBoth("t", 0, 0, 3, at(a1, 0), at(b1, 1))
+				h.finalBoth("u", 0, 0, 2, at(b2, 0))
+			},
+			want:    map[guarantee.Anomaly]want{guarantee.MergedTransaction: {count: 1, ops: []int64{0, 1, 4, 5}}},
+			verdict: results.Fail,
+		},
+		{
+			name: "another producer's record fills the only free offset between them",
+			build: func(h *hb) {
+				o := rec("t", 0, "7-1")
+				h.txn(5, "tx", history.IntentCommit, OK, at(a1, 0)) // ops 0, 1
+				h.txn(5, "tx", history.IntentCommit, OK, at(b2, 0)) // ops 2, 3
+				h.send(7, o, OK, 1)                                 // ops 4, 5
+				h.txn(5, "tx", history.IntentCommit, OK, at(b1, 2)) // ops 6, 7
+				h.finalBoth("t", 0, 0, 4, at(a1, 0), at(o, 1), at(b1, 2))
+				h.finalBoth("u", 0, 0, 2, at(b2, 0))
+			},
+			want:    map[guarantee.Anomaly]want{guarantee.MergedTransaction: {count: 1, ops: []int64{0, 1, 6, 7}}},
+			verdict: results.Fail,
+		},
 		// Near misses.
+		{
+			name: "a transaction that skipped the partition in between, a free offset left",
+			build: func(h *hb) {
+				h.txn(5, "tx", history.IntentCommit, OK, at(a1, 0))
+				h.txn(5, "tx", history.IntentCommit, OK, at(b2, 0))
+				h.txn(5, "tx", history.IntentCommit, OK, at(b1, 2))
+				h.finalBoth("t", 0, 0, 4, at(a1, 0), at(b1, 2))
+				h.finalBoth("u", 0, 0, 2, at(b2, 0))
+			},
+			verdict: results.Pass,
+		},
+		{
+			name: "another producer's record between them, a free offset left",
+			build: func(h *hb) {
+				o := rec("t", 0, "7-1")
+				h.txn(5, "tx", history.IntentCommit, OK, at(a1, 0))
+				h.txn(5, "tx", history.IntentCommit, OK, at(b2, 0))
+				h.send(7, o, OK, 2)
+				h.txn(5, "tx", history.IntentCommit, OK, at(b1, 3))
+				h.finalBoth("t", 0, 0, 5, at(a1, 0), at(o, 2), at(b1, 3))
+				h.finalBoth("u", 0, 0, 2, at(b2, 0))
+			},
+			verdict: results.Pass,
+		},
 		{
 			name: "a marker between them",
 			build: func(h *hb) {

@@ -122,13 +122,15 @@ func (c *Checker) checkTransactions() {
 	}
 }
 
-// merged-transaction: two transactions of one transactional.id, the first ended (its client
-// reported an outcome) before the second began, with no offset left between them in a partition
-// both wrote. A transaction ends with a marker (a control record) in every partition it wrote,
-// and the coordinator adds no partition to the next transaction before those markers are
-// written, so the first one's marker must sit between them; an offset that holds no record at
-// all is where it is. Without one, the two ended as one: the first's outcome was decided by the
-// second's end, after its client had been told it was over.
+// merged-transaction: two transactions of one transactional.id that follow each other in a
+// partition both wrote (the id's transactions in between, if any, did not write it), the first
+// ended (its client reported an outcome) before the second began, with no offset left between
+// them there. A transaction ends with a marker (a control record) in every partition it wrote,
+// and the coordinator answers CONCURRENT_TRANSACTIONS to the id's next transaction until those
+// markers are written; the transactions in between wait the same way, so the first one's marker
+// must sit below the second one's records in every partition the first wrote; an offset that
+// holds no record at all is where it is. Without one, the two ended as one: the first's outcome
+// was decided by the second's end, after its client had been told it was over.
 //
 // Only offsets some op reported a record at count as filled, so a gap the history cannot
 // explain (a record nobody acknowledged or read) is taken for a marker: the rule can miss a
@@ -138,30 +140,27 @@ func (c *Checker) checkMergedTransactions() {
 		return
 	}
 	spans := c.txnSpans()
-	last := map[uint32]int{} // transactional.id → its latest transaction so far
+	type idPart struct{ id, tp uint32 }
+	last := map[idPart]int{} // the id's latest transaction so far that wrote the partition
 	for j := range c.txns {
 		t2 := &c.txns[j]
-		i, ok := last[t2.id]
-		last[t2.id] = j
-		if !ok {
-			continue
-		}
-		t1 := &c.txns[i]
-		if t1.doneOrd == none || t1.doneOrd > t2.invokeOrd {
-			continue // not ended before the next began: a zombie's, or never completed
-		}
-		for _, s1 := range spans[i] {
-			k := slices.IndexFunc(spans[j], func(s txnSpan) bool { return s.tp == s1.tp })
-			if k < 0 || spans[j][k].lo <= s1.hi {
+		for _, s2 := range spans[j] {
+			key := idPart{t2.id, s2.tp}
+			i, ok := last[key]
+			last[key] = j
+			if !ok {
 				continue
 			}
-			s2 := spans[j][k]
-			if !c.parts.ps[s1.tp].log.filled(s1.hi+1, s2.lo-1) {
+			t1 := &c.txns[i]
+			if t1.doneOrd == none || t1.doneOrd > t2.invokeOrd {
+				continue // not ended before the next began: a zombie's, or never completed
+			}
+			s1 := spans[i][slices.IndexFunc(spans[i], func(s txnSpan) bool { return s.tp == s2.tp })]
+			if s2.lo <= s1.hi || !c.parts.ps[s1.tp].log.filled(s1.hi+1, s2.lo-1) {
 				continue
 			}
 			c.find(finding{a: guarantee.MergedTransaction, v: s1.vhi, v2: s2.vlo, tp: s1.tp, off: s1.hi, tp2: s1.tp, off2: s2.lo,
 				ops: [4]uint32{t1.invokeOrd, t1.doneOrd, t2.invokeOrd, t2.doneOrd}, proc: t1.proc, txn: uint32(i)})
-			break
 		}
 	}
 }
