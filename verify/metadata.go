@@ -22,7 +22,11 @@ import (
 //     epoch, clears it (the observer records every change of epoch). What is left at the end
 //     of the history is what the cluster settled on.
 //
-// Observations without a leader epoch (hand-written or older histories) are not checked.
+// A sample with leader -1 says that no leader was known (a broker answers LEADER_NOT_AVAILABLE
+// with leader -1 and the partition's current epoch when the leader is not alive in its view): it
+// names no second leader, so it never makes an epoch reused, but its epoch is the metadata's and
+// takes part in the gone-back rule like any other. A sample with epoch -1 (no answer carried
+// an epoch), or without a leader epoch at all (hand-written or older histories), is not checked.
 
 // metaPart is what the observations showed of one partition's metadata.
 type metaPart struct {
@@ -53,6 +57,9 @@ type metaState struct {
 
 // observe takes one observation of partition tp: leader and epoch, at ordinal ord.
 func (s *metaState) observe(c *Checker, tp uint32, leader, epoch int32, ord uint32) {
+	if epoch < 0 {
+		return
+	}
 	if s.parts == nil {
 		s.parts = map[uint32]*metaPart{}
 	}
@@ -63,7 +70,9 @@ func (s *metaState) observe(c *Checker, tp uint32, leader, epoch int32, ord uint
 		s.parts[tp] = p
 	}
 	now := epochSeen{epoch: epoch, leader: leader, ord: ord}
-	if first, ok := p.leaders[epoch]; !ok {
+	if first, ok := p.leaders[epoch]; leader < 0 {
+		// No leader known: nothing to compare.
+	} else if !ok {
 		p.leaders[epoch] = now
 	} else if first.leader != leader && !p.reused[epoch] {
 		// One finding per epoch: the watcher samples a partition below min ISR every tick,

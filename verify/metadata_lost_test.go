@@ -61,6 +61,34 @@ func TestMetadataLost(t *testing.T) {
 			verdict: results.Fail,
 		},
 		{
+			// The metadata's epoch went back whatever the leader: no broker answers an epoch
+			// below the one its image holds, leader known or not.
+			name: "no leader known at a lower epoch, and it stays back",
+			cfg:  withControllers(1, 2, 3),
+			build: func(h *hb) {
+				h.send(1, r, OK, 0)
+				h.leader(1, 5)  // op 3
+				h.leader(-1, 4) // op 5
+				final(h)
+			},
+			want:    map[guarantee.Anomaly]want{guarantee.MetadataLost: {count: 1, ops: []int64{3, 5}}},
+			verdict: results.Fail,
+		},
+		{
+			// A sample without a leader is not the epoch's first leader: the two after it are.
+			name: "no leader known, then two leaders at that epoch",
+			cfg:  withControllers(1, 2, 3),
+			build: func(h *hb) {
+				h.send(1, r, OK, 0)
+				h.leader(-1, 5) // op 3
+				h.leader(2, 5)  // op 5
+				h.leader(3, 5)  // op 7
+				final(h)
+			},
+			want:    map[guarantee.Anomaly]want{guarantee.MetadataLost: {count: 1, ops: []int64{5, 7}}},
+			verdict: results.Fail,
+		},
+		{
 			name: "power loss on one of three controllers: still forbidden",
 			cfg:  withControllers(101, 102, 103),
 			build: func(h *hb) {
@@ -124,6 +152,54 @@ func TestMetadataLost(t *testing.T) {
 				h.leader(2, 6)
 				h.leader(-1, 7)
 				h.leader(1, 8)
+				final(h)
+			},
+			verdict: results.Pass,
+		},
+		{
+			// LEADER_NOT_AVAILABLE answers leader -1 with the current epoch.
+			name: "no leader known at the same epoch, then a new leader at a higher one",
+			cfg:  withControllers(1, 2, 3),
+			build: func(h *hb) {
+				h.send(1, r, OK, 0)
+				h.leader(1, 5)
+				h.leader(-1, 5)
+				h.leader(2, 6)
+				final(h)
+			},
+			verdict: results.Pass,
+		},
+		{
+			name: "no leader known at the same epoch, to the end",
+			cfg:  withControllers(1, 2, 3),
+			build: func(h *hb) {
+				h.send(1, r, OK, 0)
+				h.leader(1, 5)
+				h.leader(-1, 5)
+				final(h)
+			},
+			verdict: results.Pass,
+		},
+		{
+			name: "no leader known at a lower epoch from a broker that trails, then the current epoch",
+			cfg:  withControllers(1, 2, 3),
+			build: func(h *hb) {
+				h.send(1, r, OK, 0)
+				h.leader(1, 5)
+				h.leader(-1, 4)
+				h.leader(1, 5)
+				final(h)
+			},
+			verdict: results.Pass,
+		},
+		{
+			// No answer carried an epoch: nothing is known of it.
+			name: "no leader and no epoch known",
+			cfg:  withControllers(1, 2, 3),
+			build: func(h *hb) {
+				h.send(1, r, OK, 0)
+				h.leader(1, 5)
+				h.leader(-1, -1)
 				final(h)
 			},
 			verdict: results.Pass,
