@@ -420,6 +420,11 @@ func (c *Checker) conflict(tp uint32, off int64, s slot, v, ord uint32, src sour
 	if src != srcFinal {
 		return
 	}
+	if part := c.parts.ps[tp]; part.finalAt == nil {
+		part.finalAt = map[int64]uint32{off: v}
+	} else if _, ok := part.finalAt[off]; !ok {
+		part.finalAt[off] = v
+	}
 	// A final read shows another record where a consumer saw this one: the observed record
 	// changed at its offset.
 	w := c.vals.at(s.val)

@@ -313,8 +313,11 @@ const (
 type partition struct {
 	topic string
 	part  int32
-	log   offsetLog   // the slots that ops reported, by offset
-	final [2]finalCov // by isoRU, isoRC
+	log   offsetLog // the slots that ops reported, by offset
+	// finalAt is the value a final read showed at an offset whose slot holds another (the
+	// first reported there, a record a truncation replaced): what the log holds now.
+	finalAt map[int64]uint32
+	final   [2]finalCov // by isoRU, isoRC
 	// needsFinal: the history wrote to or read from this partition, so a final read must
 	// have covered it for the verdict to be pass or fail.
 	needsFinal bool

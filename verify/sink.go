@@ -278,13 +278,19 @@ func (c *Checker) checkSinks() {
 			}
 			// Only records a final read showed are inputs: an acknowledged record the log lost
 			// (acks=1, an unclean election) was never there for the sink to read; lost-write
-			// judges it. The evidence is the final read that showed the record.
-			c.parts.ps[tp].log.each(0, r.committed[key]-1, func(o int64, s slot) bool {
-				if s.val == 0 {
+			// judges it. Where a truncation put another record at its offset, that record is the
+			// input. The evidence is the final read that showed the record.
+			part := c.parts.ps[tp]
+			part.log.each(0, r.committed[key]-1, func(o int64, s slot) bool {
+				v := s.val
+				if now, ok := part.finalAt[o]; ok {
+					v = now
+				}
+				if v == 0 {
 					return true
 				}
-				if fin := c.vals.at(s.val).finalOrd; fin != none && r.effects[c.vals.name(s.val)] == 0 {
-					c.find(finding{a: guarantee.EffectMissing, v: s.val, tp: tp, off: o, off2: -1, proc: -1, sink: idx,
+				if fin := c.vals.at(v).finalOrd; fin != none && r.effects[c.vals.name(v)] == 0 {
+					c.find(finding{a: guarantee.EffectMissing, v: v, tp: tp, off: o, off2: -1, proc: -1, sink: idx,
 						ops: [4]uint32{fin, r.ord, none, none}})
 				}
 				return true

@@ -43,6 +43,12 @@ func TestSinks(t *testing.T) {
 		}
 		h.finalBoth("t", 0, 0, 3, at(rec("t", 0, "1-1"), 0), at(rec("t", 0, "1-2"), 1), at(rec("t", 0, "1-3"), 2))
 	}
+	// 1-1 and 1-2 acknowledged at offsets 0 and 1; the final read (ops 4, 5) shows 1-9 at 1.
+	replacedInput := func(h *hb) {
+		h.send(1, rec("t", 0, "1-1"), OK, 0)
+		h.send(1, rec("t", 0, "1-2"), OK, 1)
+		h.finalBoth("t", 0, 0, 2, at(rec("t", 0, "1-1"), 0), at(rec("t", 0, "1-9"), 1))
+	}
 	// The sink applies 1-1, crashes before committing it, and applies it again.
 	replayed := func(h *hb) (first, second int64) {
 		first = h.effect(2, "1-1", 0, true)
@@ -86,6 +92,58 @@ func TestSinks(t *testing.T) {
 			},
 			want:    map[guarantee.Anomaly]want{guarantee.EffectMissing: {count: 1}},
 			verdict: results.Fail,
+		},
+		{
+			// 1-2 was acknowledged at offset 1; the leader died and a clean failover cut it (acks=1
+			// lets the leader acknowledge alone), and 1-9 took its offset. The sink's position is
+			// past it, so 1-9 was below the high watermark when the sink read there: a clean
+			// failover cannot have replaced it since, and its effect must be in the store.
+			name: "acks=1, a clean failover: the record that replaced a lost one, without its effect",
+			cfg: func() history.Config {
+				c := acks1()
+				c.Sinks = map[string]history.SinkInfo{"s": {Mode: sink.OffsetsInDB, Topic: "t", Processes: []int{2}}}
+				return c
+			},
+			build: func(h *hb) {
+				replacedInput(h)
+				h.effect(2, "1-1", 0, true)
+				h.sinkRead(sink.OffsetsInDB, map[string]int{"1-1": 1}, map[string]int64{"t-0": 2})
+			},
+			want: map[guarantee.Anomaly]want{guarantee.EffectMissing: {count: 1, ops: []int64{5}},
+				guarantee.LostWrite: {count: 1, permitted: true}, guarantee.InconsistentOffset: {count: 1, permitted: true}},
+			verdict: results.Fail,
+		},
+		{
+			name: "unclean election: the record that replaced a lost one, without its effect, is permitted",
+			cfg: func() history.Config {
+				c := unclean()
+				c.Sinks = map[string]history.SinkInfo{"s": {Mode: sink.OffsetsInDB, Topic: "t", Processes: []int{2}}}
+				return c
+			},
+			build: func(h *hb) {
+				replacedInput(h)
+				h.effect(2, "1-1", 0, true)
+				h.sinkRead(sink.OffsetsInDB, map[string]int{"1-1": 1}, map[string]int64{"t-0": 2})
+			},
+			want: map[guarantee.Anomaly]want{guarantee.EffectMissing: {count: 1, permitted: true, ops: []int64{5}},
+				guarantee.LostWrite: {count: 1, permitted: true}, guarantee.InconsistentOffset: {count: 1, permitted: true}},
+			verdict: results.Pass,
+		},
+		{
+			name: "power loss on every replica: the record that replaced a lost one, without its effect, is permitted",
+			cfg:  with(sink.OffsetsInDB),
+			build: func(h *hb) {
+				h.send(1, rec("t", 0, "1-1"), OK, 0)
+				h.send(1, rec("t", 0, "1-2"), OK, 1)
+				h.nemesisEvent("power-loss", `{"nodes":[1,2,3]}`, OK)
+				h.nemesisEvent("start", `{"nodes":[1,2,3],"fault":"power-loss"}`, OK)
+				h.finalBoth("t", 0, 0, 2, at(rec("t", 0, "1-1"), 0), at(rec("t", 0, "1-9"), 1)) // op 9 shows 1-9
+				h.effect(2, "1-1", 0, true)
+				h.sinkRead(sink.OffsetsInDB, map[string]int{"1-1": 1}, map[string]int64{"t-0": 2})
+			},
+			want: map[guarantee.Anomaly]want{guarantee.EffectMissing: {count: 1, permitted: true, ops: []int64{9}},
+				guarantee.LostWrite: {count: 1, permitted: true}, guarantee.InconsistentOffset: {count: 1, permitted: true}},
+			verdict: results.Pass,
 		},
 		// Near misses.
 		{
