@@ -133,7 +133,8 @@ func BenchmarkReader(b *testing.B) {
 }
 
 // BenchmarkReaderEncodingJSON is the baseline: the same history, each line unmarshalled into
-// an Op by encoding/json (Op.UnmarshalJSON decodes the payload that f names).
+// an Op by encoding/json (Op.UnmarshalJSON decodes the payload that f names; its records, by
+// Record.UnmarshalJSON, with the package's decoder).
 func BenchmarkReaderEncodingJSON(b *testing.B) {
 	data := generated(b)
 	b.SetBytes(int64(len(data)))

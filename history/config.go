@@ -84,14 +84,38 @@ func (c Config) SinkDownstream(name string) bool {
 	return false
 }
 
-// ClientInfo is the Kafka client a run drove: its name (kafkaconf.Clients), its module and the
-// version linked into the binary that ran, and the transaction protocol its transactional
+// ClientInfo is the Kafka client a history's ops were made with: its name (one of
+// kafkaconf.Clients for a Verity run; whatever another tool calls its client), its module and
+// the version linked into the binary that ran, and the transaction protocol its transactional
 // producers spoke with the cluster (absent when the run had none).
 type ClientInfo struct {
 	Name        kafkaconf.ClientName  `json:"name"`
 	Module      string                `json:"module,omitempty"`
 	Version     string                `json:"version,omitempty"`
 	TxnProtocol kafkaconf.TxnProtocol `json:"txn_protocol,omitempty"`
+}
+
+// UnmarshalJSON reads a client entry, taking any name that is not empty. The name only says
+// which client a verdict is about: the checker judges by the settings the header states, so
+// a history another tool wrote may name a client Verity does not drive (kafkaconf.ClientName's
+// own UnmarshalText, for scenarios, refuses those). Its other members are read strictly.
+func (ci *ClientInfo) UnmarshalJSON(b []byte) error {
+	type plain ClientInfo // ClientInfo's fields without this method
+	var aux struct {
+		plain
+		Name string `json:"name"` // shadows plain's, which only takes the clients Verity drives
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&aux); err != nil {
+		return err
+	}
+	if strings.TrimSpace(aux.Name) == "" {
+		return errors.New(`no "name": name the client library the history's ops were made with`)
+	}
+	*ci = ClientInfo(aux.plain)
+	ci.Name = kafkaconf.ClientName(aux.Name)
+	return nil
 }
 
 // KafkaInfo is the Kafka release a run's cluster ran and its finalized feature levels (every

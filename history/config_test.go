@@ -81,6 +81,9 @@ func TestParseConfigIsStrict(t *testing.T) {
 		{`{"isolation":"dirty"}`, "isolation", `isolation "dirty"`},
 		{`{"faults":"kill"}`, "faults", "cannot unmarshal"},
 		{`[1,2]`, "config", "not a JSON object"},
+		{`{"client":{"name":"sarama","modul":"x"}}`, "client", `unknown key "modul"`},
+		{`{"client":{"module":"x"}}`, "client", `no "name"`},
+		{`{"client":{"name":"kafka-java","txn_protocol":"v3"}}`, "client", `transaction protocol "v3"`},
 	} {
 		_, err := ParseConfig(json.RawMessage(c.raw))
 		var ce *ConfigError
@@ -120,4 +123,17 @@ func TestConfigRoundTrip(t *testing.T) {
 	clone.Faults[0] = "stop"
 	require.Len(t, cfg.Processes, 1, "Clone shares no map")
 	require.Equal(t, "kill", cfg.Faults[0], "Clone shares no slice")
+}
+
+// A history another tool wrote names its own client: the header is read whatever the name, and
+// keeps it, since the checker judges by the settings the header states.
+func TestParseConfigTakesAnyClientName(t *testing.T) {
+	raw := `{"client":{"name":"kafka-java-verifiable","module":"org.apache.kafka:kafka-tools","version":"4.3.0","txn_protocol":"v2"}}`
+	c, err := ParseConfig(json.RawMessage(raw))
+	require.NoError(t, err)
+	require.Equal(t, &ClientInfo{Name: "kafka-java-verifiable", Module: "org.apache.kafka:kafka-tools", Version: "4.3.0",
+		TxnProtocol: kafkaconf.TxnProtocolV2}, c.Client)
+	b, err := json.Marshal(c)
+	require.NoError(t, err)
+	require.JSONEq(t, raw, string(b))
 }

@@ -14,7 +14,10 @@ import (
 // the strings and little else. It accepts exactly the JSON grammar (RFC 8259) — anything
 // encoding/json rejects as syntax it rejects too — and decodes what encoding/json would, with
 // these deliberate differences: member names match exactly (encoding/json also matches them
-// case-insensitively), and null for a string or number field reads as its zero value.
+// case-insensitively, except in records and final reads, whose UnmarshalJSON is this decoder),
+// and null for a string or number field reads as its zero value, except a partition's: null
+// there is no partition, and a record or final read without one is refused, since 0 is a
+// partition.
 // Unknown members are skipped (after validating them), so new fields can be added to the
 // format without breaking older readers.
 type decoder struct {
@@ -51,8 +54,23 @@ const (
 	maxDepth     = 10000   // nesting limit for skipped values, as encoding/json has
 )
 
+// newDecoder returns a decoder for a history's lines. A decoder{buf: b} made for one value
+// (Record.UnmarshalJSON) interns nothing.
 func newDecoder() *decoder {
 	return &decoder{strs: make(map[string]string)}
+}
+
+// whole ends the decoding of one value that fills buf: err, else an error when anything but
+// whitespace follows the value.
+func (d *decoder) whole(err error) error {
+	if err != nil {
+		return err
+	}
+	d.ws()
+	if d.pos < len(d.buf) {
+		return d.errorf("unexpected %s after the value", d.found())
+	}
+	return nil
 }
 
 // errorf returns an error located at the decoder's position (1-based byte in the line).
@@ -328,7 +346,7 @@ func (d *decoder) intern(b []byte) string {
 		return s
 	}
 	s := string(b)
-	if len(d.strs) < maxInterned {
+	if d.strs != nil && len(d.strs) < maxInterned {
 		d.strs[s] = s
 	}
 	return s
@@ -376,21 +394,24 @@ func (d *decoder) int() (int64, error) {
 	return int64(u), nil
 }
 
-// int32 reads an integer that must fit in an int32 (a partition number), or null as 0.
-func (d *decoder) int32() (int32, error) {
+// partition reads a partition number, which must fit in an int32, into *p and notes in
+// *given that one was given. null gives none and leaves both as they were, as encoding/json
+// leaves a number at null. checkPartition judges the value once the op is read.
+func (d *decoder) partition(p *int32, given *bool) error {
 	if d.null() {
-		return 0, nil
+		return nil
 	}
 	start := d.pos
 	v, err := d.int()
 	if err != nil {
-		return 0, err
+		return err
 	}
 	if v < math.MinInt32 || v > math.MaxInt32 {
 		d.pos = start
-		return 0, d.errorf("integer %d out of range for a partition", v)
+		return d.errorf("integer %d out of range for a partition", v)
 	}
-	return int32(v), nil
+	*p, *given = int32(v), true
+	return nil
 }
 
 // int64OrNull reads an integer, or null as 0.
@@ -765,16 +786,23 @@ func (d *decoder) record(r *Record) error {
 	if err := d.open('{', "record"); err != nil {
 		return err
 	}
+	hasPartition := false
 	for first := true; ; first = false {
 		name, ok, err := d.member(first)
-		if err != nil || !ok {
+		if err != nil {
 			return err
+		}
+		if !ok {
+			if !hasPartition {
+				return errRecordNoPartition
+			}
+			return nil
 		}
 		switch string(name) {
 		case "topic":
 			r.Topic, err = d.istr()
 		case "partition":
-			r.Partition, err = d.int32()
+			err = d.partition(&r.Partition, &hasPartition)
 		case "offset":
 			r.Offset, err = d.intPtr()
 		case "key":
@@ -881,16 +909,23 @@ func (d *decoder) finalRead(fr *FinalRead) error {
 	if err := d.open('{', "final-read"); err != nil {
 		return err
 	}
+	hasPartition := false
 	for first := true; ; first = false {
 		name, ok, err := d.member(first)
-		if err != nil || !ok {
+		if err != nil {
 			return err
+		}
+		if !ok {
+			if !hasPartition {
+				return errScanNoPartition
+			}
+			return nil
 		}
 		switch string(name) {
 		case "topic":
 			fr.Topic, err = d.istr()
 		case "partition":
-			fr.Partition, err = d.int32()
+			err = d.partition(&fr.Partition, &hasPartition)
 		case "isolation":
 			fr.Isolation, err = d.istr()
 		case "from":

@@ -128,13 +128,53 @@ func (p *Process) UnmarshalJSON(b []byte) error {
 }
 
 // Record is one Kafka record as the history sees it. Offset is nil until the broker has
-// assigned one (an invoked send); acks=0 sends complete with offset -1 (unknown).
+// assigned one (an invoked send); acks=0 sends complete with offset -1 (unknown). Partition
+// is NoPartition while it is not known.
 type Record struct {
 	Topic     string `json:"topic"`
 	Partition int32  `json:"partition"`
 	Offset    *int64 `json:"offset,omitempty"`
 	Key       string `json:"key,omitempty"`
 	Value     string `json:"value"`
+}
+
+// NoPartition is the partition of a record whose partition is not known: a send the client
+// places only later (its partitioner runs inside send), or a failure whose error names none.
+// Every record states its partition, so that a partition left out is never read as 0.
+const NoPartition int32 = -1
+
+// PartitionName names a topic-partition the way Kafka's tools do ("orders-3"), and one whose
+// partition is not known so that it cannot be mistaken for a partition ("orders (no partition)").
+func PartitionName(topic string, partition int32) string {
+	if partition == NoPartition {
+		return topic + " (no partition)"
+	}
+	return topic + "-" + strconv.Itoa(int(partition))
+}
+
+// Why a record or final read without its partition is refused: the reader says what to write.
+var (
+	errRecordNoPartition = errors.New(`a record without "partition": every record states one; write "partition": -1 when it is not known`)
+	errScanNoPartition   = errors.New(`a final read without "partition": it states the partition it scanned`)
+)
+
+// checkPartition refuses a partition number that is neither a partition nor NoPartition.
+func checkPartition(p int32) error {
+	if p < NoPartition {
+		return fmt.Errorf(`"partition" %d: a partition is 0 or more, or -1 when it is not known`, p)
+	}
+	return nil
+}
+
+// UnmarshalJSON decodes a record with Reader's own decoder, so that encoding/json reads a
+// record as Reader does: one without a partition (or with only null) is refused, since 0 is a
+// partition, and member names match exactly.
+func (r *Record) UnmarshalJSON(b []byte) error {
+	d := decoder{buf: b, ints: make([]int64, 1)} // room for the record's offset
+	if err := d.whole(d.record(r)); err != nil {
+		return err
+	}
+	return checkPartition(r.Partition)
 }
 
 // At returns a copy of r with its offset set.
@@ -213,6 +253,15 @@ type FinalRead struct {
 	End        int64    `json:"end"`
 	Records    []Record `json:"records"`
 	Incomplete bool     `json:"incomplete,omitempty"`
+}
+
+// UnmarshalJSON decodes a final read with Reader's own decoder, as Record's does.
+func (fr *FinalRead) UnmarshalJSON(b []byte) error {
+	d := decoder{buf: b}
+	if err := d.whole(d.finalRead(fr)); err != nil {
+		return err
+	}
+	return (&Payload{FinalRead: fr}).checkPartitions()
 }
 
 // RPW is one read-process-write step: the input records consumed and the output produced, in
@@ -355,6 +404,41 @@ func (op *Op) checkShape() error {
 		return errors.New(`missing "f"`)
 	case op.Of != nil && op.Type == Invoke:
 		return fmt.Errorf(`"of" on an invoke (of %d)`, *op.Of)
+	}
+	if err := op.Value.checkPartitions(); err != nil {
+		return fmt.Errorf("%s value: %w", op.F, err)
+	}
+	return nil
+}
+
+// checkPartitions checks the partition of every record of the payload, and of a final read.
+func (v *Payload) checkPartitions() error {
+	switch {
+	case v.Send != nil:
+		return checkPartition(v.Send.Partition)
+	case v.Txn != nil:
+		return checkRecordPartitions("records", v.Txn.Records)
+	case v.Poll != nil:
+		return checkRecordPartitions("records", v.Poll.Records)
+	case v.FinalRead != nil:
+		if err := checkPartition(v.FinalRead.Partition); err != nil {
+			return err
+		}
+		return checkRecordPartitions("records", v.FinalRead.Records)
+	case v.RPW != nil:
+		if err := checkRecordPartitions("input", v.RPW.Input); err != nil {
+			return err
+		}
+		return checkRecordPartitions("output", v.RPW.Output)
+	}
+	return nil
+}
+
+func checkRecordPartitions(list string, rs []Record) error {
+	for i := range rs {
+		if err := checkPartition(rs[i].Partition); err != nil {
+			return fmt.Errorf("%q: record %d: %w", list, i, err)
+		}
 	}
 	return nil
 }

@@ -244,3 +244,38 @@ func TestOpenCreate(t *testing.T) {
 	_, err = Open(bad)
 	require.ErrorContains(t, err, "bad.jsonl")
 }
+
+// A record that leaves its partition out is refused at its line, saying what to write, rather
+// than read as partition 0; -1 (NoPartition) is how a history says the partition is not known.
+func TestReaderRefusesAMissingPartition(t *testing.T) {
+	for _, c := range []struct{ name, line, says string }{
+		{"send", `{"i":1,"p":1,"type":"invoke","f":"send","value":{"topic":"t","value":"1-1"}}`, `write "partition": -1 when it is not known`},
+		{"poll", `{"i":1,"p":1,"type":"ok","f":"poll","value":{"isolation":"read_committed","records":[{"topic":"t","offset":0,"value":"1-1"}]}}`, `"records": record 0: a record without "partition"`},
+		{"txn", `{"i":1,"p":1,"type":"invoke","f":"txn","value":{"txn_id":"x","records":[{"topic":"t","value":"1-1"}],"intent":"commit"}}`, `txn value: "records": record 0`},
+		{"final read", `{"i":1,"p":9,"type":"ok","f":"final-read","value":{"topic":"t","isolation":"read_uncommitted","from":0,"end":0,"records":[]}}`, `it states the partition it scanned`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, _, err := readAll(t, testHeader+"\n"+opLine(0)+"\n"+c.line+"\n")
+			var le *LineError
+			require.ErrorAs(t, err, &le)
+			require.Equal(t, 3, le.Line)
+			require.ErrorContains(t, err, "history line 3: ")
+			require.ErrorContains(t, err, c.says)
+		})
+	}
+
+	unknown := `{"i":1,"p":1,"type":"info","f":"send","value":{"topic":"t","partition":-1,"value":"1-1"},"error":"x"}`
+	r, err := NewReader(strings.NewReader(testHeader + "\n" + unknown + "\n"))
+	require.NoError(t, err)
+	var op Op
+	require.NoError(t, r.Next(&op))
+	require.Equal(t, NoPartition, op.Value.Send.Partition)
+	line, err := AppendOp(nil, op)
+	require.NoError(t, err)
+	require.Contains(t, string(line), `"partition":-1`)
+}
+
+func TestPartitionName(t *testing.T) {
+	require.Equal(t, "orders-3", PartitionName("orders", 3))
+	require.Equal(t, "orders (no partition)", PartitionName("orders", NoPartition))
+}

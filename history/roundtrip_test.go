@@ -304,20 +304,20 @@ func TestDecoderMatchesEncodingJSON(t *testing.T) {
 var trickyLines = []string{
 	// Escapes of every kind, surrogate pairs, lone and misordered surrogates, escaped names.
 	`{"i":0,"t":0,"p":1,"type":"invoke","f":"send","value":{"topic":"t","partition":1,"value":"a\u00e9\ud83d\ude00|\ud800x|\udc00|\ud800\ud800|\"\\\/\b\f\n\r\t|\u0000"}}`,
-	`{"\u0069":1,"\u0074":5,"\u0070":2,"typ\u0065":"\u006fk","f":"s\u0065nd","value":{"top\u0069c":"t\u0000","value":"x"}}`,
+	`{"\u0069":1,"\u0074":5,"\u0070":2,"typ\u0065":"\u006fk","f":"s\u0065nd","value":{"top\u0069c":"t\u0000","p\u0061rtition":0,"value":"x"}}`,
 	// Invalid UTF-8 in strings becomes U+FFFD; valid multibyte text passes.
-	"{\"i\":2,\"p\":1,\"type\":\"info\",\"f\":\"send\",\"value\":{\"topic\":\"\xff\xfe\",\"value\":\"a\xc3\x28b\xed\xa0\x80\"},\"error\":\"日本\"}",
+	"{\"i\":2,\"p\":1,\"type\":\"info\",\"f\":\"send\",\"value\":{\"topic\":\"\xff\xfe\",\"partition\":-1,\"value\":\"a\xc3\x28b\xed\xa0\x80\"},\"error\":\"日本\"}",
 	// Whitespace everywhere, unknown members at every level, value before f, nulls.
 	" \t{ \"value\" : { \"isolation\" : \"read_committed\" , \"extra\" : [ 1 , -2.5e+3 , { \"a\" : [ ] } , true , false , null , \"s\" ] , \"records\" : [ { \"topic\" : \"t\" , \"partition\" : 3 , \"offset\" : -1 , \"value\" : \"v\" , \"headers\" : { } } ] } , \"i\" : 3 , \"p\" : 4 , \"type\" : \"ok\" , \"f\" : \"poll\" , \"future\" : {\"x\":[[[]]]} } \r",
 	`{"i":4,"t":null,"p":"nemesis","type":"invoke","f":"kill","of":null,"value":{ "nodes" : [1, 2] },"error":null}`,
 	`{"i":5,"t":1,"p":1,"type":"ok","f":"send","value":null}`,
 	`{"i":6,"t":1,"p":1,"type":"ok","f":"kill"}`,
-	// Duplicate members: the last one wins, in both.
-	`{"i":7,"t":1,"t":2,"p":1,"p":3,"type":"invoke","f":"send","value":{"value":"a","value":"b","offset":1,"offset":null}}`,
+	// Duplicate members: the last one wins, in both; a null partition leaves the one before.
+	`{"i":7,"t":1,"t":2,"p":1,"p":3,"type":"invoke","f":"send","value":{"value":"a","value":"b","partition":null,"offset":1,"offset":null,"partition":2,"partition":null}}`,
 	`{"i":8,"p":1,"type":"ok","f":"kill","value":{"a":1},"f":"txn","value":{"txn_id":"x","records":null,"intent":"abort"}}`,
 	// Extremes of the integer fields.
 	`{"i":9223372036854775807,"t":-9223372036854775808,"p":-0,"type":"ok","f":"final-read","of":0,"value":{"partition":2147483647,"from":-9223372036854775808,"end":9223372036854775807,"records":[],"incomplete":null}}`,
-	`{"i":10,"p":1,"type":"fail","f":"final-read","value":{"partition":-2147483648,"incomplete":false,"records":[{"value":""}]}}`,
+	`{"i":10,"p":1,"type":"fail","f":"final-read","value":{"partition":-1,"incomplete":false,"records":[{"partition":0,"value":""}]}}`,
 	`{"i":11,"p":1,"type":"ok","f":"rpw","value":{"input":null,"output":[],"txn_id":null}}`,
 	`{"i":12,"p":1,"type":"ok","f":"txn","value":{}}`,
 }
@@ -352,13 +352,13 @@ func TestDecoderRejectsWhatEncodingJSONRejects(t *testing.T) {
 		{"of not earlier", `{"i":3,` + ok + `,"of":3}`},
 		{"of negative", `{"i":3,` + ok + `,"of":-1}`},
 		{"send value array", `{"i":0,` + ok + `,"value":[]}`},
-		{"topic number", `{"i":0,` + ok + `,"value":{"topic":1}}`},
+		{"topic number", `{"i":0,` + ok + `,"value":{"topic":1,"partition":0}}`},
 		{"partition overflow", `{"i":0,` + ok + `,"value":{"partition":2147483648}}`},
 		{"partition fraction", `{"i":0,` + ok + `,"value":{"partition":1.0}}`},
-		{"offset string", `{"i":0,` + ok + `,"value":{"offset":"1"}}`},
+		{"offset string", `{"i":0,` + ok + `,"value":{"partition":0,"offset":"1"}}`},
 		{"records object", `{"i":0,"p":1,"type":"ok","f":"poll","value":{"records":{}}}`},
 		{"record not object", `{"i":0,"p":1,"type":"ok","f":"poll","value":{"records":[1]}}`},
-		{"incomplete number", `{"i":0,"p":1,"type":"ok","f":"final-read","value":{"incomplete":1}}`},
+		{"incomplete number", `{"i":0,"p":1,"type":"ok","f":"final-read","value":{"partition":0,"incomplete":1}}`},
 		{"control char", "{\"i\":0," + ok + ",\"error\":\"a\nb\"}"},
 		{"bad escape", `{"i":0,` + ok + `,"error":"\x"}`},
 		{"short unicode escape", `{"i":0,` + ok + `,"error":"\u12"}`},
@@ -377,6 +377,19 @@ func TestDecoderRejectsWhatEncodingJSONRejects(t *testing.T) {
 		{"unclosed unknown object", `{"i":0,` + ok + `,"x":{"a":1}`},
 		{"raw payload truncated", `{"i":0,"p":"nemesis","type":"ok","f":"kill","value":{"nodes":[1}}`},
 		{"torn", `{"i":0,"p":1,"type":"ok","f":"send","value":{"topic":"t","val`},
+		// A partition is stated, never taken as 0: -1 says it is not known.
+		{"send without partition", `{"i":0,` + ok + `,"value":{"topic":"t","value":"v"}}`},
+		{"send with null partition", `{"i":0,` + ok + `,"value":{"topic":"t","partition":null,"value":"v"}}`},
+		{"partition below -1", `{"i":0,` + ok + `,"value":{"topic":"t","partition":-2,"value":"v"}}`},
+		{"partition at int32's minimum", `{"i":0,` + ok + `,"value":{"topic":"t","partition":-2147483648,"value":"v"}}`},
+		{"txn record without partition", `{"i":0,"p":1,"type":"invoke","f":"txn","value":{"txn_id":"x","records":[{"topic":"t","partition":0,"value":"a"},{"topic":"t","value":"b"}],"intent":"commit"}}`},
+		{"poll record without partition", `{"i":0,"p":1,"type":"ok","f":"poll","value":{"isolation":"read_committed","records":[{"topic":"t","offset":3,"value":"a"}]}}`},
+		{"null poll record", `{"i":0,"p":1,"type":"ok","f":"poll","value":{"records":[null]}}`},
+		{"rpw input without partition", `{"i":0,"p":1,"type":"ok","f":"rpw","value":{"input":[{"topic":"t","offset":3,"value":"a"}],"output":[],"txn_id":"x"}}`},
+		{"rpw output below -1", `{"i":0,"p":1,"type":"ok","f":"rpw","value":{"input":[],"output":[{"topic":"t","partition":-7,"value":"a"}],"txn_id":"x"}}`},
+		{"final read without partition", `{"i":0,"p":1,"type":"ok","f":"final-read","value":{"topic":"t","isolation":"read_uncommitted","from":0,"end":0,"records":[]}}`},
+		{"final-read record without partition", `{"i":0,"p":1,"type":"ok","f":"final-read","value":{"topic":"t","partition":0,"from":0,"end":1,"records":[{"topic":"t","offset":0,"value":"a"}]}}`},
+		{"final read below -1", `{"i":0,"p":1,"type":"ok","f":"final-read","value":{"topic":"t","partition":-2,"records":[]}}`},
 	}
 	d := newDecoder()
 	for _, c := range bad {

@@ -107,6 +107,9 @@ func TestWriterRejects(t *testing.T) {
 		{"two payload fields", func() (Op, error) {
 			return w.Invoke(Client(1), FSend, Payload{Send: send, Raw: json.RawMessage(`{}`)})
 		}, "2 fields set"},
+		{"partition below -1", func() (Op, error) {
+			return w.Invoke(Client(1), FPoll, Payload{Poll: &Poll{Records: []Record{{Topic: "t", Partition: -2, Value: "v"}}}})
+		}, `poll value: "records": record 0: "partition" -2`},
 		{"invalid raw", func() (Op, error) { return w.Invoke(NemesisP(), "kill", Payload{Raw: json.RawMessage(`{"nodes":`)}) }, "raw payload"},
 		{"complete with invoke", func() (Op, error) { return w.Complete(inv, Invoke, Payload{}, "") }, "not a completion"},
 		{"complete with junk type", func() (Op, error) { return w.CompleteAsync(inv, "junk", Payload{}, "") }, "not a completion"},
