@@ -75,6 +75,12 @@ type Results struct {
 	BrokerMetrics *BrokerMetrics `json:"broker_metrics,omitempty"`
 }
 
+// FromVerityRun reports whether a Verity run wrote the history r was judged from: every run
+// names its scenario in the history's header (config "scenario", copied to Scenario), and a
+// history another tool wrote names none. Only a run's history can be repeated with `verity
+// run`; any history can be judged again with `verity check`.
+func (r *Results) FromVerityRun() bool { return r.Scenario != "" }
+
 // BrokerMetrics sums up a run's metrics.jsonl and checks its alerts against the ISR watch:
 // an alert that stayed silent while the condition it watches held is a finding (it does not
 // change the verdict, which judges Kafka's delivery guarantees, not its monitoring).
@@ -112,19 +118,6 @@ type HostInfo struct {
 	Cores         int    `json:"cores"`
 	MemoryBytes   int64  `json:"memory_bytes"`
 	EngineVersion string `json:"engine_version,omitempty"`
-}
-
-// leadingErrorName is the Kafka error name s starts with (upper-case letters, digits and
-// underscores, two or more, ended by ':', ')', a space or the end), or "".
-func leadingErrorName(s string) string {
-	end := strings.IndexFunc(s, func(r rune) bool { return !(r >= 'A' && r <= 'Z' || r == '_' || r >= '0' && r <= '9') })
-	if end < 0 {
-		end = len(s)
-	}
-	if end < 2 || (end < len(s) && !strings.ContainsRune(":) ", rune(s[end]))) {
-		return ""
-	}
-	return s[:end]
 }
 
 // BuildVersion is this binary's module version and the commit it was built from, as the Go
@@ -297,53 +290,6 @@ type ErrorCount struct {
 	LastS   float64 `json:"last_s"`
 	// ByPartition splits the count of sends by partition ("topic-partition").
 	ByPartition map[string]int64 `json:"by_partition,omitempty"`
-}
-
-// ErrorClass names the error of an op's "error" text for counting: Kafka's protocol name of a
-// broker error ("NOT_ENOUGH_REPLICAS"), which the workloads put after "kafka server: ", else a
-// class of client-side failure (timeout, connection refused, connection lost, circuit breaker
-// open, …), else "other".
-func ErrorClass(text string) string {
-	// "kafka server: NOT_ENOUGH_REPLICAS: …" (the workloads' form), "… (kafka server:
-	// REQUEST_TIMED_OUT)" (franz-go's), or "…: kafka server: Messages are rejected … (NOT_ENOUGH_REPLICAS)"
-	// (a wrapped sarama error): Kafka's name is an upper-case token after "kafka server: " or in
-	// the last parentheses.
-	for rest := text; ; {
-		_, after, ok := strings.Cut(rest, "kafka server: ")
-		if !ok {
-			break
-		}
-		if name := leadingErrorName(after); name != "" {
-			return name
-		}
-		rest = after
-	}
-	if open := strings.LastIndexByte(text, '('); open >= 0 && strings.HasSuffix(strings.TrimSpace(text), ")") {
-		inner := strings.TrimSuffix(strings.TrimSpace(text[open+1:]), ")")
-		if name := leadingErrorName(inner); name == inner {
-			return name
-		}
-	}
-	low := strings.ToLower(text)
-	switch {
-	case text == "":
-		return "none given"
-	case strings.Contains(low, "aborted"):
-		return "aborted"
-	case strings.Contains(low, "circuit breaker"):
-		// sarama's producer refuses sends at once after a run of failures.
-		return "circuit breaker open"
-	case strings.Contains(low, "deadline") || strings.Contains(low, "timed out") || strings.Contains(low, "timeout"):
-		return "timeout"
-	case strings.Contains(low, "connection refused"):
-		return "connection refused"
-	case strings.Contains(low, "eof") || strings.Contains(low, "reset") || strings.Contains(low, "broken pipe") || strings.Contains(low, "closed") ||
-		strings.Contains(low, "not connected"):
-		return "connection lost"
-	case strings.Contains(low, "fenced"):
-		return "fenced"
-	}
-	return "other"
 }
 
 // Field names of Stats besides the per-kind outcome counts.
