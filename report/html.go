@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"io"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,7 +24,7 @@ import (
 const pageTemplate = `<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Verity: {{.Scenario}} — {{.Verdict}}</title>
+<title>Verity: {{.Name}} — {{.Verdict}}</title>
 <style>
 body{font-family:system-ui,-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;margin:0 auto;max-width:1100px;padding:1em 1.5em;color:#222;line-height:1.4}
 h1{margin:.2em 0}h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:1.6em}
@@ -39,14 +40,14 @@ img.plot{width:100%;height:auto;border:1px solid #eee}
 .note{color:#555;font-size:13px}code,pre{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px}
 pre{background:#f7f7f7;padding:.6em;overflow:auto;max-height:30em}ul.ex{margin:0;padding-left:1.1em}
 </style></head><body>
-<h1>Verity report: {{.Scenario}}</h1>
+<h1>Verity report: {{.Name}}</h1>
 <div id="verdict" class="{{.Verdict}}">
 <div><div class="note">verdict</div><div class="big" id="verdict-value">{{.Verdict}}</div></div>
 <div><div class="note">seed</div><div class="seed" id="seed">{{.Seed}}</div></div>
-<div><div class="note">scenario</div><div class="seed">{{.Scenario}}</div></div>
+<div><div class="note">scenario</div><div class="seed" id="scenario">{{if .Scenario}}{{.Scenario}}{{else}}none: not written by a Verity run{{end}}</div></div>
 <div><div class="note">client</div><div class="seed" id="client">{{.Client}}</div></div>
 <div><div class="note">kafka</div><div class="seed" id="kafka">{{.Kafka}}</div></div>
-<div class="note">{{.ForbiddenText}}<br>rerun: <code>{{.Rerun}}</code></div>
+<div class="note">{{.ForbiddenText}}<br>{{if .Rerun}}rerun: <code id="rerun">{{.Rerun}}</code>{{else}}no run to repeat; judged from the history alone: <code id="judged-by">{{.JudgedBy}}</code>{{end}}</div>
 </div>
 {{if .Files}}<p class="note" id="files">Files of the run: {{range $i, $f := .Files}}{{if $i}} · {{end}}<a href="{{$f}}">{{$f}}</a>{{end}}</p>{{end}}
 {{if .Expectation}}<p id="expectation"><b>Expected:</b> {{.Expectation}}</p>{{end}}
@@ -167,6 +168,9 @@ type pageData struct {
 	Deviations, SettingDeviations []string
 	Assumed, Overrides, Notes     []string
 	ConfigJSON                    string
+	// Name is what the page is about: the scenario, or the history's file when no Verity run
+	// wrote it; JudgedBy then stands for Rerun (Options.Rerun).
+	Name, JudgedBy string
 }
 
 type opRow struct {
@@ -248,12 +252,21 @@ func RenderHTML(w io.Writer, r *results.Results, tl *Timeline, opts Options, war
 	d.Expectation = opts.Expectation
 	d.Files = opts.files
 	d.EvidenceFirst = r.Verdict != results.Pass
-	d.Rerun = opts.Rerun
-	if d.Rerun == "" {
-		d.Rerun = fmt.Sprintf("verity run --scenario %s --seed %d", r.Scenario, r.Seed)
-	}
 	if r.History != nil {
 		d.History = r.History.Path
+	}
+	d.Name = r.Scenario
+	if r.FromVerityRun() {
+		d.Rerun = opts.Rerun
+		if d.Rerun == "" {
+			d.Rerun = fmt.Sprintf("verity run --scenario %s --seed %d", r.Scenario, r.Seed)
+		}
+	} else {
+		d.JudgedBy = checkCommand(r)
+		d.Name = "a history"
+		if d.History != "" {
+			d.Name = filepath.Base(d.History)
+		}
 	}
 	d.ForbiddenText = forbiddenSummary(r)
 	for _, f := range slices.Sorted(maps.Keys(r.Stats.Ops)) {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/verify/guarantee"
 	"github.com/verity-kafka/verity/verify/results"
 )
@@ -95,6 +96,9 @@ func forbiddenCount(a results.Anomaly) int {
 // look green). The seed is a property of the suite and of every case.
 func JUnit(r *results.Results) *JUnitSuites {
 	class := "verity." + r.Scenario
+	if !r.FromVerityRun() {
+		class = "verity.history"
+	}
 	seed := strconv.FormatInt(r.Seed, 10)
 	seedProp := JUnitProperty{Name: "seed", Value: seed}
 	total := r.Timings.ClusterReadyS + r.Timings.RunS + r.Timings.CheckS
@@ -124,8 +128,11 @@ func JUnit(r *results.Results) *JUnitSuites {
 				parts = append(parts, fmt.Sprintf("%d %s", n, name))
 			}
 		}
-		verdict.Failure = &JUnitMessage{Type: "verdict", Message: "a documented guarantee was violated: " + strings.Join(parts, ", "),
-			Text: fmt.Sprintf("scenario %s, seed %d: rerun with --seed %d", r.Scenario, r.Seed, r.Seed)}
+		text := fmt.Sprintf("scenario %s, seed %d: rerun with --seed %d", r.Scenario, r.Seed, r.Seed)
+		if !r.FromVerityRun() {
+			text = "not written by a Verity run, so there is no run to repeat; judged from the history alone: " + checkCommand(r)
+		}
+		verdict.Failure = &JUnitMessage{Type: "verdict", Message: "a documented guarantee was violated: " + strings.Join(parts, ", "), Text: text}
 	case results.Pass:
 	default:
 		verdict.Error = &JUnitMessage{Type: "verdict", Message: "verdict " + string(r.Verdict) + ": the run could not be checked",
@@ -191,7 +198,7 @@ func exampleText(e results.Example) string {
 	if e.Topic != "" {
 		tp := e.Topic
 		if e.Partition != nil {
-			tp += "-" + strconv.Itoa(int(*e.Partition))
+			tp = history.PartitionName(e.Topic, *e.Partition)
 		}
 		parts = append(parts, tp)
 	}

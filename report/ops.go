@@ -105,7 +105,7 @@ func opText(op *history.Op) string {
 		s = fmt.Sprintf("poll (%s): %s", v.Poll.Isolation, recordsText(v.Poll.Records))
 	case v.FinalRead != nil:
 		fr := v.FinalRead
-		s = fmt.Sprintf("final-read %s-%d (%s) [%d, %d): %s", fr.Topic, fr.Partition, fr.Isolation, fr.From, fr.End, recordsText(fr.Records))
+		s = fmt.Sprintf("final-read %s (%s) [%d, %d): %s", history.PartitionName(fr.Topic, fr.Partition), fr.Isolation, fr.From, fr.End, recordsText(fr.Records))
 	case v.RPW != nil:
 		s = fmt.Sprintf("rpw %s: in %s; out %s", v.RPW.TxnID, recordsText(v.RPW.Input), recordsText(v.RPW.Output))
 	default:
@@ -124,7 +124,7 @@ func opText(op *history.Op) string {
 }
 
 func recordText(r history.Record) string {
-	s := fmt.Sprintf("%s → %s-%d", r.Value, r.Topic, r.Partition)
+	s := r.Value + " → " + history.PartitionName(r.Topic, r.Partition)
 	if r.Offset != nil {
 		s += "@" + strconv.FormatInt(*r.Offset, 10)
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/verity-kafka/verity/history"
@@ -28,7 +29,9 @@ type Options struct {
 	// default 24.
 	MaxPartitionPlots int
 	// Rerun is the command that repeats the run, shown under the verdict; default
-	// "verity run --scenario NAME --seed N" (which misses any flag the run was given).
+	// "verity run --scenario NAME --seed N" (which misses any flag the run was given). A
+	// history no Verity run wrote (results.FromVerityRun) has no run to repeat: the report
+	// shows checkCommand instead, and ignores Rerun.
 	Rerun string
 	// Expectation is what the scenario expected, in words (Scenario.Expect), shown under the
 	// verdict; empty: not shown.
@@ -42,6 +45,20 @@ type Options struct {
 	// its folder.
 	opsPage map[string]bool
 	files   []string
+}
+
+// checkCommand is the command that judges r's history again, which a report offers in place
+// of a rerun for a history that no Verity run wrote.
+func checkCommand(r *results.Results) string {
+	path := "HISTORY"
+	if r.History != nil && r.History.Path != "" {
+		path = r.History.Path
+	}
+	if strings.ContainsAny(path, " \t\n'\"$`\\;&|<>()*?[]{}~#!") {
+		// Quoted for a POSIX shell, so that the command can be pasted as it is shown.
+		path = "'" + strings.ReplaceAll(path, "'", `'\''`) + "'"
+	}
+	return "verity check " + path
 }
 
 // MetricsNotSampled begins the run note that says why a run has no broker metrics.

@@ -383,7 +383,11 @@ func (c *Checker) complete(p *proc, k fkind, op *history.Op, ord uint32) {
 		c.async[pd.index] = pd
 		pd = nil
 	}
-	c.stats.complete(op, k, pd)
+	var sendTP uint32
+	if k == fSend {
+		sendTP = c.sendPartition(pd, op.Value.Send)
+	}
+	c.stats.complete(op, k, pd, sendTP)
 	if k == fOther {
 		p.reset()
 		if isCrash(op.F) {
@@ -394,7 +398,7 @@ func (c *Checker) complete(p *proc, k fkind, op *history.Op, ord uint32) {
 	}
 	switch k {
 	case fSend:
-		c.completeSend(p, pd, op, ord)
+		c.completeSend(p, pd, op, ord, sendTP)
 	case fTxn, fRPW:
 		c.completeTxn(p, pd, k, op, ord)
 	case fPoll:

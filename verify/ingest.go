@@ -184,7 +184,24 @@ func (c *Checker) read(r *history.Record, iso int, ord uint32) (v, tp uint32, of
 	return v, tp, off
 }
 
-func (c *Checker) completeSend(p *proc, pd *pending, op *history.Op, ord uint32) {
+// sendPartition is the partition a send's completion is about: the one it names, else its
+// invoke's (a client may know the partition only once it has chosen one, or not at all when
+// its error names none), else the topic's records of no known partition; 0 when neither
+// carried a record.
+func (c *Checker) sendPartition(pd *pending, r *history.Record) uint32 {
+	switch {
+	case r != nil && r.Partition != history.NoPartition:
+		return c.parts.id(r.Topic, r.Partition)
+	case pd != nil && pd.tp != 0:
+		return pd.tp
+	case r != nil:
+		return c.parts.id(r.Topic, r.Partition)
+	}
+	return 0
+}
+
+// completeSend takes the completion of a send about partition tp (sendPartition).
+func (c *Checker) completeSend(p *proc, pd *pending, op *history.Op, ord uint32, tp uint32) {
 	r := op.Value.Send
 	var v uint32
 	switch {
@@ -202,23 +219,22 @@ func (c *Checker) completeSend(p *proc, pd *pending, op *history.Op, ord uint32)
 	if st.kind() == kindSend {
 		c.settle(st, out, ord)
 	}
-	var tp uint32
-	switch {
-	case r != nil:
-		tp = c.parts.id(r.Topic, r.Partition)
-	case pd != nil:
-		tp = pd.tp
-	}
 	if tp == 0 {
 		return
 	}
+	known := c.parts.known(tp)
 	if out == outOK || out == outInfo {
 		c.parts.ps[tp].touch()
 	}
-	if out == outOK && r != nil && r.Offset != nil && *r.Offset >= 0 {
+	if out == outOK && r != nil && r.Offset != nil && *r.Offset >= 0 && known {
 		c.place(tp, *r.Offset, v, ord, srcAck)
-	} else if st.off < 0 {
-		st.tp = tp // the broker's partition, known now
+	} else if st.off < 0 && (known || st.tp == 0) {
+		st.tp = tp // the broker's partition, known now (or at least the topic)
+	}
+	if !known {
+		// Availability and stalls are per partition: a write of no known partition tells
+		// nothing of any one (the error counts still count it, under its topic).
+		return
 	}
 	c.stats.write(tp, op.Time, pd, out)
 	if out == outOK && pd != nil && pd.isrEpoch != 0 && pd.tp == tp {
@@ -288,7 +304,7 @@ func (c *Checker) completeTxn(p *proc, pd *pending, k fkind, op *history.Op, ord
 		if out == outOK || out == outInfo {
 			c.parts.ps[tp].touch()
 		}
-		if !aborting {
+		if !aborting && c.parts.known(tp) {
 			c.stats.write(tp, op.Time, pd, uint16(out))
 		}
 	}
@@ -341,8 +357,7 @@ func (c *Checker) completeFinal(pd *pending, op *history.Op, ord uint32) {
 	iso := isoOf(fr.Isolation, isoRU)
 	cov := &c.parts.ps[tp].final[iso]
 	if op.Type == history.OK && !fr.Incomplete {
-		cov.ranges = append(cov.ranges, rng{from: fr.From, end: fr.End, ord: ord})
-		cov.merged = false
+		cov.add(rng{from: fr.From, end: fr.End, ord: ord})
 	} else if !cov.incomplete {
 		cov.incomplete, cov.incOrd = true, ord
 	}

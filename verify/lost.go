@@ -19,7 +19,7 @@ import (
 // covers returns the final read covering offset o, if any. past says whether offsets beyond
 // the end of the scans count as covered.
 func (fc *finalCov) covers(o int64, past bool) (uint32, bool) {
-	if len(fc.ranges) == 0 {
+	if len(fc.scans) == 0 {
 		return none, false
 	}
 	if r, ok := fc.within(o); ok {

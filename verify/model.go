@@ -1,7 +1,11 @@
 package verify
 
 import (
+	"cmp"
+	"slices"
 	"strconv"
+
+	"github.com/verity-kafka/verity/history"
 )
 
 // The checker streams a history once and keeps compact state per record value, per partition
@@ -79,7 +83,7 @@ type values struct {
 }
 
 const (
-	chunkBits = 16
+	chunkBits = 12
 	chunkLen  = 1 << chunkBits
 	// maxDenseProc bounds the per-process arrays; larger process numbers use the map.
 	maxDenseProc = 1 << 16
@@ -235,6 +239,10 @@ type rng struct {
 
 // finalCov is what the final reads of one isolation level covered in one partition.
 type finalCov struct {
+	// scans are the final reads as they came, sorted by from once merged; ranges joins the
+	// touching ones, each naming the scan that reached its end. A finding cites the scan that
+	// covered its offset (scanAt), not the first of a joined range.
+	scans      []rng
 	ranges     []rng
 	incomplete bool   // a scan said so, failed, or never completed
 	incOrd     uint32 // the op that made it incomplete
@@ -243,37 +251,43 @@ type finalCov struct {
 }
 
 // done reports whether any final read of this isolation level was made.
-func (c *finalCov) done() bool { return len(c.ranges) > 0 || c.incomplete }
+func (c *finalCov) done() bool { return len(c.scans) > 0 || c.incomplete }
 
 // complete reports whether scans ran without fault over one contiguous range.
 func (c *finalCov) complete() bool {
-	if c.incomplete || len(c.ranges) == 0 {
+	if c.incomplete || len(c.scans) == 0 {
 		return false
 	}
 	c.merge()
 	return len(c.ranges) == 1
 }
 
-// merge sorts and joins touching ranges, so that coverage is a binary search.
+// add takes a final read's range.
+func (c *finalCov) add(r rng) {
+	c.scans = append(c.scans, r)
+	c.merged = false
+}
+
+// merge sorts the scans and joins touching ones, so that coverage is a binary search.
 func (c *finalCov) merge() {
 	if c.merged {
 		return
 	}
 	c.merged = true
-	rs := c.ranges
+	rs := c.scans
 	for i := 1; i < len(rs); i++ { // insertion sort: scans come in order, so this is linear
 		for j := i; j > 0 && rs[j].from < rs[j-1].from; j-- {
 			rs[j], rs[j-1] = rs[j-1], rs[j]
 		}
 	}
-	out := rs[:0]
+	out := c.ranges[:0]
 	for _, r := range rs {
 		if r.end < r.from {
 			r.end = r.from
 		}
 		if n := len(out); n > 0 && r.from <= out[n-1].end {
 			if r.end > out[n-1].end {
-				out[n-1].end = r.end
+				out[n-1].end, out[n-1].ord = r.end, r.ord
 			}
 			continue
 		}
@@ -282,7 +296,7 @@ func (c *finalCov) merge() {
 	c.ranges = out
 }
 
-// within returns the scan covering offset o, if any.
+// within returns the joined range covering offset o, if any, naming the scan that covered o.
 func (c *finalCov) within(o int64) (rng, bool) {
 	c.merge()
 	lo, hi := 0, len(c.ranges)
@@ -295,9 +309,22 @@ func (c *finalCov) within(o int64) (rng, bool) {
 		}
 	}
 	if lo < len(c.ranges) && c.ranges[lo].from <= o {
-		return c.ranges[lo], true
+		r := c.ranges[lo]
+		r.ord = c.scanAt(o, r.ord)
+		return r, true
 	}
 	return rng{}, false
+}
+
+// scanAt is the final read that covered offset o (merged scans), else def.
+func (c *finalCov) scanAt(o int64, def uint32) uint32 {
+	i, _ := slices.BinarySearchFunc(c.scans, o, func(r rng, o int64) int { return cmp.Compare(r.from, o+1) })
+	for i--; i >= 0; i-- { // the last scan from at or below o; an earlier one may reach further
+		if c.scans[i].end > o {
+			return c.scans[i].ord
+		}
+	}
+	return def
 }
 
 // first and end return the extent of the scans.
@@ -326,7 +353,11 @@ type partition struct {
 	committedTxn bool
 }
 
-func (p *partition) String() string { return p.topic + "-" + strconv.Itoa(int(p.part)) }
+func (p *partition) String() string { return history.PartitionName(p.topic, p.part) }
+
+// known reports whether p is a partition, rather than the records of its topic whose partition
+// the history does not know (history.NoPartition).
+func (p *partition) known() bool { return p.part != history.NoPartition }
 
 type tpKey struct {
 	topic string
@@ -344,6 +375,10 @@ type partitions struct {
 func newPartitions() partitions {
 	return partitions{ids: map[tpKey]uint32{}, ps: []*partition{nil}}
 }
+
+// known reports whether tp is a partition: not 0 (none) and not a topic's records whose
+// partition is not known.
+func (t *partitions) known(tp uint32) bool { return tp != 0 && t.ps[tp].known() }
 
 func (t *partitions) id(topic string, part int32) uint32 {
 	if t.lid != 0 && t.last.part == part && t.last.topic == topic {
@@ -479,10 +514,10 @@ func (l *list[T]) each(f func(*T)) {
 	}
 }
 
-// touch notes that the history wrote to or read from p, so a final read must cover it. A
-// negative partition is a producer's "not chosen yet" and names no real partition.
+// touch notes that the history wrote to or read from p, so a final read must cover it; a
+// partition not known is no partition a final read could cover.
 func (p *partition) touch() {
-	if p.part >= 0 {
+	if p.known() {
 		p.needsFinal = true
 	}
 }

@@ -98,8 +98,13 @@ func (c *Checker) checkSkips() {
 		if !ok {
 			return
 		}
+		// The evidence shows the skipped record: a consumer's read of it, else the final read's.
+		shown := c.vals.at(w).readOrd
+		if shown == none {
+			shown = c.vals.at(w).finalOrd
+		}
 		c.find(finding{a: guarantee.PollSkip, v: w, tp: sc.tp, off: sc.from, tp2: sc.tp, off2: sc.to, skipped: o,
-			ops: [4]uint32{sc.ords[0], sc.ords[1], c.vals.at(w).readOrd, none}, proc: sc.proc, iso: sc.iso})
+			ops: [4]uint32{sc.ords[0], sc.ords[1], shown, none}, proc: sc.proc, iso: sc.iso})
 	})
 	c.skips = list[skipCand]{}
 }

@@ -52,7 +52,7 @@ func (c *Checker) finish() {
 	c.finished = true
 	// Ops never completed: unknown outcome; a final read never completed is incomplete.
 	closePending := func(pd *pending) {
-		c.stats.pendingOp(pd)
+		c.stats.pendingOp(pd, c.parts.known(pd.tp))
 		if pd.f == fFinal && pd.tp != 0 {
 			cov := &c.parts.ps[pd.tp].final[pd.iso]
 			if !cov.incomplete {

@@ -5,7 +5,6 @@ import (
 	"math"
 	"math/bits"
 	"slices"
-	"strconv"
 
 	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/verify/results"
@@ -81,7 +80,9 @@ func (s *statsState) init() {
 	s.nem = map[string]int64{}
 }
 
-func (s *statsState) complete(op *history.Op, k fkind, pd *pending) {
+// complete counts op, a completion of kind k whose invoke was pd (nil: none known); a send's
+// completion is about partition tp (Checker.sendPartition).
+func (s *statsState) complete(op *history.Op, k fkind, pd *pending, tp uint32) {
 	s.endT = max(s.endT, op.Time)
 	o := &s.byKind[k]
 	if k == fOther {
@@ -99,16 +100,16 @@ func (s *statsState) complete(op *history.Op, k fkind, pd *pending) {
 		}
 	case history.Fail:
 		o.Fail++
-		s.failed(op, pd)
+		s.failed(op, tp)
 	case history.Info:
 		o.Info++
-		s.failed(op, pd)
+		s.failed(op, tp)
 	}
 }
 
-// failed counts a fail or info completion by its error's class, and by the partition of a
-// send.
-func (s *statsState) failed(op *history.Op, pd *pending) {
+// failed counts a fail or info completion by its error's class, and a send's by its partition
+// tp.
+func (s *statsState) failed(op *history.Op, tp uint32) {
 	k := errKey{f: op.F, outcome: string(op.Type), class: results.ErrorClass(op.Error)}
 	t := round3(float64(op.Time) / 1e9)
 	e := s.errs[k]
@@ -119,22 +120,23 @@ func (s *statsState) failed(op *history.Op, pd *pending) {
 	}
 	e.Count++
 	e.LastS = t
-	if pd != nil && pd.f == fSend && pd.tp != 0 {
+	if tp != 0 {
 		if e.byTP == nil {
 			e.byTP = map[uint32]int64{}
 		}
-		e.byTP[pd.tp]++
+		e.byTP[tp]++
 	}
 }
 
 // pendingOp counts an op invoked and never completed. Other ops (assign, crash, …) keep no
-// name in their pending state and are not counted.
-func (s *statsState) pendingOp(pd *pending) {
+// name in their pending state and are not counted. known says whether a send's partition is
+// known: only then does it count towards that partition's stall.
+func (s *statsState) pendingOp(pd *pending, known bool) {
 	if pd.f != fOther {
 		s.byKind[pd.f].Pending++
 	}
 	// A write never answered waits to the end of the history.
-	if pd.f == fSend && pd.tp != 0 && int(pd.tp) < len(s.avail) {
+	if pd.f == fSend && known && int(pd.tp) < len(s.avail) {
 		a := &s.avail[pd.tp]
 		a.waitFrom(pd.time)
 		a.until = max(a.until, s.endT)
@@ -332,8 +334,7 @@ func (c *Checker) buildStats() results.Stats {
 				if row.ByPartition == nil {
 					row.ByPartition = map[string]int64{}
 				}
-				p := c.parts.ps[tp]
-				row.ByPartition[p.topic+"-"+strconv.Itoa(int(p.part))] = n
+				row.ByPartition[c.parts.ps[tp].String()] = n
 			}
 		}
 		out.Errors = append(out.Errors, row)
@@ -400,7 +401,7 @@ func (c *Checker) buildStats() results.Stats {
 		if ru.done() {
 			ps.Complete = ps.Complete && ru.complete()
 		}
-		if len(main.ranges) > 0 {
+		if len(main.scans) > 0 {
 			ps.From, ps.End = main.first(), main.last().end
 		}
 		out.Partitions = append(out.Partitions, ps)

@@ -164,3 +164,44 @@ func TestStallsSpanConsecutiveTimeouts(t *testing.T) {
 		t.Errorf("t-1 stall %+v, want from the unanswered invoke (%v ms) to the history's end (%v ms)", st, float64(hung)/1e6, float64(end)/1e6)
 	}
 }
+
+// A send whose partition is not known (history.NoPartition) counts in the errors under its
+// topic, named as no partition, and in no partition's unavailability or stall; a completion
+// that names the partition its invoke did not counts there.
+func TestStatsOfSendsWithNoPartition(t *testing.T) {
+	h := newHB()
+	h.send(1, rec("t", history.NoPartition, "1-1"), Info, 0)     // the error names no partition
+	inv := h.sendInvoke(1, rec("t", history.NoPartition, "1-2")) // chosen later ...
+	h.sendDone(1, inv, rec("t", 0, "1-2"), Fail, 0, false)       // ... and named by the completion
+	h.send(1, rec("t", 0, "1-3"), OK, 0)
+	h.sendInvoke(2, rec("t", history.NoPartition, "2-1")) // never answered
+	h.finalBoth("t", 0, 0, 1, at(rec("t", 0, "1-3"), 0))
+	r := h.check(strict())
+	s := r.Stats
+
+	byPart := map[string]int64{}
+	for _, e := range s.Errors {
+		for k, n := range e.ByPartition {
+			byPart[k] += n
+		}
+	}
+	if want := map[string]int64{"t (no partition)": 1, "t-0": 1}; !maps.Equal(byPart, want) {
+		t.Errorf("errors by partition %v, want %v", byPart, want)
+	}
+	for _, w := range s.Unavailability {
+		if w.Partition == history.NoPartition {
+			t.Errorf("an unavailability window of no partition: %+v", w)
+		}
+	}
+	for _, st := range s.Stalls {
+		if st.Partition == history.NoPartition {
+			t.Errorf("a stall of no partition: %+v", st)
+		}
+	}
+	if want := []results.Window{{Topic: "t", Partition: 0, StartMs: 3, EndMs: 6, Failed: 1}}; !slices.Equal(s.Unavailability, want) {
+		t.Errorf("windows %+v, want %+v", s.Unavailability, want)
+	}
+	if r.Verdict != results.Pass {
+		t.Errorf("verdict %s (%v), want pass: no partition is one a final read must cover", r.Verdict, r.UnknownReasons)
+	}
+}

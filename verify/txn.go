@@ -244,7 +244,7 @@ func (c *Checker) checkHangingTransactions() {
 		if _, passed := rc.within(s.off); passed {
 			continue
 		}
-		last := rc.ranges[len(rc.ranges)-1]
+		last := rc.last()
 		if last.end > s.off {
 			continue
 		}

@@ -89,7 +89,7 @@ func (c *Checker) unknownReasons() []string {
 		for _, tp := range slices.Sorted(maps.Keys(c.unjudged)) {
 			p := c.parts.ps[tp]
 			end := ""
-			if rc := &p.final[isoRC]; len(rc.ranges) > 0 {
+			if rc := &p.final[isoRC]; len(rc.scans) > 0 {
 				end = fmt.Sprintf("; the scan ends at offset %d", rc.last().end)
 			}
 			beyond = append(beyond, fmt.Sprintf("%s (%d records%s)", p.String(), c.unjudged[tp], end))

@@ -154,7 +154,7 @@ func TestCheckFile(t *testing.T) {
 		}
 	})
 	t.Run("a malformed line in the middle is an error with its line number", func(t *testing.T) {
-		path := writeHistory(t, h, cfg, "{\"i\":9,\"t\":5,\"p\":1,\"type\":\"ok\",\"f\":\"send\",\"value\":{}}\nnot json\n")
+		path := writeHistory(t, h, cfg, "{\"i\":9,\"t\":5,\"p\":1,\"type\":\"ok\",\"f\":\"send\",\"value\":null}\nnot json\n")
 		_, err := CheckFile(context.Background(), path, Options{})
 		var le *history.LineError
 		if !errors.As(err, &le) || le.Line != 7 {

@@ -375,33 +375,80 @@ func (t Table) Judge(a Anomaly, f Facts) Decision {
 		Why: fmt.Sprintf("no row of the guarantee table covers %q", a)}
 }
 
-// Explain fills the {placeholders} of a rule's Why from f.
+// Explain fills the {placeholders} of a rule's Why from f; a name it does not know stays as
+// written. The checker explains every default decision of a run, so this is a scan rather than
+// a strings.Replacer built per call.
 func Explain(why string, f Facts) string {
 	if !strings.Contains(why, "{") {
 		return why
 	}
+	var b strings.Builder
+	b.Grow(len(why) + 32)
+	for {
+		i := strings.IndexByte(why, '{')
+		if i < 0 {
+			break
+		}
+		j := strings.IndexByte(why[i:], '}')
+		if j < 0 {
+			break
+		}
+		b.WriteString(why[:i])
+		if v, ok := placeholder(why[i+1:i+j], f); ok {
+			b.WriteString(v)
+		} else {
+			b.WriteString(why[i : i+j+1])
+		}
+		why = why[i+j+1:]
+	}
+	b.WriteString(why)
+	return b.String()
+}
+
+// placeholder is the text of {name} for the circumstances f.
+func placeholder(name string, f Facts) (string, bool) {
 	p := f.Producer
-	return strings.NewReplacer(
-		"{acks}", p.Acks.String(),
-		"{idempotence}", strconv.FormatBool(p.Idempotent),
-		"{in_flight}", strconv.Itoa(p.MaxInFlight),
-		"{retries}", strconv.Itoa(p.Retries),
-		"{rf}", strconv.Itoa(f.Topic.RF),
-		"{min_isr}", strconv.Itoa(f.Topic.MinISR),
-		"{unclean}", strconv.FormatBool(f.Topic.Unclean),
-		"{isolation}", string(f.Isolation),
-		"{disk_nodes}", strconv.Itoa(f.Faults.diskNodes()),
-		"{power_nodes}", strconv.Itoa(f.Faults.powerNodes()),
-		"{flush}", flushText(f.Topic.FlushMessages),
-		"{controllers}", countText(f.Faults.Controllers, "?"),
-		"{ctl_power}", countText(f.Faults.ControllerPowerLoss, "some"),
-		"{ctl_disk}", countText(f.Faults.ControllerDiskLoss, "some"),
-		"{producer_conflict}", p.Conflict,
-		"{topic_conflict}", f.Topic.Conflict,
-		"{txn_protocol}", protocolNote(f.TxnProtocol),
-		"{rewind}", rewindNote(f.Client),
-		"{sink}", sinkNote(f.Sink),
-	).Replace(why)
+	switch name {
+	case "acks":
+		return p.Acks.String(), true
+	case "idempotence":
+		return strconv.FormatBool(p.Idempotent), true
+	case "in_flight":
+		return strconv.Itoa(p.MaxInFlight), true
+	case "retries":
+		return strconv.Itoa(p.Retries), true
+	case "rf":
+		return strconv.Itoa(f.Topic.RF), true
+	case "min_isr":
+		return strconv.Itoa(f.Topic.MinISR), true
+	case "unclean":
+		return strconv.FormatBool(f.Topic.Unclean), true
+	case "isolation":
+		return string(f.Isolation), true
+	case "disk_nodes":
+		return strconv.Itoa(f.Faults.diskNodes()), true
+	case "power_nodes":
+		return strconv.Itoa(f.Faults.powerNodes()), true
+	case "flush":
+		return flushText(f.Topic.FlushMessages), true
+	case "controllers":
+		return countText(f.Faults.Controllers, "?"), true
+	case "ctl_power":
+		return countText(f.Faults.ControllerPowerLoss, "some"), true
+	case "ctl_disk":
+		return countText(f.Faults.ControllerDiskLoss, "some"), true
+	case "producer_conflict":
+		return p.Conflict, true
+	case "topic_conflict":
+		return f.Topic.Conflict, true
+	case "txn_protocol":
+		return protocolNote(f.TxnProtocol), true
+	case "rewind":
+		return rewindNote(f.Client), true
+	case "sink":
+		return sinkNote(f.Sink), true
+	}
+	return "", false
 }
 
 // sinkNote is a sink's mode as a reason states it: the mode and what it does.

@@ -1,0 +1,157 @@
+package histmodel
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/verity-kafka/verity/verify/guarantee"
+	"github.com/verity-kafka/verity/verify/results"
+)
+
+// seeds is how many seeds each property runs: 2,000 per family, 200 under -short.
+func seeds() uint64 {
+	if testing.Short() {
+		return 200
+	}
+	return 2000
+}
+
+// maxReports bounds the failures one property reports, so that one wrong rule does not bury
+// the others.
+const maxReports = 3
+
+// verdictFor is the verdict one finding judged j gives a history with nothing else to say.
+func verdictFor(j guarantee.Judgement) results.Verdict {
+	switch j {
+	case guarantee.Forbidden:
+		return results.Fail
+	case guarantee.Permitted:
+		return results.Pass
+	}
+	return results.Unknown
+}
+
+// cleanProblem says what is wrong with the results of a clean history, or "".
+func cleanProblem(r *results.Results) string {
+	var s []string
+	for _, a := range findings(r) {
+		s = append(s, fmt.Sprintf("%s: %d finding(s), first %+v", a, r.Anomalies[a].Count, r.Anomalies[a].Examples[0]))
+	}
+	if r.Verdict != results.Pass {
+		s = append(s, fmt.Sprintf("verdict %s (unknown reasons %v)", r.Verdict, r.UnknownReasons))
+	}
+	return strings.Join(s, "; ")
+}
+
+func runClean(t *testing.T, parts func(seed uint64) Parts) {
+	reported := 0
+	for seed := range seeds() {
+		p := parts(seed)
+		h, _, err := Build(seed, Options{Parts: p}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if problem := cleanProblem(check(t, h)); problem != "" {
+			t.Errorf("seed %d, parts %+v: a clean history: %s", seed, p, problem)
+			if reported++; reported == maxReports {
+				t.Fatal("more failures not shown")
+			}
+		}
+	}
+}
+
+// TestPropertyClean: a clean history, with any parts, holds no finding and passes.
+func TestPropertyClean(t *testing.T) {
+	t.Parallel()
+	runClean(t, func(seed uint64) Parts { return randomParts(seed, Needs{}) })
+}
+
+// TestPropertyCleanLeaderUnknown: samples that name no leader (-1) at the current epoch,
+// while a killed leader's successor is not known yet, are no metadata loss.
+func TestPropertyCleanLeaderUnknown(t *testing.T) {
+	t.Parallel()
+	runClean(t, func(seed uint64) Parts {
+		p := randomParts(seed, Needs{ISR: true})
+		p.Nemesis, p.LeaderUnknown = true, true
+		return p
+	})
+}
+
+// TestEveryFamilyHasAMutator: the mutator table has one entry per family of the guarantee
+// table, in its order, so that a family added there fails here until it has a mutator.
+func TestEveryFamilyHasAMutator(t *testing.T) {
+	var listed []guarantee.Anomaly
+	for _, m := range Mutators() {
+		listed = append(listed, m.Family)
+		if m.Inject == nil {
+			t.Errorf("%s: the mutator injects nothing", m.Family)
+		}
+	}
+	if !slices.Equal(listed, guarantee.Anomalies()) {
+		t.Errorf("mutators for %v, want one for each of %v", listed, guarantee.Anomalies())
+	}
+	for _, a := range guarantee.Anomalies() {
+		if _, ok := MutatorFor(a); !ok {
+			t.Errorf("%s: no mutator", a)
+		}
+	}
+}
+
+// mutatedProblem says what is wrong with the results r of a history into which inj was
+// injected, or "". The history must hold one finding, of the injected family; its evidence
+// must include every op the mutator names (the checker may cite more context: an
+// acknowledgement beside the send, the sink's final state); its judgement and the verdict must
+// be what the guarantee table says of the injection's circumstances.
+func mutatedProblem(r *results.Results, inj *Injection) string {
+	want := guarantee.Judge(inj.Family, inj.Facts).Judgement
+	var s []string
+	for _, a := range findings(r) {
+		if a != inj.Family {
+			s = append(s, fmt.Sprintf("unexpected %s: %d finding(s), first %+v", a, r.Anomalies[a].Count, r.Anomalies[a].Examples[0]))
+		}
+	}
+	got := r.Anomalies[inj.Family]
+	switch {
+	case got.Count != 1:
+		s = append(s, fmt.Sprintf("%s: %d findings, want 1 (examples %+v)", inj.Family, got.Count, got.Examples))
+	case got.Judgement != want:
+		s = append(s, fmt.Sprintf("%s judged %s, want %s (why: %s)", inj.Family, got.Judgement, want, got.Why))
+	default:
+		ex := got.Examples[0]
+		for _, o := range inj.Ops {
+			if !slices.Contains(ex.Ops, o) {
+				s = append(s, fmt.Sprintf("%s evidence %v lacks op %d (want all of %v; %s)", inj.Family, ex.Ops, o, inj.Ops, ex.Note))
+				break
+			}
+		}
+	}
+	if v := verdictFor(want); r.Verdict != v {
+		s = append(s, fmt.Sprintf("verdict %s, want %s (unknown reasons %v)", r.Verdict, v, r.UnknownReasons))
+	}
+	return strings.Join(s, "; ")
+}
+
+// TestPropertyMutated: for every family, a history with one injected anomaly of it holds
+// exactly that finding, with the mutator's evidence and the table's judgement.
+func TestPropertyMutated(t *testing.T) {
+	for _, mut := range Mutators() {
+		t.Run(string(mut.Family), func(t *testing.T) {
+			t.Parallel() // the families share nothing; two cores halve the minute
+			reported := 0
+			for seed := range seeds() {
+				h, inj, err := Build(seed, Options{Parts: randomParts(seed, Needs{})}, &mut)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if problem := mutatedProblem(check(t, h), inj); problem != "" {
+					t.Errorf("seed %d (%s): %s", seed, inj.Variant, problem)
+					if reported++; reported == maxReports {
+						t.Fatal("more failures not shown")
+					}
+				}
+			}
+		})
+	}
+}
