@@ -43,7 +43,7 @@ pre{background:#f7f7f7;padding:.6em;overflow:auto;max-height:30em}ul.ex{margin:0
 <h1>Verity report: {{.Name}}</h1>
 <div id="verdict" class="{{.Verdict}}">
 <div><div class="note">verdict</div><div class="big" id="verdict-value">{{.Verdict}}</div></div>
-<div><div class="note">seed</div><div class="seed" id="seed">{{.Seed}}</div></div>
+<div><div class="note">seed</div><div class="seed" id="seed">{{if or .Rerun .Seed}}{{.Seed}}{{else}}none{{end}}</div></div>
 <div><div class="note">scenario</div><div class="seed" id="scenario">{{if .Scenario}}{{.Scenario}}{{else}}none: not written by a Verity run{{end}}</div></div>
 <div><div class="note">client</div><div class="seed" id="client">{{.Client}}</div></div>
 <div><div class="note">kafka</div><div class="seed" id="kafka">{{.Kafka}}</div></div>

@@ -148,8 +148,8 @@ func printSummary(w io.Writer, command, path string, r *results.Results) {
 		send.OK, send.Fail, send.Info, s.UnknownLaterSeen, s.UnavailableMs, s.LatencyMs.P50, s.LatencyMs.P99)
 	if len(s.Stalls) > 0 {
 		st := s.Stalls[0]
-		fmt.Fprintf(w, "  longest stall %.0f ms on %s-%d (%.1f s to %.1f s): a write pending, none acknowledged\n",
-			s.LongestStallMs, st.Topic, st.Partition, st.StartMs/1000, st.EndMs/1000)
+		fmt.Fprintf(w, "  longest stall %.0f ms on %s (%.1f s to %.1f s): a write pending, none acknowledged\n",
+			s.LongestStallMs, history.PartitionName(st.Topic, st.Partition), st.StartMs/1000, st.EndMs/1000)
 	}
 	var errs []string
 	for _, e := range s.Errors {
