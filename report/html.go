@@ -51,7 +51,7 @@ pre{background:#f7f7f7;padding:.6em;overflow:auto;max-height:30em}ul.ex{margin:0
 </div>
 {{if .Files}}<p class="note" id="files">Files of the run: {{range $i, $f := .Files}}{{if $i}} · {{end}}<a href="{{$f}}">{{$f}}</a>{{end}}</p>{{end}}
 {{if .Expectation}}<p id="expectation"><b>Expected:</b> {{.Expectation}}</p>{{end}}
-{{if .UnknownReasons}}<p><b>Why the verdict is unknown:</b></p><ul>{{range .UnknownReasons}}<li>{{.}}</li>{{end}}</ul>{{end}}
+{{if .UnknownReasons}}<p><b>Why the verdict is unknown</b>{{if .UnknownCauses}} <span id="unknown-causes">({{range $i, $c := .UnknownCauses}}{{if $i}}, {{end}}{{$c}}{{end}})</span>{{end}}<b>:</b></p><ul>{{range .UnknownReasons}}<li>{{.}}</li>{{end}}</ul>{{end}}
 {{range .Warnings}}<p class="note"><b>Note:</b> {{.}}</p>{{end}}
 {{if .EvidenceFirst}}{{template "anomalies" .}}{{end}}
 
@@ -146,6 +146,7 @@ type pageData struct {
 	Rerun, Client, Kafka          string
 	Seed                          int64
 	UnknownReasons, Warnings      []string
+	UnknownCauses                 []results.UnknownCause
 	History, Length, Bucket       string
 	Ops                           int64
 	FaultKinds                    []string
@@ -241,7 +242,7 @@ func RenderHTML(w io.Writer, r *results.Results, tl *Timeline, opts Options, war
 	opts = opts.withDefaults()
 	d := pageData{
 		Scenario: r.Scenario, Verdict: string(r.Verdict), Seed: r.Seed,
-		UnknownReasons: r.UnknownReasons, Warnings: warnings,
+		UnknownReasons: r.UnknownReasons, UnknownCauses: r.UnknownCauses, Warnings: warnings,
 		FaultKinds: r.Faults, Stats: r.Stats, Timings: r.Timings,
 		Deviations: r.Deviations, Assumed: r.Assumed, Overrides: r.Overrides, Notes: r.Notes,
 	}

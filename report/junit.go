@@ -135,7 +135,7 @@ func JUnit(r *results.Results) *JUnitSuites {
 		verdict.Failure = &JUnitMessage{Type: "verdict", Message: "a documented guarantee was violated: " + strings.Join(parts, ", "), Text: text}
 	case results.Pass:
 	default:
-		verdict.Error = &JUnitMessage{Type: "verdict", Message: "verdict " + string(r.Verdict) + ": the run could not be checked",
+		verdict.Error = &JUnitMessage{Type: "verdict", Message: "verdict " + string(r.Verdict) + ": the run could not be checked" + causesText(r.UnknownCauses),
 			Text: strings.Join(r.UnknownReasons, "\n")}
 	}
 	s.Cases = append(s.Cases, verdict)
@@ -291,4 +291,16 @@ func writeXML(w io.Writer, doc *JUnitSuites) error {
 		return fmt.Errorf("writing junit.xml: %w", err)
 	}
 	return nil
+}
+
+// causesText is " (cause, cause)" for a verdict's unknown causes, or "".
+func causesText(cs []results.UnknownCause) string {
+	if len(cs) == 0 {
+		return ""
+	}
+	names := make([]string, len(cs))
+	for i, c := range cs {
+		names[i] = string(c)
+	}
+	return " (" + strings.Join(names, ", ") + ")"
 }

@@ -297,12 +297,13 @@ func (r *run) judge(ctx context.Context) error {
 	}
 	res.Timings.CheckS = time.Since(checkBegan).Seconds()
 	out.Results = res
-	var unknown []string
+	var unknown []results.UnknownReason
 	if why := out.Recovery.UnknownReason(); why != "" {
-		unknown = append(unknown, why)
+		unknown = append(unknown, results.UnknownReason{Cause: results.CauseClusterNotHealthy, Text: why})
 	}
 	if r.runErr != nil {
-		unknown = append(unknown, "the run did not complete as specified: "+oneLine(r.runErr.Error()))
+		unknown = append(unknown, results.UnknownReason{Cause: results.CauseWorkloadError,
+			Text: "the run did not complete as specified: " + oneLine(r.runErr.Error())})
 	}
 	out.Notes = append(out.Notes, r.notes...)
 	for _, a := range s.Expect.Likely {
@@ -331,13 +332,32 @@ func (r *run) info() *results.RunInfo {
 
 // addRun adds what the run said to a check's results: its notes, and the reasons it could not
 // be judged, which make a pass unknown.
-func addRun(res *results.Results, notes, unknown []string) {
-	res.RunNotes, res.RunUnknownReasons = notes, unknown
-	res.Notes = append(res.Notes, notes...)
-	res.UnknownReasons = append(res.UnknownReasons, unknown...)
-	if len(unknown) > 0 && res.Verdict == results.Pass {
-		res.Verdict = results.Unknown
+func addRun(res *results.Results, notes []string, unknown []results.UnknownReason) {
+	res.RunNotes, res.RunUnknownReasons, res.RunUnknownCauses = notes, nil, nil
+	for _, u := range unknown {
+		res.RunUnknownReasons = append(res.RunUnknownReasons, u.Text)
+		res.RunUnknownCauses = append(res.RunUnknownCauses, u.Cause)
 	}
+	res.Notes = append(res.Notes, notes...)
+	res.AddUnknown(unknown...)
+}
+
+// runUnknown is what an earlier results.json says of why its run could not be judged: each
+// reason with its cause (run_unknown_causes, one per reason; a file written before causes
+// existed has none, and its reasons are told apart by their words).
+func runUnknown(prev *results.Results) []results.UnknownReason {
+	out := make([]results.UnknownReason, len(prev.RunUnknownReasons))
+	for i, text := range prev.RunUnknownReasons {
+		cause := results.CauseWorkloadError
+		switch {
+		case len(prev.RunUnknownCauses) == len(prev.RunUnknownReasons):
+			cause = prev.RunUnknownCauses[i]
+		case strings.HasPrefix(text, "the cluster was not healthy"):
+			cause = results.CauseClusterNotHealthy
+		}
+		out[i] = results.UnknownReason{Cause: cause, Text: text}
+	}
+	return out
 }
 
 // Rejudge checks a run's saved history again (a newer checker, a history another version
@@ -354,7 +374,7 @@ func Rejudge(ctx context.Context, dir string, prev *results.Results, opts verify
 	if prev != nil {
 		res.Timings.ClusterReadyS, res.Timings.RunS = prev.Timings.ClusterReadyS, prev.Timings.RunS
 		res.Run = prev.Run
-		addRun(res, prev.RunNotes, prev.RunUnknownReasons)
+		addRun(res, prev.RunNotes, runUnknown(prev))
 	}
 	return res, nil
 }

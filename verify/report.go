@@ -264,13 +264,14 @@ func (c *Checker) Results() *results.Results {
 	}
 	r.Stats = c.buildStats()
 	r.Assumed = c.assumed()
-	r.UnknownReasons = c.unknownReasons()
+	r.AddUnknown(c.unknownReasons()...)
 	if c.malformed != nil {
-		r.UnknownReasons = append(r.UnknownReasons, "the history is malformed, and the checks left out "+c.malformed.Error())
+		r.AddUnknown(results.UnknownReason{Cause: results.CauseHistoryMalformed,
+			Text: "the history is malformed, and the checks left out " + c.malformed.Error()})
 	}
 	if unknownJudged > 0 {
-		r.UnknownReasons = append(r.UnknownReasons, fmt.Sprintf(
-			"%d finding(s) under settings no documented guarantee covers (see each anomaly's why)", unknownJudged))
+		r.AddUnknown(results.UnknownReason{Cause: results.CauseNoGuarantee, Text: fmt.Sprintf(
+			"%d finding(s) under settings no documented guarantee covers (see each anomaly's why)", unknownJudged)})
 	}
 	r.Verdict = verdictOf(r)
 	r.History = &results.HistoryInfo{Ops: c.ops, TornLine: c.torn}

@@ -27,27 +27,34 @@ func verdictOf(r *results.Results) results.Verdict {
 }
 
 // unknownReasons lists what kept the history from being fully checked.
-func (c *Checker) unknownReasons() []string {
-	var out []string
+func (c *Checker) unknownReasons() []results.UnknownReason {
+	var out []results.UnknownReason
+	add := func(cause results.UnknownCause, text string) {
+		out = append(out, results.UnknownReason{Cause: cause, Text: text})
+	}
 	if c.ops == 0 {
-		return []string{"the history has no ops"}
+		return []results.UnknownReason{{Cause: results.CauseHistoryMalformed, Text: "the history has no ops"}}
 	}
 	if c.oversized {
-		out = append(out, fmt.Sprintf("the history has more than %d ops; the rest were not checked", uint64(none)))
+		add(results.CauseHistoryMalformed, fmt.Sprintf("the history has more than %d ops; the rest were not checked", uint64(none)))
 	}
 	if unread := c.sinksUnread(); len(unread) > 0 {
-		out = append(out, fmt.Sprintf("the final state of sink(s) %s was not read: their side effects were not checked", strings.Join(unread, ", ")))
+		add(results.CauseSinkNotJudged, fmt.Sprintf("the final state of sink(s) %s was not read: their side effects were not checked", strings.Join(unread, ", ")))
 	}
-	out = append(out, c.sinks.unknown...)
+	for _, why := range c.sinks.unknown {
+		add(results.CauseSinkNotJudged, why)
+	}
 	anyFinal := false
 	for _, p := range c.parts.ps[1:] {
 		anyFinal = anyFinal || p.final[isoRU].done() || p.final[isoRC].done()
 	}
 	if !anyFinal {
 		if c.torn > 0 {
-			return append(out, fmt.Sprintf("no final reads: the history ends at a torn line %d, before them", c.torn))
+			add(results.CauseFinalReadIncomplete, fmt.Sprintf("no final reads: the history ends at a torn line %d, before them", c.torn))
+			return out
 		}
-		return append(out, "no final reads in the history: nothing to judge lost writes against")
+		add(results.CauseFinalReadIncomplete, "no final reads in the history: nothing to judge lost writes against")
+		return out
 	}
 	var missing, incomplete, noRC, holes []string
 	for _, p := range c.parts.ps[1:] {
@@ -73,16 +80,16 @@ func (c *Checker) unknownReasons() []string {
 		}
 	}
 	if len(missing) > 0 {
-		out = append(out, "no final read of "+nameList(missing))
+		add(results.CauseFinalReadIncomplete, "no final read of "+nameList(missing))
 	}
 	if len(incomplete) > 0 {
-		out = append(out, "incomplete final reads of "+nameList(incomplete))
+		add(results.CauseFinalReadIncomplete, "incomplete final reads of "+nameList(incomplete))
 	}
 	if len(holes) > 0 {
-		out = append(out, "final reads with gaps between their ranges: "+nameList(holes))
+		add(results.CauseFinalReadIncomplete, "final reads with gaps between their ranges: "+nameList(holes))
 	}
 	if len(noRC) > 0 {
-		out = append(out, "transactions wrote to partitions with no read_committed final read: "+nameList(noRC))
+		add(results.CauseFinalReadIncomplete, "transactions wrote to partitions with no read_committed final read: "+nameList(noRC))
 	}
 	if len(c.unjudged) > 0 {
 		var beyond []string
@@ -94,7 +101,7 @@ func (c *Checker) unknownReasons() []string {
 			}
 			beyond = append(beyond, fmt.Sprintf("%s (%d records%s)", p.String(), c.unjudged[tp], end))
 		}
-		out = append(out, "committed transactional records lie past the end of the read_committed final read "+
+		add(results.CauseFinalReadIncomplete, "committed transactional records lie past the end of the read_committed final read "+
 			"(which stops at the last stable offset) or were never placed, so their read_committed visibility "+
 			"is unknown: "+nameList(beyond))
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -22,50 +23,51 @@ func TestVerdict(t *testing.T) {
 		build  func(h *hb)
 		want   results.Verdict
 		reason string // a substring of some unknown reason
+		cause  results.UnknownCause
 	}{
 		{"clean history", strict(), func(h *hb) {
 			h.send(1, a, OK, 0)
 			h.finalBoth("t", 0, 0, 1, a)
-		}, results.Pass, ""},
-		{"no ops", strict(), func(h *hb) {}, results.Unknown, "no ops"},
-		{"no final reads", strict(), func(h *hb) { h.send(1, a, OK, 0) }, results.Unknown, "no final reads"},
+		}, results.Pass, "", ""},
+		{"no ops", strict(), func(h *hb) {}, results.Unknown, "no ops", results.CauseHistoryMalformed},
+		{"no final reads", strict(), func(h *hb) { h.send(1, a, OK, 0) }, results.Unknown, "no final reads", results.CauseFinalReadIncomplete},
 		{"a written partition without a final read", strict(), func(h *hb) {
 			h.send(1, a, OK, 0)
 			h.send(1, rec("t", 1, "1-2"), OK, 0)
 			h.finalBoth("t", 0, 0, 1, a)
-		}, results.Unknown, "no final read of t-1"},
+		}, results.Unknown, "no final read of t-1", results.CauseFinalReadIncomplete},
 		{"a final read that says it is incomplete", strict(), func(h *hb) {
 			h.send(1, a, OK, 0)
 			h.add(history.Op{Process: history.Client(99), Type: OK, F: history.FFinalRead,
 				Value: history.Payload{FinalRead: &history.FinalRead{Topic: "t", Isolation: RU, End: 1, Incomplete: true}}})
-		}, results.Unknown, "incomplete final reads of t-0"},
+		}, results.Unknown, "incomplete final reads of t-0", results.CauseFinalReadIncomplete},
 		{"a final read that never completed", strict(), func(h *hb) {
 			h.send(1, a, OK, 0)
 			h.final("t", 0, RC, 0, 1, a)
 			h.add(history.Op{Process: history.Client(99), Type: history.Invoke, F: history.FFinalRead,
 				Value: history.Payload{FinalRead: &history.FinalRead{Topic: "t", Isolation: RU}}})
-		}, results.Unknown, "incomplete final reads of t-0 (read_uncommitted"},
+		}, results.Unknown, "incomplete final reads of t-0 (read_uncommitted", results.CauseFinalReadIncomplete},
 		{"a final read that failed", strict(), func(h *hb) {
 			h.send(1, a, OK, 0)
 			h.add(history.Op{Process: history.Client(99), Type: history.Invoke, F: history.FFinalRead,
 				Value: history.Payload{FinalRead: &history.FinalRead{Topic: "t", Isolation: RU}}})
 			h.add(history.Op{Process: history.Client(99), Type: Fail, F: history.FFinalRead, Error: "timeout",
 				Value: history.Payload{FinalRead: &history.FinalRead{Topic: "t", Isolation: RU}}})
-		}, results.Unknown, "incomplete"},
+		}, results.Unknown, "incomplete", results.CauseFinalReadIncomplete},
 		{"final reads with a gap between ranges", strict(), func(h *hb) {
 			h.send(1, a, OK, 0)
 			h.final("t", 0, RU, 0, 1, a)
 			h.final("t", 0, RU, 5, 9)
-		}, results.Unknown, "gaps"},
+		}, results.Unknown, "gaps", results.CauseFinalReadIncomplete},
 		{"a forbidden anomaly fails even when something is unknown", strict(), func(h *hb) {
 			h.send(1, a, OK, 0)
 			h.send(1, rec("t", 1, "1-2"), OK, 0)
 			h.final("t", 0, RU, 0, 1)
-		}, results.Fail, "no final read of t-1"},
+		}, results.Fail, "no final read of t-1", results.CauseFinalReadIncomplete},
 		{"permitted anomalies pass", acks1(), func(h *hb) {
 			h.send(1, a, OK, 0)
 			h.final("t", 0, RU, 0, 1)
-		}, results.Pass, ""},
+		}, results.Pass, "", ""},
 		{"an anomaly under settings no guarantee covers is unknown", func() history.Config {
 			c := strict()
 			c.Topic.MinInsyncReplicas = ptr(4)
@@ -73,7 +75,7 @@ func TestVerdict(t *testing.T) {
 		}(), func(h *hb) {
 			h.send(1, a, OK, 0)
 			h.final("t", 0, RU, 0, 1)
-		}, results.Unknown, "no documented guarantee covers"},
+		}, results.Unknown, "no documented guarantee covers", results.CauseNoGuarantee},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -85,6 +87,12 @@ func TestVerdict(t *testing.T) {
 			}
 			if tc.reason != "" && !strings.Contains(strings.Join(r.UnknownReasons, "\n"), tc.reason) {
 				t.Errorf("unknown reasons %q lack %q", r.UnknownReasons, tc.reason)
+			}
+			if tc.cause != "" && !slices.Contains(r.UnknownCauses, tc.cause) {
+				t.Errorf("unknown causes %q lack %q", r.UnknownCauses, tc.cause)
+			}
+			if len(r.UnknownCauses) == 0 != (len(r.UnknownReasons) == 0) {
+				t.Errorf("unknown causes %q for reasons %q", r.UnknownCauses, r.UnknownReasons)
 			}
 			if tc.want == results.Pass && len(r.UnknownReasons) > 0 {
 				t.Errorf("a pass with unknown reasons %q", r.UnknownReasons)

@@ -51,6 +51,8 @@ type Results struct {
 	// UnknownReasons says why the verdict could not be pass or fail ("final reads of t-3 are
 	// incomplete"); empty unless the verdict is unknown.
 	UnknownReasons []string `json:"unknown_reasons,omitempty"`
+	// UnknownCauses are the reasons' causes, each once (AddUnknown writes both).
+	UnknownCauses []UnknownCause `json:"unknown_causes,omitempty"`
 	// Assumed lists settings the config did not give, judged at Kafka 4.3's default.
 	Assumed []string `json:"assumed,omitempty"`
 	// Overrides lists settings forced from outside the history (the CLI's flags).
@@ -61,8 +63,9 @@ type Results struct {
 	// departed from the scenario, why it could not be judged (a cluster that did not
 	// recover). Notes and UnknownReasons include them; `verity report` keeps them when it
 	// judges the history again.
-	RunNotes          []string `json:"run_notes,omitempty"`
-	RunUnknownReasons []string `json:"run_unknown_reasons,omitempty"`
+	RunNotes          []string       `json:"run_notes,omitempty"`
+	RunUnknownReasons []string       `json:"run_unknown_reasons,omitempty"`
+	RunUnknownCauses  []UnknownCause `json:"run_unknown_causes,omitempty"`
 	// Faults are the fault kinds that took effect (the history's nemesis events).
 	Faults []string `json:"faults,omitempty"`
 	// History describes the file that was checked.

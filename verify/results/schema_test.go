@@ -43,6 +43,10 @@ func TestResultsMatchTheirSchema(t *testing.T) {
 		t.Fatalf("the history must fail with one lost write: %s %+v", r.Verdict, r.Anomalies["lost-write"])
 	}
 	r.Timings = results.Timings{ClusterReadyS: 12.5, RunS: 60, CheckS: 0.1}
+	for _, c := range results.UnknownCauses() {
+		r.RunUnknownReasons, r.RunUnknownCauses = append(r.RunUnknownReasons, "why"), append(r.RunUnknownCauses, c)
+		r.AddUnknown(results.UnknownReason{Cause: c, Text: "why"})
+	}
 	r.Run = &results.RunInfo{ID: "3cb8fd6a", VerityVersion: results.BuildVersion(), Started: "2026-01-01T00:00:00Z",
 		KafkaImage: "verity/kafka:4.3.1", KafkaImageID: "sha256:" + strings.Repeat("ab", 32),
 		ToxiproxyImage: "verity/toxiproxy:2.12.0", Host: results.HostInfo{Cores: 2, MemoryBytes: 24 << 30, EngineVersion: "20.10.24"}}
@@ -74,6 +78,7 @@ func TestResultsMatchTheirSchema(t *testing.T) {
 		"an unknown anomaly": func(d map[string]any) {
 			d["anomalies"].(map[string]any)["lost-writes"] = map[string]any{"count": 0, "judgement": "permitted", "why": ""}
 		},
+		"an unknown cause":       func(d map[string]any) { d["unknown_causes"] = []string{"flaky"} },
 		"a negative count":       func(d map[string]any) { d["anomalies"].(map[string]any)["lost-write"].(map[string]any)["count"] = -1 },
 		"a run without its id":   func(d map[string]any) { delete(d["run"].(map[string]any), "id") },
 		"timings without a unit": func(d map[string]any) { d["timings"].(map[string]any)["run"] = 60 },
