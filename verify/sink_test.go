@@ -43,11 +43,14 @@ func TestSinks(t *testing.T) {
 		}
 		h.finalBoth("t", 0, 0, 3, at(rec("t", 0, "1-1"), 0), at(rec("t", 0, "1-2"), 1), at(rec("t", 0, "1-3"), 2))
 	}
-	// 1-1 and 1-2 acknowledged at offsets 0 and 1; the final read (ops 4, 5) shows 1-9 at 1.
-	replacedInput := func(h *hb) {
+	// 1-1 and 1-2 acknowledged at offsets 0 and 1; the final read (ops 4, 5) shows 1-9 at 1;
+	// the sink applied 1-1 alone and committed past 1-9.
+	replacedUnapplied := func(h *hb) {
 		h.send(1, rec("t", 0, "1-1"), OK, 0)
 		h.send(1, rec("t", 0, "1-2"), OK, 1)
 		h.finalBoth("t", 0, 0, 2, at(rec("t", 0, "1-1"), 0), at(rec("t", 0, "1-9"), 1))
+		h.effect(2, "1-1", 0, true)
+		h.sinkRead(sink.OffsetsInDB, map[string]int{"1-1": 1}, map[string]int64{"t-0": 2})
 	}
 	// The sink applies 1-1, crashes before committing it, and applies it again.
 	replayed := func(h *hb) (first, second int64) {
@@ -104,11 +107,7 @@ func TestSinks(t *testing.T) {
 				c.Sinks = map[string]history.SinkInfo{"s": {Mode: sink.OffsetsInDB, Topic: "t", Processes: []int{2}}}
 				return c
 			},
-			build: func(h *hb) {
-				replacedInput(h)
-				h.effect(2, "1-1", 0, true)
-				h.sinkRead(sink.OffsetsInDB, map[string]int{"1-1": 1}, map[string]int64{"t-0": 2})
-			},
+			build: replacedUnapplied,
 			want: map[guarantee.Anomaly]want{guarantee.EffectMissing: {count: 1, ops: []int64{5}},
 				guarantee.LostWrite: {count: 1, permitted: true}, guarantee.InconsistentOffset: {count: 1, permitted: true}},
 			verdict: results.Fail,
@@ -120,11 +119,7 @@ func TestSinks(t *testing.T) {
 				c.Sinks = map[string]history.SinkInfo{"s": {Mode: sink.OffsetsInDB, Topic: "t", Processes: []int{2}}}
 				return c
 			},
-			build: func(h *hb) {
-				replacedInput(h)
-				h.effect(2, "1-1", 0, true)
-				h.sinkRead(sink.OffsetsInDB, map[string]int{"1-1": 1}, map[string]int64{"t-0": 2})
-			},
+			build: replacedUnapplied,
 			want: map[guarantee.Anomaly]want{guarantee.EffectMissing: {count: 1, permitted: true, ops: []int64{5}},
 				guarantee.LostWrite: {count: 1, permitted: true}, guarantee.InconsistentOffset: {count: 1, permitted: true}},
 			verdict: results.Pass,

@@ -199,14 +199,20 @@ func (m *Model) txnOp(p int, parts []tp, intent string, out history.Type, commit
 		m.markers(tx)
 	}
 	m.txns = append(m.txns, tx)
-	a := &action{proc: history.Client(p), f: history.FTxn, out: out, txn: tx}
+	return m.add(txnAction(p, history.FTxn, out, tx))
+}
+
+// txnAction is the op of a transaction's client (a transactional producer or the processor)
+// ending tx with outcome out, with the error a client reports for a failed or unknown end.
+func txnAction(p int, f string, out history.Type, tx *txn) *action {
+	a := &action{proc: history.Client(p), f: f, out: out, txn: tx}
 	switch out {
 	case history.Fail:
 		a.err = "aborted"
 	case history.Info:
 		a.err = "kafka: commit timed out: coordinator not available"
 	}
-	return m.add(a)
+	return a
 }
 
 // txnIDOf is the transactional.id of process p.
@@ -275,14 +281,7 @@ func (m *Model) rpwOp(in []*entry, out history.Type, committed bool) *action {
 	if committed {
 		m.rpwPos = in[len(in)-1].off + 1
 	}
-	a := &action{proc: history.Client(procRPW), f: history.FRPW, out: out, txn: tx}
-	switch out {
-	case history.Fail:
-		a.err = "aborted"
-	case history.Info:
-		a.err = "kafka: commit timed out"
-	}
-	return m.add(a)
+	return m.add(txnAction(procRPW, history.FRPW, out, tx))
 }
 
 // poll returns, from consumer c's positions, the records its isolation shows, partition after
