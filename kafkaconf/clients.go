@@ -37,11 +37,16 @@ const (
 	// CapTruncationDetection: the consumer validates its position against the leader epoch
 	// (KIP-320) and reports a log truncated under it as data loss.
 	CapTruncationDetection Capability = "truncation-detection"
+	// CapIdempotentGivesUp: the idempotent producer fails a send whose answer was lost once its
+	// retries run out, so that the application learns of an unknown outcome (franz-go retries
+	// such a send until an answer comes: failing it could leave a gap in the sequence numbers).
+	CapIdempotentGivesUp Capability = "idempotent-gives-up"
 )
 
 // Capabilities lists every capability, in the order listings show them.
 func Capabilities() []Capability {
-	return []Capability{CapIdempotentInFlight5, CapTxnProtocolV2, CapGroupMetadata, CapStableOffsetFetch, CapTruncationDetection}
+	return []Capability{CapIdempotentInFlight5, CapTxnProtocolV2, CapGroupMetadata, CapStableOffsetFetch, CapTruncationDetection,
+		CapIdempotentGivesUp}
 }
 
 // ParseCapability reads a capability's name.
@@ -104,7 +109,7 @@ func Clients() []Client {
 		{Name: Sarama, Module: "github.com/IBM/sarama", MaxIdempotentInFlight: 1, DefaultRetries: 3,
 			RetriesNote:  " (sarama has no delivery.timeout.ms; the workload bounds each send by its delivery timeout)",
 			TxnProtocols: []TxnProtocol{TxnProtocolV1},
-			Capabilities: []Capability{CapGroupMetadata, CapStableOffsetFetch},
+			Capabilities: []Capability{CapGroupMetadata, CapStableOffsetFetch, CapIdempotentGivesUp},
 			Doc: "IBM/sarama: its idempotent producer keeps one request in flight; transactions speak the protocol before " +
 				"KIP-890 (EndTxn v3) whatever the cluster supports; no fetch position validation (KIP-320)"},
 		{Name: FranzGo, Module: "github.com/twmb/franz-go", MaxIdempotentInFlight: MaxIdempotentInFlight,

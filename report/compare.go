@@ -143,7 +143,7 @@ func Compare(cells []Cell) []Row {
 		for name, a := range r.Anomalies {
 			if !slices.Contains(shownFamilies, name) {
 				other.Total += a.Count
-				other.Forbidden += forbiddenCount(a)
+				other.Forbidden += ForbiddenCount(a)
 			}
 		}
 		row.Other.Checked++
@@ -210,7 +210,7 @@ func addFamily(f *FamilyCount, a results.Anomaly) {
 		f.Checked++
 	}
 	f.Total += a.Count
-	f.Forbidden += forbiddenCount(a)
+	f.Forbidden += ForbiddenCount(a)
 	if a.Count > 0 {
 		f.Runs++
 	}

@@ -402,7 +402,7 @@ func forbiddenSummary(r *results.Results) string {
 	var forb, perm []string
 	for _, name := range Families(r) {
 		a := r.Anomalies[name]
-		if n := forbiddenCount(a); n > 0 {
+		if n := ForbiddenCount(a); n > 0 {
 			forb = append(forb, fmt.Sprintf("%d %s", n, name))
 		} else if a.Count > 0 {
 			perm = append(perm, fmt.Sprintf("%d %s", a.Count, name))
@@ -428,9 +428,9 @@ func anomalyViews(r *results.Results, opsPage map[string]bool) (views []anomalyV
 		switch {
 		case a.Unchecked != "":
 			v.Judgement, v.Class, v.Why = "not checked", "unchecked", a.Unchecked
-		case forbiddenCount(a) > 0:
+		case ForbiddenCount(a) > 0:
 			v.Judgement, v.Class = "forbidden", "forbidden"
-			if n := forbiddenCount(a); n < a.Count {
+			if n := ForbiddenCount(a); n < a.Count {
 				v.Judgement = fmt.Sprintf("forbidden (%d of %d)", n, a.Count)
 			}
 		case a.Judgement == guarantee.Unknown:

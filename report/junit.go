@@ -74,10 +74,10 @@ func Families(r *results.Results) []guarantee.Anomaly {
 	return out
 }
 
-// forbiddenCount is how many findings of a the guarantee table forbade, as results.json says:
+// ForbiddenCount is how many findings of a the guarantee table forbade, as results.json says:
 // Forbidden when the checker split the count, else all of Count when the family is judged
 // forbidden.
-func forbiddenCount(a results.Anomaly) int {
+func ForbiddenCount(a results.Anomaly) int {
 	switch {
 	case a.Count == 0 || a.Unchecked != "":
 		return 0
@@ -124,7 +124,7 @@ func JUnit(r *results.Results) *JUnitSuites {
 	case results.Fail:
 		var parts []string
 		for _, name := range Families(r) {
-			if n := forbiddenCount(r.Anomalies[name]); n > 0 {
+			if n := ForbiddenCount(r.Anomalies[name]); n > 0 {
 				parts = append(parts, fmt.Sprintf("%d %s", n, name))
 			}
 		}
@@ -150,7 +150,7 @@ func JUnit(r *results.Results) *JUnitSuites {
 		if found && a.Why != "" {
 			c.Properties = append(c.Properties, JUnitProperty{Name: "why", Value: a.Why})
 		}
-		switch n := forbiddenCount(a); {
+		switch n := ForbiddenCount(a); {
 		case a.Unchecked != "":
 			c.Skipped = &JUnitMessage{Message: "not checked: " + a.Unchecked}
 		case n > 0:

@@ -156,11 +156,14 @@ func checkClaims(s scenarios.Resolved) error {
 	return fmt.Errorf("scenario %s: %s", s.Name, strings.Join(msgs, "; "))
 }
 
-// contradiction is one claim of a scenario's expectation that the guarantee table denies.
+// contradiction is one claim of a scenario's expectation that the guarantee table, or the
+// client, denies.
 type contradiction struct {
 	field   string // "forbidden", "permitted" or "likely"
 	anomaly guarantee.Anomaly
 	msg     string
+	// because says why, when it is not the table: a positive control the client cannot fire.
+	because string
 }
 
 func contradictions(s scenarios.Resolved) ([]contradiction, error) {
@@ -194,7 +197,42 @@ func contradictions(s scenarios.Resolved) ([]contradiction, error) {
 	claim("forbidden", e.Forbidden, guarantee.Forbidden)
 	claim("permitted", e.Permitted, guarantee.Permitted)
 	claim("likely", e.Likely, guarantee.Permitted)
+	out = append(out, uncontrollable(s, out)...)
 	return out, nil
+}
+
+// uncontrollable are the positive controls (likely anomalies) that s's client cannot fire: the
+// scenario says what they need of the client (expect.likely_needs), the client table what each
+// client does (kafkaconf.Clients). This is the one place a control is expected per client; the
+// likely anomalies already denied (in denied) are not said twice.
+func uncontrollable(s scenarios.Resolved, denied []contradiction) []contradiction {
+	c, ok := kafkaconf.LookupClient(s.Client.Name)
+	if !ok {
+		return nil // validation names the client
+	}
+	var lacks []kafkaconf.Capability
+	for _, need := range s.Expect.LikelyNeeds {
+		if !c.Has(need) {
+			lacks = append(lacks, need)
+		}
+	}
+	if len(lacks) == 0 {
+		return nil
+	}
+	names := make([]string, len(lacks))
+	for i, l := range lacks {
+		names[i] = string(l)
+	}
+	because := fmt.Sprintf("it needs %s of the client, which %s lacks", strings.Join(names, ", "), c.Name)
+	var out []contradiction
+	for i, a := range s.Expect.Likely {
+		if slices.ContainsFunc(denied, func(d contradiction) bool { return d.field == "likely" && d.anomaly == a }) {
+			continue
+		}
+		out = append(out, contradiction{field: "likely", anomaly: a, because: because,
+			msg: fmt.Sprintf("expect.likely[%d]: %s cannot fire under client %s: %s (expect.likely_needs)", i, a, c.Name, because)})
+	}
+	return out
 }
 
 // Force forces the knob settings onto s (scenarios.Resolved.Override) and drops, with a note for
@@ -227,7 +265,14 @@ func withoutDeniedClaims(s scenarios.Resolved, given string) (scenarios.Resolved
 	for _, c := range cs {
 		list := map[string]*[]guarantee.Anomaly{"forbidden": &s.Expect.Forbidden, "permitted": &s.Expect.Permitted, "likely": &s.Expect.Likely}[c.field]
 		*list = slices.DeleteFunc(*list, func(a guarantee.Anomaly) bool { return a == c.anomaly })
-		notes = append(notes, fmt.Sprintf("the scenario's claim that %s is %s does not hold with %s, and is not checked", c.anomaly, c.field, given))
+		note := fmt.Sprintf("the scenario's claim that %s is %s does not hold with %s", c.anomaly, c.field, given)
+		if c.because != "" {
+			note += " (" + c.because + ")"
+		}
+		notes = append(notes, note+", and is not checked")
+	}
+	if len(s.Expect.Likely) == 0 {
+		s.Expect.LikelyNeeds = nil // what no control is left to need
 	}
 	return s, notes, nil
 }

@@ -113,3 +113,35 @@ func TestForce(t *testing.T) {
 		t.Error("a bad value is an error")
 	}
 }
+
+// A positive control is expected per client, in one place: app-resend's duplicate needs a client
+// that gives a send up (idempotent-gives-up), which franz-go is not. Forcing franz-go drops the
+// control with a note saying why; a scenario that names franz-go itself with that control is
+// refused; under sarama the control stays.
+func TestPositiveControlPerClient(t *testing.T) {
+	base := builtin(t, "app-resend")
+	k, _ := scenarios.LookupKnob(clientKnob)
+	franz, notes, err := Force(base, []scenarios.Setting{{Knob: k, Value: "franz-go"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(franz.Expect.Likely) != 0 || len(franz.Expect.LikelyNeeds) != 0 || len(notes) != 1 ||
+		!strings.Contains(notes[0], "it needs idempotent-gives-up of the client, which franz-go lacks") {
+		t.Errorf("franz-go: likely %v, needs %v, notes %v; want the control dropped with its reason", franz.Expect.Likely, franz.Expect.LikelyNeeds, notes)
+	}
+	sarama, notes, err := Force(base, []scenarios.Setting{{Knob: k, Value: "sarama"}})
+	if err != nil || len(sarama.Expect.Likely) != 1 || len(notes) != 0 {
+		t.Errorf("sarama: likely %v, notes %v, err %v; want the control kept", sarama.Expect.Likely, notes, err)
+	}
+
+	own := base.Clone()
+	own.Client.Name = "franz-go"
+	r, err := own.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = checkClaims(r)
+	if err == nil || !strings.Contains(err.Error(), "expect.likely[0]: duplicate cannot fire under client franz-go: it needs idempotent-gives-up") {
+		t.Errorf("a scenario naming franz-go with the control: %v", err)
+	}
+}

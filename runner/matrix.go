@@ -107,6 +107,8 @@ type cell struct {
 	scenario scenarios.Resolved
 	shape    clusterShape
 	notes    []string // claims of the scenario the cell's settings deny
+	// label names the cell in progress lines; dir is its runs' parent, relative to the output.
+	label, dir string
 }
 
 // cells expands the axes into scenarios, validating each combination before anything runs.
@@ -129,7 +131,7 @@ func (m MatrixSpec) cells() ([]cell, error) {
 		if err != nil {
 			return nil, fmt.Errorf("matrix cell %s: %w", axesLabel(axes), err)
 		}
-		out = append(out, cell{axes: axes, scenario: s, shape: shapeOf(s.Scenario), notes: notes})
+		out = append(out, cell{axes: axes, scenario: s, shape: shapeOf(s.Scenario), notes: notes, label: axesLabel(axes), dir: dirName(axes)})
 	}
 	return out, nil
 }
@@ -150,27 +152,14 @@ func product(axes []MatrixAxis) [][]report.Axis {
 
 // applyAxes forces a cell's axis values onto the base scenario, each through its knob.
 func applyAxes(base scenarios.Resolved, axes []report.Axis) (scenarios.Resolved, []string, error) {
-	var set []scenarios.Setting
-	for _, a := range axes {
-		k, ok := scenarios.LookupKnob(a.Name)
-		if !ok || !k.Axis {
-			return base, nil, fmt.Errorf("matrix axis %q: want one of %s", a.Name, strings.Join(AxisNames(), ", "))
-		}
-		set = append(set, scenarios.Setting{Knob: k, Value: a.Value})
+	set, err := axisSettings(axes)
+	if err != nil {
+		return base, nil, fmt.Errorf("matrix %w", err)
 	}
 	return Force(base, set)
 }
 
-func axesLabel(axes []report.Axis) string {
-	if len(axes) == 0 {
-		return "base"
-	}
-	parts := make([]string, len(axes))
-	for i, a := range axes {
-		parts[i] = a.Name + "=" + a.Value
-	}
-	return strings.Join(parts, ",")
-}
+func axesLabel(axes []report.Axis) string { return report.AxesLabel(axes) }
 
 // dirName is a cell's directory: its axes, safe for a file name.
 func dirName(axes []report.Axis) string {
@@ -196,10 +185,6 @@ func CheckMatrix(m MatrixSpec) error {
 // an interruption stops it.
 func RunMatrix(ctx context.Context, m MatrixSpec) (*MatrixResult, error) {
 	began := time.Now()
-	log := m.Log
-	if log == nil {
-		log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
 	if m.Runs < 1 {
 		return nil, fmt.Errorf("matrix: runs %d: want at least 1", m.Runs)
 	}
@@ -214,88 +199,15 @@ func RunMatrix(ctx context.Context, m MatrixSpec) (*MatrixResult, error) {
 		return nil, fmt.Errorf("matrix: making the output directory: %w", err)
 	}
 	units := m.Shard.of(unitsOf(cells, m.Runs))
-	// Runs of one shape together, so that each shape's cluster starts once; otherwise the
-	// runs keep their order.
-	order := slices.Clone(units)
-	slices.SortStableFunc(order, func(a, b unit) int {
-		return strings.Compare(fmt.Sprint(a.cell.shape), fmt.Sprint(b.cell.shape))
-	})
-
-	res := &MatrixResult{}
-	var c *harness.Cluster
-	var shape clusterShape
-	closeCluster := func() {
-		if c == nil {
-			return
-		}
-		t0 := time.Now()
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-		defer cancel()
-		if err := c.Close(cctx); err != nil {
-			log.Warn("removing a cluster", "err", err)
-		}
-		res.StartClose += time.Since(t0)
-		c = nil
+	f := &fleet{command: "matrix", out: m.Out, harness: m.Harness, progress: m.Progress, log: m.Log}
+	ran, runErr := f.run(ctx, units, began)
+	res := &MatrixResult{ClustersStarted: f.started, StartClose: f.startClose, Wall: time.Since(began)}
+	for _, r := range ran {
+		res.Runs = append(res.Runs, MatrixRun{Axes: r.unit.cell.axes, Run: r.unit.k, Outcome: r.outcome, Err: r.err})
 	}
-	defer closeCluster()
-	total := len(order)
-	for n0, u := range order {
-		cl, ci, k, n := u.cell, u.ci, u.k, n0+1
-		if ctx.Err() != nil {
-			// The runs done so far still make a manifest and tables (the rest as not run), so
-			// that a shard stopped by its job's time limit can be merged.
-			return res, errors.Join(fmt.Errorf("matrix: interrupted after %d of %d runs: %w", n-1, total, ctx.Err()), res.write(m, units))
-		}
-		if c != nil && shape != cl.shape {
-			closeCluster()
-		}
-		if c == nil {
-			hs := clusterSpec(m.Harness, cl.scenario.Scenario)
-			hs.ArtifactDir = filepath.Join(m.Out, "clusters", strconv.Itoa(res.ClustersStarted+1))
-			if hs.Logger == nil {
-				hs.Logger = log
-			}
-			if hs.RunID == "" {
-				hs.RunID = harness.NewRunID()
-			}
-			if m.Progress != nil {
-				fmt.Fprintf(m.Progress, "verity matrix: starting cluster %d (%s), run id %s\n", res.ClustersStarted+1, describeShape(cl.shape), hs.RunID)
-			}
-			t0 := time.Now()
-			started, err := harness.Start(ctx, hs)
-			res.StartClose += time.Since(t0)
-			if err != nil {
-				return res, errors.Join(fmt.Errorf("matrix: %w", err), res.write(m, units))
-			}
-			c, shape = started, cl.shape
-			res.ClustersStarted++
-		}
-		s := cl.scenario
-		s.Seed = cl.scenario.Seed + int64(k-1) // a seed is valid whatever its value
-		dir := filepath.Join(m.Out, dirName(cl.axes), fmt.Sprintf("run-%d", k))
-		if m.Progress != nil {
-			fmt.Fprintf(m.Progress, "verity matrix: run %d/%d  %s  run %d (seed %d)  %s elapsed\n", n, total, axesLabel(cl.axes), k, s.Seed,
-				time.Since(began).Round(time.Second))
-		}
-		o, err := Run(ctx, s, Options{Out: dir, Cluster: c, Fresh: fmt.Sprintf("-c%dr%d", ci+1, k), Progress: m.Progress, Notes: cl.notes,
-			ProgressEvery: 15 * time.Second, Log: log})
-		res.Runs = append(res.Runs, MatrixRun{Axes: cl.axes, Run: k, Outcome: o, Err: err})
-		if err != nil {
-			log.Warn("matrix run failed", "cell", axesLabel(cl.axes), "run", k, "err", err)
-			if m.Progress != nil {
-				fmt.Fprintf(m.Progress, "verity matrix: run failed: %s\n", oneLine(err.Error()))
-			}
-			closeCluster() // the next run starts on a new cluster
-			continue
-		}
-		dropTopics(ctx, c, o.Scenario, log)
-		if m.Progress != nil {
-			fmt.Fprintf(m.Progress, "verity matrix: %s run %d: %s in %s\n", axesLabel(cl.axes), k, o.Verdict(), o.Wall.Round(time.Second))
-		}
-	}
-	closeCluster()
-	res.Wall = time.Since(began)
-	return res, res.write(m, units)
+	// The runs done so far still make a manifest and tables (the rest as not run), so that a
+	// shard stopped by its job's time limit can be merged.
+	return res, errors.Join(runErr, res.write(m, units))
 }
 
 // unit is one run of one cell: the matrix's unit of work and of sharding.
@@ -351,21 +263,6 @@ func (s Shard) of(us []unit) []unit {
 		}
 	}
 	return out
-}
-
-// dropTopics deletes a finished run's topics, so that later runs on the cluster do not pay
-// for replicating and checking them. Best effort: a topic left behind costs only resources.
-func dropTopics(ctx context.Context, c *harness.Cluster, s scenarios.Resolved, log *slog.Logger) {
-	adm, err := c.Admin()
-	if err != nil {
-		log.Warn("deleting a run's topics", "err", err)
-		return
-	}
-	for _, t := range s.Topics {
-		if err := adm.DeleteTopic(t.Name); err != nil {
-			log.Warn("deleting a run's topic", "topic", t.Name, "err", err)
-		}
-	}
 }
 
 // write writes the matrix's (or shard's) manifest, matrix.json, then its tables.

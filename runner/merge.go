@@ -185,21 +185,12 @@ func (m *Merged) Worst() results.Verdict {
 // matrix.json, matrix.md, matrix.html and junit.xml in out, whose links reach into the shards'
 // run folders. Every shard 1..N must be there once, all of one matrix.
 func MergeMatrix(dirs []string, out string) (*Merged, error) {
-	if len(dirs) == 0 {
-		return nil, errors.New("merge: no shard directories given")
-	}
-	// Absolute paths, so that the links from out into the shards can always be made.
-	var err error
-	if out, err = filepath.Abs(out); err != nil {
-		return nil, fmt.Errorf("merge: %s: %w", out, err)
-	}
-	dirs = slices.Clone(dirs)
-	for i, d := range dirs {
-		if dirs[i], err = filepath.Abs(d); err != nil {
-			return nil, fmt.Errorf("merge: %s: %w", d, err)
-		}
+	out, dirs, err := absDirs(dirs, out)
+	if err != nil {
+		return nil, err
 	}
 	var mans []Manifest
+	var shards []string
 	for _, d := range dirs {
 		m, err := readManifest(d)
 		if err != nil {
@@ -211,31 +202,10 @@ func MergeMatrix(dirs []string, out string) (*Merged, error) {
 			}
 		}
 		mans = append(mans, m)
+		shards = append(shards, m.Shard)
 	}
-	n := 0
-	seen := map[int]string{}
-	for i, m := range mans {
-		s, err := ParseShard(m.Shard)
-		if err != nil {
-			return nil, fmt.Errorf("merge: %s: %w", dirs[i], err)
-		}
-		if n != 0 && s.N != n {
-			return nil, fmt.Errorf("merge: %s is shard %s, %s one of %d", dirs[i], m.Shard, dirs[0], n)
-		}
-		n = s.N
-		if prev, dup := seen[s.K]; dup {
-			return nil, fmt.Errorf("merge: shard %d/%d given twice: %s and %s", s.K, n, prev, dirs[i])
-		}
-		seen[s.K] = dirs[i]
-	}
-	var absent []string
-	for k := 1; k <= n; k++ {
-		if _, ok := seen[k]; !ok {
-			absent = append(absent, fmt.Sprintf("%d/%d", k, n))
-		}
-	}
-	if len(absent) > 0 {
-		return nil, fmt.Errorf("merge: shard(s) %s missing: give every shard's output directory", strings.Join(absent, ", "))
+	if err := checkShards(dirs, shards); err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return nil, fmt.Errorf("merge: making %s: %w", out, err)
@@ -265,6 +235,56 @@ func MergeMatrix(dirs []string, out string) (*Merged, error) {
 	t, err := writeTables(out, whole, cells, missing)
 	merged.tables = t
 	return merged, err
+}
+
+// absDirs makes the shards' directories and the merge's output absolute, so that the links from
+// the output into the shards can always be made.
+func absDirs(dirs []string, out string) (string, []string, error) {
+	if len(dirs) == 0 {
+		return "", nil, errors.New("merge: no shard directories given")
+	}
+	abs, err := filepath.Abs(out)
+	if err != nil {
+		return "", nil, fmt.Errorf("merge: %s: %w", out, err)
+	}
+	dirs = slices.Clone(dirs)
+	for i, d := range dirs {
+		if dirs[i], err = filepath.Abs(d); err != nil {
+			return "", nil, fmt.Errorf("merge: %s: %w", d, err)
+		}
+	}
+	return abs, dirs, nil
+}
+
+// checkShards checks that the shards (each "K/N", the i-th from dirs[i]) are every shard 1..N of
+// one whole, each once.
+func checkShards(dirs, shards []string) error {
+	n := 0
+	seen := map[int]string{}
+	for i, sh := range shards {
+		s, err := ParseShard(sh)
+		if err != nil {
+			return fmt.Errorf("merge: %s: %w", dirs[i], err)
+		}
+		if n != 0 && s.N != n {
+			return fmt.Errorf("merge: %s is shard %s, %s one of %d", dirs[i], sh, dirs[0], n)
+		}
+		n = s.N
+		if prev, dup := seen[s.K]; dup {
+			return fmt.Errorf("merge: shard %d/%d given twice: %s and %s", s.K, n, prev, dirs[i])
+		}
+		seen[s.K] = dirs[i]
+	}
+	var absent []string
+	for k := 1; k <= n; k++ {
+		if _, ok := seen[k]; !ok {
+			absent = append(absent, fmt.Sprintf("%d/%d", k, n))
+		}
+	}
+	if len(absent) > 0 {
+		return fmt.Errorf("merge: shard(s) %s missing: give every shard's output directory", strings.Join(absent, ", "))
+	}
+	return nil
 }
 
 // canonicalOrder ranks a manifest's runs as an unsharded matrix orders them: cells in the

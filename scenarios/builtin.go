@@ -121,6 +121,7 @@ func base(name, description, source string) Scenario {
 
 func defaultScenario() Scenario {
 	s := base("default", "The defaults that keep Kafka's durability promise, under one leader crash.", "000 §6, §20.5")
+	s.Tags = []Tag{TagDurability}
 	s.Faults = timeline(step(20, 20, FaultKill, leaderOf0()))
 	s.Expect = Expectation{
 		Text: "acks=all with min.insync.replicas=2 and unclean election off: a write is acknowledged only once every " +
@@ -132,6 +133,7 @@ func defaultScenario() Scenario {
 
 func labFollowerDown() Scenario {
 	s := base("lab-follower-down", "Stop one follower of p0 for 30 s while writing.", "000 §20.3, 001 §10")
+	s.Tags = []Tag{TagLab, TagDurability}
 	s.Faults = timeline(step(10, 30, FaultStop, followerOf0()))
 	s.Expect = Expectation{
 		Text: "With one follower of p0 down its ISR shrinks to 2, which still meets min.insync.replicas=2, so acks=all " +
@@ -142,6 +144,7 @@ func labFollowerDown() Scenario {
 
 func labISRBelowMin() Scenario {
 	s := base("lab-isr-below-min", "Stop both followers of p0 while acks=all producers and one acks=1 producer write.", "000 §20.4, 001 §10")
+	s.Tags = []Tag{TagLab, TagDurability}
 	dedicatedControllers(&s)
 	s.Workload.Producers = append(s.Workload.Producers, ProducerGroup{Count: 1, Topic: DefaultTopic, Delivery: kafkaconf.Delivery{Acks: new(kafkaconf.AcksLeader), Idempotence: new(false)}})
 	s.Faults = timeline(step(10, 30, FaultStop, followersOf0()))
@@ -156,6 +159,7 @@ func labISRBelowMin() Scenario {
 
 func labLeaderFailover() Scenario {
 	s := base("lab-leader-failover", "SIGKILL p0's leader, start it 20 s later.", "000 §20.5")
+	s.Tags = []Tag{TagLab, TagDurability}
 	s.Faults = timeline(step(15, 20, FaultKill, leaderOf0()))
 	s.Expect = Expectation{
 		Text: "The controller elects a new leader of p0 from its ISR, which holds every acknowledged write (acks=all, " +
@@ -166,6 +170,7 @@ func labLeaderFailover() Scenario {
 
 func labAbortInvisible() Scenario {
 	s := base("lab-abort-invisible", "Transactional producers abort 30 % of their transactions; consumers read in both isolation levels.", "000 §20.8")
+	s.Tags = []Tag{TagLab, TagTransactions}
 	s.Topics = twoTopics()
 	s.Workload = Workload{
 		Transactional: TxnProducers{Count: 2, Topics: []string{DefaultTopic, SecondTopic}},
@@ -184,6 +189,7 @@ func labAbortInvisible() Scenario {
 
 func labFencing() Scenario {
 	s := base("lab-fencing", "A second instance takes a transactional producer's transactional.id mid-transaction.", "000 §11.7, §20.10")
+	s.Tags = []Tag{TagLab, TagTransactions}
 	s.Topics = twoTopics()
 	s.Workload = Workload{
 		Transactional: TxnProducers{Count: 2, Topics: []string{DefaultTopic, SecondTopic}},
@@ -199,6 +205,7 @@ func labFencing() Scenario {
 
 func labLSOHold() Scenario {
 	s := base("lab-lso-hold", "One transaction is held open for 30 s while plain producers keep writing.", "000 §13.5, §20.10")
+	s.Tags = []Tag{TagLab, TagTransactions}
 	s.Topics = twoTopics()
 	s.Workload.Transactional = TxnProducers{Count: 1, Topics: []string{DefaultTopic, SecondTopic}}
 	s.Workload.Consumers = Consumers{ReadCommitted: 1, ReadUncommitted: 1, Topics: []string{DefaultTopic, SecondTopic}}
@@ -214,6 +221,7 @@ func labLSOHold() Scenario {
 
 func acks0LeaderLoss() Scenario {
 	s := base("acks0-leader-loss", "acks=0 producers while p0's leader is SIGKILLed.", "000 §2.1")
+	s.Tags = []Tag{TagDurability}
 	s.Client.Acks, s.Client.Idempotence = new(kafkaconf.AcksNone), new(false)
 	s.Faults = timeline(step(20, 20, FaultKill, leaderOf0()))
 	s.Expect = Expectation{
@@ -225,6 +233,7 @@ func acks0LeaderLoss() Scenario {
 
 func acks1LeaderLoss() Scenario {
 	s := base("acks1-leader-loss", "acks=1 producers; p0's followers are slowed, then its leader is SIGKILLed.", "000 §2.2, 001 §7")
+	s.Tags = []Tag{TagDurability}
 	s.Client.Acks, s.Client.Idempotence = new(kafkaconf.AcksLeader), new(false)
 	s.Workload.Producers = []ProducerGroup{{Count: 2, Topic: DefaultTopic}, {Count: 2, Async: true, Topic: DefaultTopic}}
 	s.Faults = timeline(
@@ -255,6 +264,7 @@ func diskLossTimeline() Schedule {
 
 func minISR1DiskLoss() Scenario {
 	s := base("minisr1-disk-loss", "min.insync.replicas=1: stop both followers of p0, keep writing, wipe the leader's disk, restart all.", "001 §16 case 4")
+	s.Tags = []Tag{TagDurability}
 	dedicatedControllers(&s)
 	s.Topics[0].MinInsyncReplicas = 1
 	s.Faults = diskLossTimeline()
@@ -271,6 +281,7 @@ func minISR1DiskLoss() Scenario {
 
 func minISR2DiskLoss() Scenario {
 	s := base("minisr2-disk-loss", "min.insync.replicas=2: the same sequence as minisr1-disk-loss.", "000 §6")
+	s.Tags = []Tag{TagDurability}
 	dedicatedControllers(&s)
 	s.Faults = diskLossTimeline()
 	s.Duration = sec(75)
@@ -287,6 +298,7 @@ func minISR2DiskLoss() Scenario {
 // a different question: its metadata log is fsynced by the quorum).
 func powerLossAllReplicas() Scenario {
 	s := base("power-loss-all-replicas", "Cut the power of every replica of p0 at once, with Kafka's default flush settings.", "000 §2.5, 001 §16 case 6")
+	s.Tags = []Tag{TagDurability, TagPowerLoss}
 	dedicatedControllers(&s)
 	s.Faults = timeline(step(20, 10, FaultPowerLoss, replicasOf0()))
 	s.Expect = Expectation{
@@ -314,6 +326,7 @@ func powerLossAllReplicasFlushEach() Scenario {
 
 func powerLossLeader() Scenario {
 	s := base("power-loss-leader", "Cut the power of p0's leader alone: acks=all, min.insync.replicas=2.", "000 §2.5")
+	s.Tags = []Tag{TagDurability, TagPowerLoss}
 	s.Topology.PowerLoss = true
 	s.Faults = timeline(step(20, 15, FaultPowerLoss, leaderOf0()))
 	s.Expect = Expectation{
@@ -332,6 +345,7 @@ func powerLossLeader() Scenario {
 // for metadata-lost to compare afterwards.
 func powerLossControllers() Scenario {
 	s := base("power-loss-controllers", "Stop p0's leader, then cut the power of every dedicated controller at once; later the same with one controller.", "000 §2.5")
+	s.Tags = []Tag{TagDurability, TagPowerLoss, TagSlow}
 	dedicatedControllers(&s)
 	s.Topology.PowerLoss = true
 	// Each stop and each cut leaves the cluster time to be whole again (the broker caught up,
@@ -355,6 +369,7 @@ func powerLossControllers() Scenario {
 
 func uncleanIsolation() Scenario {
 	s := base("unclean-isolation", "unclean.leader.election.enable=true: cut the fetches of p0's followers from its leader, then isolate the leader.", "000 §7.4, 001 §16 case 5")
+	s.Tags = []Tag{TagDurability}
 	s.Topics[0].UncleanLeaderElection = true
 	s.Topics[0].MinInsyncReplicas = 1
 	s.Faults = timeline(
@@ -379,6 +394,7 @@ func uncleanIsolation() Scenario {
 
 func elrLastReplica() Scenario {
 	s := base("elr-last-replica", "Shrink p0's ISR below min ISR, then kill its leader: a replica from the ELR takes over.", "000 §7.2")
+	s.Tags = []Tag{TagDurability}
 	dedicatedControllers(&s)
 	s.Faults = timeline(
 		step(10, 30, FaultStop, followersOf0()),
@@ -404,6 +420,7 @@ func elrLastReplica() Scenario {
 func regressKIP966ELR() Scenario {
 	s := base("regress-kip966-elr", "Shrink p0's ISR below min ISR, then cut its leader's power: lost writes without eligible "+
 		"leader replicas (eligible.leader.replicas.version 0), none with them (1).", "KIP-966")
+	s.Tags = []Tag{TagRegression, TagDurability, TagPowerLoss}
 	dedicatedControllers(&s)
 	s.Topology.PowerLoss = true
 	s.Kafka.Features = kafkaconf.FeatureLevels{kafkaconf.FeatureELR: 1}
@@ -426,6 +443,7 @@ func regressKIP966ELR() Scenario {
 
 func idempotentAckLoss() Scenario {
 	s := base("idempotent-ack-loss", "Idempotent producers while the answers of p0's leader are lost, repeatedly.", "000 §0, §9")
+	s.Tags = []Tag{TagDelivery}
 	s.Client.RequestTimeout, s.Client.DeliveryTimeout = sec(5), sec(30)
 	s.Faults = Schedule{Kind: SchedulePeriodic, Periodic: &Periodic{
 		Interval: sec(15), Hold: sec(6), Start: sec(10),
@@ -441,6 +459,7 @@ func idempotentAckLoss() Scenario {
 
 func idempotentInflight5AckLoss() Scenario {
 	s := base("idempotent-inflight5-ack-loss", "Idempotent async producers with 5 requests in flight while p0's leader's answers are lost, then the leader is killed, then the new leader's answers are lost.", "000 §0, §9; KIP-98")
+	s.Tags = []Tag{TagDelivery}
 	s.Requires = []kafkaconf.Capability{kafkaconf.CapIdempotentInFlight5}
 	s.Client.Name = kafkaconf.FranzGo
 	s.Client.MaxInFlight = new(kafkaconf.MaxIdempotentInFlight)
@@ -465,6 +484,7 @@ func idempotentInflight5AckLoss() Scenario {
 
 func plainAckLoss() Scenario {
 	s := base("plain-ack-loss", "Non-idempotent producers with retries while the answers of p0's leader are lost.", "000 §8.1")
+	s.Tags = []Tag{TagDelivery}
 	s.Client.Idempotence, s.Client.MaxInFlight = new(false), new(1)
 	s.Client.RequestTimeout, s.Client.DeliveryTimeout = sec(5), sec(30)
 	ackLoss := Fault{Name: FaultAckLoss, Target: leaderOf0(), Params: Params{Hold: true}}
@@ -491,6 +511,7 @@ func resetPeerSchedule() Schedule {
 
 func plainInflightReorder() Scenario {
 	s := base("plain-inflight-reorder", "Non-idempotent async producers with 5 requests in flight while their connections are reset.", "000 §8.2")
+	s.Tags = []Tag{TagDelivery}
 	s.Client.Idempotence, s.Client.MaxInFlight = new(false), new(5)
 	s.Client.Linger = Duration(5 * time.Millisecond)
 	s.Workload.Producers = []ProducerGroup{{Count: 3, Async: true, Topic: DefaultTopic}}
@@ -519,6 +540,7 @@ func plainInflight1Order() Scenario {
 
 func appResend() Scenario {
 	s := base("app-resend", "Idempotent producers whose application sends a payload again after an unknown outcome, under ack loss.", "000 §8.4, §9.5")
+	s.Tags = []Tag{TagDelivery}
 	s.Client.AppResend = 1
 	// Hold mode: the requests already on their way are appended and their answers never come.
 	// The client gives up on a request after its read timeout (request timeout + 5 s = 7 s),
@@ -533,7 +555,8 @@ func appResend() Scenario {
 		Text: "Idempotence de-duplicates the producer's own retries only: when the application sends the same payload " +
 			"again after a send failed or timed out, that is a new record, and if the first one had been appended both " +
 			"are in the log. Duplicates are permitted in every configuration.",
-		Likely: []guarantee.Anomaly{guarantee.Duplicate},
+		Likely:      []guarantee.Anomaly{guarantee.Duplicate},
+		LikelyNeeds: []kafkaconf.Capability{kafkaconf.CapIdempotentGivesUp},
 		Provoke: "ack-loss in hold mode black-holes the leader's answers for 10 s while the requests already sent are " +
 			"appended; with a 2 s request timeout and one retry the client gives those sends up about 14 s later, after the " +
 			"fault, and the application resends each payload once, so the first copy and the resend are both in the log.",
@@ -565,6 +588,7 @@ func eosBase(name, description, source string) Scenario {
 
 func eosCoordinatorKill() Scenario {
 	s := eosBase("eos-coordinator-kill", "Read-process-write and transactions while the transaction coordinator is SIGKILLed, repeatedly.", "000 §14, 002")
+	s.Tags = []Tag{TagTransactions}
 	s.Faults = Schedule{Kind: SchedulePeriodic, Periodic: &Periodic{
 		Interval: sec(20), Hold: sec(10), Start: sec(15), Quiet: 0.2,
 		Set: []Fault{{Name: FaultKill, Target: &Target{Role: RoleTxnCoordinator}}},
@@ -585,6 +609,7 @@ func eosCoordinatorKill() Scenario {
 func exploreRequestFaults() Scenario {
 	s := eosBase("explore-request-faults", "Read-process-write and transactions under request-level faults drawn at random: "+
 		"EndTxn, AddPartitionsToTxn, TxnOffsetCommit and Produce held, dropped or unanswered where they go, and coordinator kills.", "KIP-890, KIP-447")
+	s.Tags = []Tag{TagExplore, TagTransactions, TagSlow}
 	s.Client.RequestTimeout = sec(5)
 	coord, group := &Target{Role: RoleTxnCoordinator}, &Target{Role: RoleGroupCoordinator}
 	outLeader := &Target{Role: RoleLeaderOf, Topic: "eos-out"}
@@ -620,6 +645,7 @@ func exploreRequestFaults() Scenario {
 func upgradeEOS() Scenario {
 	s := eosBase("upgrade-eos", "Read-process-write and transactions while every node is upgraded from Kafka 4.2.2 to 4.3.1 in turn, "+
 		"then metadata.version finalized.", "Kafka's upgrade notes")
+	s.Tags = []Tag{TagUpgrade, TagTransactions, TagSlow}
 	s.Kafka.Version = "4.2.2"
 	s.Faults = timeline(Step{At: sec(15), Fault: Fault{Name: FaultRollingUpgrade, Params: Params{Version: "4.3.1"}}})
 	s.Duration = sec(150)
@@ -632,6 +658,7 @@ func upgradeEOS() Scenario {
 
 func eosRollingBounce() Scenario {
 	s := eosBase("eos-rolling-bounce", "Read-process-write and transactions while every broker is hard-bounced in turn.", "Kafka's transactions_test")
+	s.Tags = []Tag{TagTransactions, TagSlow}
 	s.Faults = timeline(Step{At: sec(15), Fault: Fault{Name: FaultRollingBounceHard}})
 	s.Duration = sec(120)
 	s.Expect.Text = "As in Kafka's own transactions_test: with every broker SIGKILLed and restarted in turn, " +
@@ -642,6 +669,7 @@ func eosRollingBounce() Scenario {
 
 func groupRebalance() Scenario {
 	s := base("group-rebalance", "A consumer group of 3 that commits after processing, its members crashed one at a time.", "000 §16.3–16.4")
+	s.Tags = []Tag{TagConsumers}
 	s.Workload = Workload{
 		Producers: []ProducerGroup{{Count: 2, Topic: DefaultTopic}},
 		Group:     Group{Count: 3, Name: DefaultGroup, Topics: []string{DefaultTopic}, RestartEvery: sec(10)},
@@ -661,6 +689,7 @@ func sinkScenario(m sink.Mode) Scenario {
 	info, _ := m.Info()
 	s := base("sink-"+string(m), "A sink in mode "+string(m)+" ("+info.About+"), crashed between side effect and commit, "+
 		"its store's link cut, a leader killed.", "002; 000 §1.7, §15.4–15.6")
+	s.Tags = []Tag{TagSinks}
 	s.Workload = Workload{
 		Producers: []ProducerGroup{{Count: 1, Topic: DefaultTopic, Rate: 60}},
 		Sinks:     []Sink{{Name: "sink", Mode: m, Count: 2, Topic: DefaultTopic, CrashEvery: sec(6)}},
@@ -738,6 +767,7 @@ func regressFranzEndTxnUnconfirmed() Scenario {
 	s := txnRegression(base("regress-franz-endtxn-unconfirmed", "Every EndTxn to the transaction coordinator dropped for 40 s at a time, so that "+
 		"commits end unconfirmed: franz-go v1.21.5's next transaction joins the unconfirmed one, v1.21.6's does not.",
 		"franz-go v1.21.6 changelog (6ecd2f9f), KIP-890"), 2)
+	s.Tags = []Tag{TagRegression, TagTransactions, TagSlow}
 	s.Client.Transactions = Transactions{AbortProbability: 0.2}
 	// A window outlasts the 30 s the workload gives EndTransaction, so a commit sent early in it
 	// ends unconfirmed while the coordinator, which aborts a transaction only some seconds past
@@ -765,6 +795,7 @@ func regressSaramaStableOffsets() Scenario {
 	s := base("regress-sarama-stable-offsets", "Two sarama read-process-write processors, each crashed right after a commit "+
 		"while the transaction markers to the group coordinator are held: v1.61.0's member that takes over the partitions "+
 		"fetches offsets from before the commit, v1.61.1's waits for them to be stable.", "sarama v1.61.1 (offset_manager.go), KIP-447")
+	s.Tags = []Tag{TagRegression, TagTransactions, TagSlow}
 	s.Topics = []Topic{
 		{Name: "eos-in", Partitions: 3, ReplicationFactor: 3, MinInsyncReplicas: 2},
 		{Name: "eos-out", Partitions: 3, ReplicationFactor: 3, MinInsyncReplicas: 2},
@@ -798,6 +829,7 @@ func regressKIP890HangingTxn() Scenario {
 	s := txnRegression(base("regress-kip890-hanging-txn", "A transactional record written to txn-0 without AddPartitionsToTxn: "+
 		"it hangs the partition's last stable offset without transaction.partition.verification.enable, and is refused with it.",
 		"KIP-890 part 1"), 2)
+	s.Tags = []Tag{TagRegression, TagTransactions}
 	s.Client.Name, s.Client.RequestTimeout = kafkaconf.DefaultClient, 0
 	s.Client.Transactions = Transactions{AbortProbability: 0.2}
 	s.Faults = timeline(Step{At: sec(20), Fault: Fault{Name: FaultStrayTxnProduce, Target: &Target{Role: RoleLeaderOf, Topic: "txn"}}})
@@ -826,6 +858,7 @@ func regressKIP890HangingTxn() Scenario {
 func regressKafka17754() Scenario {
 	s := txnRegression(base("regress-kafka-17754", "An EndTxn held past its client's timeout, then released while the producer's next "+
 		"transaction is open: clean on transaction protocol v2 (franz-go), transactions ended early on v1 (sarama).", "KAFKA-17754, KIP-890"), 3)
+	s.Tags = []Tag{TagRegression, TagTransactions, TagSlow}
 	// The short request timeout (txnRegression) lets the client give up on the held EndTxn, and
 	// retry it, well within the hold; half the transactions abort, so that a released commit
 	// often lands in a transaction its client means to abort.

@@ -214,6 +214,8 @@ func (s Scenario) Clone() Scenario {
 	}
 	s.Client.Delivery = cloneDelivery(s.Client.Delivery)
 	s.Requires = slices.Clone(s.Requires)
+	s.Tags = slices.Clone(s.Tags)
+	s.Expect.LikelyNeeds = slices.Clone(s.Expect.LikelyNeeds)
 	w := &s.Workload
 	w.Producers = slices.Clone(w.Producers)
 	for i := range w.Producers {

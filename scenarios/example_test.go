@@ -26,7 +26,7 @@ topics: [{name: t, replication_factor: 3, min_insync_replicas: 4}]
 	fmt.Println(err)
 	// Output:
 	// verity 3 2 1 1m <nil>
-	// clinet: unknown field; the scenario has broker, client, description, duration, expect, faults, kafka, name, regression, requires, seed, source, topics, topology, workload (did you mean client?) (line 3)
+	// clinet: unknown field; the scenario has broker, client, description, duration, expect, faults, kafka, name, regression, requires, seed, source, tags, topics, topology, workload (did you mean client?) (line 3)
 }
 
 func ExampleResolved_Override() {

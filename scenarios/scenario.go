@@ -47,6 +47,8 @@ type Scenario struct {
 	// Requires names what the scenario needs of its client (kafkaconf.Capabilities): a run
 	// with a client that lacks one is refused before anything starts.
 	Requires []kafkaconf.Capability `yaml:"requires,omitempty" json:"requires,omitempty"`
+	// Tags group the scenario with others for `verity suite --tag` (Tags lists them).
+	Tags []Tag `yaml:"tags,omitempty" json:"tags,omitempty"`
 }
 
 // Regression is a known bug a scenario finds again: `verity matrix -s NAME` runs its two sides
@@ -86,6 +88,10 @@ type Expectation struct {
 	Likely []guarantee.Anomaly `yaml:"likely,omitempty" json:"likely,omitempty"`
 	// Provoke says how the scenario makes the Likely anomalies happen.
 	Provoke string `yaml:"provoke,omitempty" json:"provoke,omitempty"`
+	// LikelyNeeds are what the Likely anomalies need of the client (kafkaconf.Capabilities) to
+	// fire: under a client that lacks one they cannot, so a run with it expects none of them and
+	// says why, rather than reporting a positive control that did not fire.
+	LikelyNeeds []kafkaconf.Capability `yaml:"likely_needs,omitempty" json:"likely_needs,omitempty"`
 }
 
 // Topology is the cluster's shape.

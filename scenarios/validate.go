@@ -124,6 +124,7 @@ func (c *checker) scenario() {
 		c.addf("name", "%q: want lower-case letters, digits, dots and dashes", s.Name)
 	}
 	c.expect()
+	c.tags()
 	if n := s.Topology.Nodes; n < 1 || n > 50 {
 		c.addf("topology.nodes", "%d: want 1 to 50 brokers", n)
 	}
@@ -230,6 +231,26 @@ func (c *checker) expect() {
 	check("likely", e.Likely)
 	if len(e.Likely) > 0 && strings.TrimSpace(e.Provoke) == "" {
 		c.addf("expect.provoke", "missing: say how the scenario makes %s likely", guarantee.Join(e.Likely))
+	}
+	if len(e.LikelyNeeds) > 0 && len(e.Likely) == 0 {
+		c.addf("expect.likely_needs", "set, but expect.likely names no anomaly that needs it")
+	}
+	for i, need := range e.LikelyNeeds {
+		if _, err := kafkaconf.ParseCapability(string(need)); err != nil {
+			c.addf(fmt.Sprintf("expect.likely_needs[%d]", i), "%v", err)
+		}
+	}
+}
+
+func (c *checker) tags() {
+	for i, t := range c.s.Tags {
+		p := fmt.Sprintf("tags[%d]", i)
+		if _, err := ParseTag(string(t)); err != nil {
+			c.addf(p, "%v", err)
+		}
+		if slices.Index(c.s.Tags, t) != i {
+			c.addf(p, "%q is listed twice", t)
+		}
 	}
 }
 

@@ -16,7 +16,7 @@ func indexCommand(onUsage cli.OnUsageErrorFunc) *cli.Command {
 		Name:      "index",
 		Usage:     "write DIR/index.html over every run folder below DIR: newest first, per scenario a trend",
 		ArgsUsage: "DIR",
-		Description: "A run folder is one with results.json beside history.jsonl (verity run's --out, each run of a matrix). " +
+		Description: "A run folder is one with results.json beside history.jsonl (verity run's --out, each run of a matrix or a suite). " +
 			"The page lists every run (time, scenario, seed, verdict, anomalies, client, throughput, unavailability, wall " +
 			"time, Kafka image) with a link to its report, links the latest, and draws per scenario its verdicts and " +
 			"figures over the runs. It is one file with no external links.",

@@ -2,10 +2,12 @@
 // history against what Kafka documents.
 //
 // Subcommands: run (one scenario on a fresh cluster), matrix (configurations × faults × runs on
-// shared clusters, or one shard of them), merge (the shards' outputs as one matrix), index (a page over many runs), list (built-in scenarios and faults), check (a saved history, writing
-// nothing it was not asked to), report (a run's saved history judged again, its artifacts
-// regenerated), reap (leftovers of killed runs), validate (scenario files checked without
-// starting anything), version.
+// shared clusters, or one shard of them), suite (many scenarios across axes, each run judged
+// against its own scenario, or one shard of them), merge (the shards' outputs as one matrix or
+// suite), index (a page over many runs), list (built-in scenarios, their tags, faults), check (a
+// saved history, writing nothing it was not asked to), report (a run's saved history judged
+// again, its artifacts regenerated), reap (leftovers of killed runs), validate (scenario files
+// checked without starting anything), version.
 //
 // The command line is built with github.com/urfave/cli/v3: it gives each subcommand its own
 // flags, help and usage errors, so that adding run or matrix is adding one *cli.Command; it
@@ -118,6 +120,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			runCommand(onUsage),
 			listCommand(onUsage),
 			matrixCommand(onUsage),
+			suiteCommand(onUsage),
 			mergeCommand(onUsage),
 			indexCommand(onUsage),
 			checkCommand(onUsage),

@@ -139,7 +139,7 @@ func listCommand(onUsage cli.OnUsageErrorFunc) *cli.Command {
 		Name:      "list",
 		Usage:     "list the built-in scenarios, the faults a scenario file may use and the clients",
 		ArgsUsage: "[NAME]",
-		Description: "Without arguments: every built-in scenario (what it expects, what it provokes), every fault, and every client " +
+		Description: "Without arguments: every built-in scenario (what it expects, its tags, what it provokes), every tag, every fault, and every client " +
 			"with the version linked, the transaction protocols it speaks and its capabilities. " +
 			"With --yaml NAME (or --yaml -s NAME): that scenario as YAML, every default written out, a start for a file of your own.",
 		OnUsageError: onUsage,
@@ -192,11 +192,12 @@ func yamlName(cmd *cli.Command) (string, error) {
 	return "default", nil
 }
 
-// listAll writes the built-ins, each with what the guarantee table expects of it and what it
-// provokes, then the faults, the clients, the Kafka releases and the feature levels.
+// listAll writes the built-ins, each with what the guarantee table expects of it, its tags and
+// what it provokes, then the tags, the faults, the clients, the Kafka releases and the feature
+// levels.
 func listAll(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SCENARIO\tEXPECTS\tDESCRIPTION")
+	fmt.Fprintln(tw, "SCENARIO\tEXPECTS\tTAGS\tDESCRIPTION")
 	for _, s := range scenarios.Builtins() {
 		exp := string(s.Expect.Verdict)
 		if len(s.Expect.Likely) > 0 {
@@ -206,7 +207,20 @@ func listAll(w io.Writer) error {
 		if s.Client.Name != kafkaconf.DefaultClient {
 			desc = fmt.Sprintf("[%s] %s", s.Client.Name, desc)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, exp, desc)
+		tags := make([]string, len(s.Tags))
+		for i, t := range s.Tags {
+			tags[i] = string(t)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Name, exp, strings.Join(tags, ","), desc)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TAG\tWHAT IT MARKS (verity suite --tag)")
+	for _, t := range scenarios.TagSpecs() {
+		fmt.Fprintf(tw, "%s\t%s\n", t.Tag, t.Doc)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

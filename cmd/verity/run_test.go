@@ -10,7 +10,7 @@ import (
 	"github.com/verity-kafka/verity/kafkaconf"
 )
 
-// TestRunUsageErrors: bad input to run, matrix and list ends with exit 2 and one line that
+// TestRunUsageErrors: bad input to run, matrix, suite and list ends with exit 2 and one line that
 // says what to do, before any cluster is started.
 func TestRunUsageErrors(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
@@ -45,6 +45,12 @@ func TestRunUsageErrors(t *testing.T) {
 		{"matrix unknown fault", []string{"matrix", "--fault", "meteor"}, "meteor"},
 		{"matrix zero runs", []string{"matrix", "--acks", "1", "--runs", "0"}, "--runs"},
 		{"list unknown", []string{"list", "--yaml", "--scenario", "nope"}, "nope"},
+		{"suite unknown scenario and tag", []string{"suite", "-s", "default,defualt", "--tag", "nightly"},
+			`no built-in scenario matches "defualt" (did you mean default?); no tag "nightly"; built-ins: default,`},
+		{"suite setting no scenario takes", []string{"suite", "-s", "default", "--sink", "naive"}, "--sink=naive: no scenario of the suite takes it"},
+		{"suite zero runs", []string{"suite", "-s", "default", "--runs", "0"}, "--runs"},
+		{"suite bad shard", []string{"suite", "--shard", "4/3"}, "want K/N"},
+		{"suite argument", []string{"suite", "default"}, "name scenarios with -s"},
 	}
 	for _, c := range cases {
 		code, _, stderr := runCLI(c.args...)
@@ -113,6 +119,19 @@ func TestList(t *testing.T) {
 	} {
 		if code, _, stderr := runCLI(c.args...); code != exitUsage || !strings.Contains(stderr, c.stderr) {
 			t.Errorf("%v: exit %d, stderr %q", c.args, code, stderr)
+		}
+	}
+}
+
+// verity list shows each built-in's tags, and the tags.
+func TestListShowsTags(t *testing.T) {
+	code, stdout, _ := runCLI("list")
+	if code != exitPass {
+		t.Fatalf("exit %d", code)
+	}
+	for _, want := range []string{"TAGS", "TAG ", "regression,transactions", "power-loss  "} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("verity list does not show %q", want)
 		}
 	}
 }

@@ -1,6 +1,6 @@
-// Package schematest checks documents against the JSON Schemas in docs/schema: results.json
-// and the history header, the two files other tools read. Tests use it on what the code writes,
-// so that the schemas and the writers cannot drift apart.
+// Package schematest checks documents against the JSON Schemas in docs/schema: results.json,
+// the history header and a suite's suite.json, the files other tools read. Tests use it on what
+// the code writes, so that the schemas and the writers cannot drift apart.
 //
 // The validator is github.com/santhosh-tekuri/jsonschema/v6: it implements draft 2020-12 in
 // full, resolves the schemas' references between files, depends on nothing beyond the standard
@@ -21,6 +21,7 @@ import (
 const (
 	Results       = "results.schema.json"
 	HistoryHeader = "history-header.schema.json"
+	Suite         = "suite.schema.json"
 )
 
 // Dir is docs/schema, found from this file's place in the repository.
