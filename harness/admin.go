@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/verity-kafka/verity/kafkaconf"
 )
@@ -78,9 +82,20 @@ type PartitionState struct {
 	Replicas    []int32
 	ISR         []int32
 	Offline     []int32
-	// ELR (eligible leader replicas, KIP-966) is nil: the Metadata API that sarama speaks does
-	// not carry it (only DescribeTopicPartitions does), so the harness does not report it.
+	// ELR are the eligible leader replicas (KIP-966): replicas out of the ISR that the
+	// controller still counts as holding every committed record, so that one of them can be
+	// elected cleanly when the ISR has no live member left. The controller keeps an ELR only
+	// while the ISR is below min.insync.replicas, and only at eligible.leader.replicas.version 1
+	// (finalized on new clusters from Kafka 4.1; Spec.Features sets it); otherwise it is empty.
 	ELR []int32
+	// LastKnownELR is the partition's last known ELR (KIP-966): the replicas the controller
+	// keeps as the best candidates for an unclean recovery once the ISR and the ELR are both
+	// empty; usually empty.
+	LastKnownELR []int32
+	// AnsweredBy is the broker whose answer this is. Every broker answers from its own copy of
+	// the metadata, which is stale on a broker cut off from the controllers: Describe takes the
+	// answers of the brokers it trusts (TrustedBrokers), DescribeFrom the one asked.
+	AnsweredBy int32
 }
 
 // Offsets of one partition.
@@ -100,8 +115,8 @@ func (a *adminClient) close() {
 }
 
 // ResetAdmin drops the cluster's shared admin client, closing it; the next admin question
-// (Describe, WaitHealthy, Admin, ...) connects anew. Admin clients handed out by Admin before
-// the reset are closed with it.
+// (WaitHealthy, CreateTopic, Offsets, Admin, ...) connects anew; Describe has a client of its
+// own. Admin clients handed out by Admin before the reset are closed with it.
 //
 // Why: a sarama broker connection that has once read an answer out of turn ("correlation ID
 // didn't match", after a request timed out during a fault) fails every later request until it
@@ -272,13 +287,29 @@ func (c *Cluster) createTopic(t TopicSpec) error {
 	return errors.Join(errs...)
 }
 
-// Describe returns the state of every partition of topic, as the brokers that the harness has
-// not cut off from the controllers report it (an isolated broker's metadata is stale); where they
-// disagree, the answer with the highest leader epoch wins.
+// Describe returns the state of every partition of topic as the brokers the harness trusts
+// report it (TrustedBrokers: running, reachable by clients and in touch with a majority of the
+// controllers through links the harness has not cut; an isolated broker's metadata is stale, and
+// it would still name itself leader). Where they disagree, the answer with the highest leader
+// epoch wins; each state says which broker gave it (AnsweredBy). The brokers left out are not
+// asked at all: DescribeFrom asks one broker of the caller's choosing, whatever its links.
 func (c *Cluster) Describe(ctx context.Context, topic string) ([]PartitionState, error) {
 	ps, err := c.describe(ctx, topic)
 	if err != nil {
 		return nil, fmt.Errorf("describing topic %s: %w", topic, err)
+	}
+	return ps, nil
+}
+
+// DescribeFrom returns the state of every partition of topic as broker id alone reports it from
+// its own copy of the metadata, whatever the harness has done to it: an isolated leader's view,
+// say, which still names itself leader at an epoch the rest of the cluster has left behind.
+// Clients must reach the broker: it fails when the broker does not answer (stopped, paused, its
+// client link cut) within ctx or 10 seconds.
+func (c *Cluster) DescribeFrom(ctx context.Context, id int, topic string) ([]PartitionState, error) {
+	ps, err := c.describeAt(ctx, int32(id), topic)
+	if err != nil {
+		return nil, fmt.Errorf("describing topic %s as broker %d sees it: %w", topic, id, err)
 	}
 	return ps, nil
 }
@@ -317,9 +348,19 @@ func (c *Cluster) WaitPartition(ctx context.Context, topic string, partition int
 	return last, nil
 }
 
-// trustedBrokers are the running brokers that clients can reach and that reach a majority of
-// the running controllers through links the harness has not cut: their metadata is current. An
-// isolated broker's is stale, and it would still name itself leader.
+// TrustedBrokers lists the brokers Describe asks now: the running brokers that clients can reach
+// and that reach a majority of the running controllers through links the harness has not cut
+// (only the controller traffic counts: a broker whose replication alone is cut still follows the
+// metadata log). Their metadata is current; the others' may be stale.
+func (c *Cluster) TrustedBrokers() []int {
+	var ids []int
+	for _, id := range c.trustedBrokers() {
+		ids = append(ids, int(id))
+	}
+	return ids
+}
+
+// trustedBrokers is TrustedBrokers.
 func (c *Cluster) trustedBrokers() []int32 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -334,7 +375,7 @@ func (c *Cluster) trustedBrokers() []int32 {
 		if !b.isBroker() || c.state[b.ID] != NodeRunning {
 			continue
 		}
-		if _, cut := c.cuts[Link{ClientEndpoint, b.ID}]; cut {
+		if _, cut := c.cuts[LinkTraffic{Link{ClientEndpoint, b.ID}, TrafficClient}]; cut {
 			continue
 		}
 		reached := 0
@@ -342,8 +383,10 @@ func (c *Cluster) trustedBrokers() []int32 {
 			if !ctl.isController() || c.state[ctl.ID] != NodeRunning {
 				continue
 			}
-			_, out := c.cuts[Link{b.ID, ctl.ID}]
-			_, in := c.cuts[Link{ctl.ID, b.ID}]
+			// Only the quorum's listener matters: a broker whose replication alone is cut still
+			// follows the metadata log.
+			_, out := c.cuts[LinkTraffic{Link{b.ID, ctl.ID}, TrafficController}]
+			_, in := c.cuts[LinkTraffic{Link{ctl.ID, b.ID}, TrafficController}]
 			if ctl.ID == b.ID || (!out && !in) {
 				reached++
 			}
@@ -356,82 +399,119 @@ func (c *Cluster) trustedBrokers() []int32 {
 }
 
 func (c *Cluster) describe(ctx context.Context, topic string) ([]PartitionState, error) {
-	a, err := c.adminClient()
-	if err != nil {
-		return nil, err
-	}
 	brokers := c.trustedBrokers()
 	if len(brokers) == 0 {
-		return nil, errors.New("no broker is running, reachable and in touch with the controllers")
+		return nil, fmt.Errorf("no broker is running, reachable and in touch with the controllers (nodes %v, cuts %v); DescribeFrom asks one broker regardless",
+			c.NodeStates(), c.TrafficCuts())
 	}
-	type answer struct {
-		parts []*sarama.PartitionMetadata
-		err   error
-	}
-	answers := make([]answer, len(brokers))
+	answers := make([][]PartitionState, len(brokers))
+	errs := make([]error, len(brokers))
 	var wg sync.WaitGroup
 	for i, id := range brokers {
-		wg.Go(func() {
-			answers[i].parts, answers[i].err = a.metadataFrom(id, topic)
-		})
+		wg.Go(func() { answers[i], errs[i] = c.describeAt(ctx, id, topic) })
 	}
 	wg.Wait()
-	best := map[int32]*sarama.PartitionMetadata{}
-	var errs []error
+	best := map[int32]PartitionState{}
 	for _, an := range answers {
-		if an.err != nil {
-			errs = append(errs, an.err)
-			continue
-		}
-		for _, p := range an.parts {
-			if cur, ok := best[p.ID]; !ok || p.LeaderEpoch > cur.LeaderEpoch {
-				best[p.ID] = p
+		for _, p := range an {
+			if cur, ok := best[p.Partition]; !ok || p.LeaderEpoch > cur.LeaderEpoch {
+				best[p.Partition] = p
 			}
 		}
 	}
 	if len(best) == 0 {
-		if len(errs) == 0 {
-			errs = append(errs, fmt.Errorf("topic %s has no partitions", topic))
+		if err := errors.Join(errs...); err != nil {
+			return nil, err
 		}
-		return nil, errors.Join(errs...)
+		return nil, fmt.Errorf("topic %s has no partitions", topic)
 	}
-	out := make([]PartitionState, 0, len(best))
-	for _, p := range best {
-		out = append(out, PartitionState{
-			Topic: topic, Partition: p.ID, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
-			Replicas: sortedCopy(p.Replicas), ISR: sortedCopy(p.Isr), Offline: sortedCopy(p.OfflineReplicas),
-		})
-	}
+	out := slices.Collect(maps.Values(best))
 	slices.SortFunc(out, func(x, y PartitionState) int { return int(x.Partition - y.Partition) })
 	return out, ctx.Err()
+}
+
+// describeTimeout bounds one broker's answer to DescribeTopicPartitions: a broker behind a
+// black hole would otherwise hold the question until ctx ends.
+const describeTimeout = 10 * time.Second
+
+// describeAt asks broker id for topic's partitions with DescribeTopicPartitions (KIP-966), the
+// request that carries the ELR, which Metadata does not. It goes to the broker's client address
+// (a seed of the describe client), so that it reaches that broker even when the broker's own
+// metadata, or the cluster's, has lost track of it.
+func (c *Cluster) describeAt(ctx context.Context, id int32, topic string) ([]PartitionState, error) {
+	idx := slices.Index(c.Brokers(), int(id))
+	if idx < 0 {
+		return nil, fmt.Errorf("no broker %d in this cluster (brokers %v)", id, c.Brokers())
+	}
+	cl, err := c.describeClient()
+	if err != nil {
+		return nil, err
+	}
+	seeds := cl.SeedBrokers()
+	if idx >= len(seeds) {
+		return nil, fmt.Errorf("broker %d has no client address (seeds %d)", id, len(seeds))
+	}
+	rctx, cancel := context.WithTimeout(ctx, describeTimeout)
+	defer cancel()
+	req := kmsg.NewPtrDescribeTopicPartitionsRequest()
+	rt := kmsg.NewDescribeTopicPartitionsRequestTopic()
+	rt.Topic = topic
+	req.Topics = append(req.Topics, rt)
+	var out []PartitionState
+	for {
+		resp, err := req.RequestWith(rctx, seeds[idx])
+		if err != nil {
+			return nil, fmt.Errorf("DescribeTopicPartitions to broker %d: %w", id, err)
+		}
+		for _, t := range resp.Topics {
+			if t.Topic == nil || *t.Topic != topic {
+				continue
+			}
+			if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
+				return nil, fmt.Errorf("broker %d: topic %s: %w", id, topic, err)
+			}
+			for _, p := range t.Partitions {
+				out = append(out, PartitionState{
+					Topic: topic, Partition: p.Partition, Leader: p.LeaderID, LeaderEpoch: p.LeaderEpoch,
+					Replicas: sortedCopy(p.Replicas), ISR: sortedCopy(p.ISR), Offline: sortedCopy(p.OfflineReplicas),
+					ELR: sortedCopy(p.EligibleLeaderReplicas), LastKnownELR: sortedCopy(p.LastKnownELR), AnsweredBy: id,
+				})
+			}
+		}
+		// The broker answers at most ResponsePartitionLimit partitions (2000) at a time.
+		if resp.NextCursor == nil || resp.NextCursor.Topic != topic {
+			break
+		}
+		req.Cursor = &kmsg.DescribeTopicPartitionsRequestCursor{Topic: topic, Partition: resp.NextCursor.Partition}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("broker %d: no topic %s", id, topic)
+	}
+	return out, nil
+}
+
+// describeClient returns the cluster's shared franz-go client for DescribeTopicPartitions,
+// creating it on first use: sarama does not speak that request. Its seeds are the brokers'
+// client addresses, in Brokers' order, and it is only ever asked through them.
+func (c *Cluster) describeClient() (*kgo.Client, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.describer != nil {
+		return c.describer, nil
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.bootstrap...), kgo.ClientID("verity-describe-"+c.spec.RunID),
+		kgo.DialTimeout(5*time.Second))
+	if err != nil {
+		return nil, fmt.Errorf("creating the describe client for %v: %w", c.bootstrap, err)
+	}
+	c.describer = cl
+	return cl, nil
 }
 
 func sortedCopy(s []int32) []int32 {
 	out := slices.Clone(s)
 	slices.Sort(out)
 	return out
-}
-
-// metadataFrom asks one broker for a topic's partition metadata.
-func (a *adminClient) metadataFrom(id int32, topic string) ([]*sarama.PartitionMetadata, error) {
-	b, err := a.broker(id)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := b.GetMetadata(sarama.NewMetadataRequest(a.client.Config().Version, []string{topic}))
-	if err != nil {
-		_ = b.Close() // reconnect next time
-		return nil, fmt.Errorf("metadata from broker %d: %w", id, err)
-	}
-	for _, t := range resp.Topics {
-		if t.Name == topic {
-			if t.Err != sarama.ErrNoError {
-				return nil, fmt.Errorf("metadata from broker %d: topic %s: %w", id, topic, t.Err)
-			}
-			return t.Partitions, nil
-		}
-	}
-	return nil, fmt.Errorf("metadata from broker %d: no topic %s", id, topic)
 }
 
 func (a *adminClient) broker(id int32) (*sarama.Broker, error) {
@@ -638,19 +718,31 @@ func (c *Cluster) Admin() (sarama.ClusterAdmin, error) {
 
 // ReplicaSize is the size in bytes of broker id's replica of topic-partition, as the broker's log
 // dirs report it; -1 when the broker does not answer or holds no such replica.
+//
+// It asks through the describe client (franz-go), which reconnects by itself: a sarama
+// connection that a kill or a cut broke fails every later request until it is closed, and the
+// shared admin client does not close it (seen: a wiped node's size read -1 for minutes after
+// it had refilled).
 func (c *Cluster) ReplicaSize(ctx context.Context, id int, topic string, partition int32) int64 {
-	a, err := c.adminClient()
-	if err != nil || ctx.Err() != nil {
+	idx := slices.Index(c.Brokers(), id)
+	cl, err := c.describeClient()
+	if idx < 0 || err != nil || idx >= len(cl.SeedBrokers()) {
 		return -1
 	}
-	dirs, err := a.admin.DescribeLogDirs([]int32{int32(id)})
-	if err != nil {
+	rctx, cancel := context.WithTimeout(ctx, describeTimeout)
+	defer cancel()
+	req := kmsg.NewPtrDescribeLogDirsRequest()
+	rt := kmsg.NewDescribeLogDirsRequestTopic()
+	rt.Topic, rt.Partitions = topic, []int32{partition}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(rctx, cl.SeedBrokers()[idx])
+	if err != nil || resp.ErrorCode != 0 {
 		return -1
 	}
-	for _, d := range dirs[int32(id)] {
+	for _, d := range resp.Dirs {
 		for _, dt := range d.Topics {
 			for _, dp := range dt.Partitions {
-				if dt.Topic == topic && dp.PartitionID == partition {
+				if d.ErrorCode == 0 && dt.Topic == topic && dp.Partition == partition {
 					return dp.Size
 				}
 			}

@@ -27,6 +27,7 @@ import (
 	"github.com/testcontainers/testcontainers-go"
 	tcnetwork "github.com/testcontainers/testcontainers-go/network"
 	"github.com/testcontainers/testcontainers-go/wait"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/verity-kafka/verity/kafkaconf"
 )
@@ -58,10 +59,11 @@ type Cluster struct {
 	adminOnce sync.Once
 	admin     *adminClient
 	adminErr  error
+	describer *kgo.Client // DescribeTopicPartitions (admin.go); under mu
 
 	mu    sync.Mutex
 	state map[int]NodeState
-	cuts  map[Link]CutKind
+	cuts  map[LinkTraffic]CutKind // every traffic of every link cut, and how
 	// cutPending: nodes whose power was cut and that have not started since; drops: what
 	// the last power cut of a node lost (both for Spec.PowerLoss clusters).
 	cutPending map[int]bool
@@ -135,7 +137,7 @@ func Start(ctx context.Context, spec Spec) (_ *Cluster, err error) {
 		nodeProxies: map[int]*proxyBox{},
 		nodes:       map[int]*Node{},
 		state:       map[int]NodeState{},
-		cuts:        map[Link]CutKind{},
+		cuts:        map[LinkTraffic]CutKind{},
 		cutPending:  map[int]bool{},
 		drops:       map[int]Drop{},
 		upgraded:    map[int]kafkaconf.KafkaVersion{},
@@ -598,9 +600,14 @@ func (c *Cluster) Close(ctx context.Context) error {
 		}
 		// Removal must happen even when the caller's context is already cancelled (Ctrl-C).
 		ctx = context.WithoutCancel(ctx)
+		c.mu.Lock()
 		if c.admin != nil {
 			c.admin.close()
 		}
+		if c.describer != nil {
+			c.describer.Close()
+		}
+		c.mu.Unlock()
 		var errs []error
 		if err := c.saveLogs(ctx); err != nil {
 			errs = append(errs, err)

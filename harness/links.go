@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -19,9 +20,62 @@ const ClientEndpoint = 0
 // Link is one directed link: the connections that From opens to To (requests flow From->To,
 // responses To->From on the same connections). From is a node id or ClientEndpoint; To is a
 // node id, or a side-effect service's endpoint (PostgresEndpoint, LedgerEndpoint) for a client.
+//
+// A link carries one or two kinds of traffic (Traffic), each through its own Toxiproxy proxy
+// because each goes to its own listener port: client->broker carries TrafficClient; i->j
+// between two brokers carries TrafficReplication; i->j into a controller carries
+// TrafficController; i->j between two combined nodes (broker and controller in one process, the
+// default layout) carries both. Cut, Heal, AddToxic and RemoveToxic act on every traffic of a
+// link: a cut of a link between combined nodes cuts replication and quorum traffic together.
+// CutTraffic, HealTraffic and PartitionTraffic act on one traffic alone.
 type Link struct{ From, To int }
 
 func (l Link) String() string { return endpointName(l.From) + "->" + endpointName(l.To) }
+
+// Traffic is one kind of traffic a link carries: the connections to one listener of the node
+// (or to a service's port), which have a Toxiproxy proxy of their own per link.
+type Traffic string
+
+const (
+	// TrafficClient is client->broker: the broker's CLIENT listener, which the test's clients
+	// (producers, consumers, admin clients, the harness's own questions) use; and
+	// client->service, a side-effect service's port.
+	TrafficClient Traffic = "client"
+	// TrafficReplication is broker->broker: the INTERNAL listener (inter.broker.listener.name).
+	// It carries the followers' Fetch requests to their leaders, which is replication, and the
+	// other requests one broker sends another: transaction markers (WriteTxnMarkers, from a
+	// transaction coordinator to the partitions' leaders) and the transaction verification of
+	// KIP-890 (AddPartitionsToTxn, from a partition leader to the transaction coordinator).
+	// Cutting it leaves a broker registered and unfenced: its followers fall out of the ISR
+	// once the leader has records they lack (a follower with every record counts as caught
+	// up however long it does not fetch), and the leader shrinks the ISR through the
+	// controllers.
+	TrafficReplication Traffic = "replication"
+	// TrafficController is node->controller: the CONTROLLER listener. From a controller it is
+	// the KRaft quorum itself (Vote, BeginQuorumEpoch, EndQuorumEpoch, and Fetch and
+	// FetchSnapshot of the metadata log). From a broker it is the broker's tie to the active
+	// controller: its registration and heartbeats (which keep it unfenced), ISR changes
+	// (AlterPartition) and the admin requests it forwards; a broker-only node also fetches the
+	// metadata log over it. A combined node sends both over one listener, so one proxy carries
+	// them and they cannot be cut apart.
+	TrafficController Traffic = "controller"
+)
+
+// proxyKind is the suffix of the proxy names that carry traffic t (proxyName).
+func (t Traffic) proxyKind() string {
+	if t == TrafficReplication {
+		return "internal"
+	}
+	return string(t)
+}
+
+// LinkTraffic is one traffic of one link: one Toxiproxy proxy.
+type LinkTraffic struct {
+	Link
+	Traffic Traffic
+}
+
+func (lt LinkTraffic) String() string { return lt.Link.String() + "/" + string(lt.Traffic) }
 
 // CutKind says how a link is cut.
 type CutKind string
@@ -49,37 +103,67 @@ func proxyName(from, to int, kind string) string {
 	return fmt.Sprintf("n%d-n%d-%s", from, to, kind)
 }
 
-// linkProxies are the Toxiproxy proxies that carry link l: client->j has one; i->j has the
-// replication proxy when both are brokers and the quorum proxy when j is a controller.
-func (c *Cluster) linkProxies(l Link) (*proxyBox, []string, error) {
+// TrafficOf lists the kinds of traffic link l carries, each through its own proxy (see Link);
+// an error when the link does not exist or carries nothing.
+func (c *Cluster) TrafficOf(l Link) ([]Traffic, error) {
 	if isService(l.To) {
-		return c.serviceLinkProxies(l)
+		if err := c.checkServiceLink(l); err != nil {
+			return nil, err
+		}
+		return []Traffic{TrafficClient}, nil
 	}
 	to := c.memberOf(l.To)
 	if to == nil {
-		return nil, nil, fmt.Errorf("link %s: no node %d", l, l.To)
+		return nil, fmt.Errorf("link %s: no node %d", l, l.To)
 	}
 	if l.From == ClientEndpoint {
 		if !to.isBroker() {
-			return nil, nil, fmt.Errorf("link %s: node %d is a controller; clients talk to brokers only", l, l.To)
+			return nil, fmt.Errorf("link %s: node %d is a controller; clients talk to brokers only", l, l.To)
 		}
-		return c.clientProxy, []string{proxyName(l.From, l.To, "client")}, nil
+		return []Traffic{TrafficClient}, nil
 	}
 	from := c.memberOf(l.From)
 	if from == nil {
-		return nil, nil, fmt.Errorf("link %s: no node %d", l, l.From)
+		return nil, fmt.Errorf("link %s: no node %d", l, l.From)
 	}
-	var names []string
+	var ts []Traffic
 	if from.isBroker() && to.isBroker() {
-		names = append(names, proxyName(l.From, l.To, "internal"))
+		ts = append(ts, TrafficReplication)
 	}
 	if to.isController() {
-		names = append(names, proxyName(l.From, l.To, "controller"))
+		ts = append(ts, TrafficController)
 	}
-	if len(names) == 0 {
-		return nil, nil, fmt.Errorf("link %s: controller %d never connects to broker %d", l, l.From, l.To)
+	if len(ts) == 0 {
+		return nil, fmt.Errorf("link %s: controller %d never connects to broker %d", l, l.From, l.To)
 	}
-	return c.nodeProxies[l.From], names, nil
+	return ts, nil
+}
+
+// linkProxies are the Toxiproxy proxies that carry link l, with the proxy container that holds
+// them: client->j has one; i->j has the replication proxy when both are brokers and the quorum
+// proxy when j is a controller. Traffic t picks one of them ("": all).
+func (c *Cluster) linkProxies(l Link, t Traffic) (*proxyBox, []LinkTraffic, []string, error) {
+	ts, err := c.TrafficOf(l)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if t != "" {
+		if !slices.Contains(ts, t) {
+			return nil, nil, nil, fmt.Errorf("link %s carries no %s traffic (it carries %v)", l, t, ts)
+		}
+		ts = []Traffic{t}
+	}
+	box := c.clientProxy
+	if l.From != ClientEndpoint {
+		box = c.nodeProxies[l.From]
+	}
+	var lts []LinkTraffic
+	var names []string
+	for _, t := range ts {
+		lts = append(lts, LinkTraffic{l, t})
+		names = append(names, proxyName(l.From, l.To, t.proxyKind()))
+	}
+	return box, lts, names, nil
 }
 
 func (c *Cluster) memberOf(id int) *member {
@@ -91,81 +175,126 @@ func (c *Cluster) memberOf(id int) *member {
 	return nil
 }
 
-// eachProxy runs fn on every Toxiproxy proxy that carries link l, reading each proxy's current
-// state first; what names the action for errors.
-func (c *Cluster) eachProxy(l Link, what string, fn func(p *toxiproxy.Proxy) error) error {
-	box, names, err := c.linkProxies(l)
+// eachProxy runs fn on every Toxiproxy proxy that carries traffic t of link l ("": every
+// traffic), reading each proxy's current state first; what names the action for errors.
+func (c *Cluster) eachProxy(l Link, t Traffic, what string, fn func(lt LinkTraffic, p *toxiproxy.Proxy) error) error {
+	box, lts, names, err := c.linkProxies(l, t)
 	if err != nil {
-		return err
+		return fmt.Errorf("%s %s: %w", what, l, err)
 	}
-	for _, name := range names {
+	for i, name := range names {
 		p, err := box.api.Proxy(name)
 		if err != nil {
 			return fmt.Errorf("%s %s: reading proxy %s: %w", what, l, name, err)
 		}
-		if err := fn(p); err != nil {
+		if err := fn(lts[i], p); err != nil {
 			return fmt.Errorf("%s %s (%s): %w", what, l, name, err)
 		}
 	}
 	return nil
 }
 
-// Cut cuts one directed link.
+// acceptsWhen is the one rule for whether the proxy carrying lt accepts connections (is
+// enabled) or refuses them at once (is disabled), given whether lt's destination is up
+// (running or paused, not stopped) and how lt is cut (cut: "" when it is not). It refuses while
+// the destination is stopped, whatever the cuts, since a proxy in front of a container that is
+// gone can hang on its dial (see Kill); and while lt is cut to refuse. Cut, CutTraffic, Heal,
+// HealTraffic, HealAll, Kill, Start and the services' kill, stop and start all apply it, so a
+// link healed while its node is down refuses until the node starts, and a link cut to refuse
+// stays refused across a restart of its node until it is healed.
+func acceptsWhen(up bool, cut CutKind) bool { return up && cut != CutRefuse }
+
+// applyRule enables or disables proxy p (carrying lt) as acceptsWhen says, up being whether
+// lt's destination is up.
+func (c *Cluster) applyRule(lt LinkTraffic, p *toxiproxy.Proxy, up bool) error {
+	c.mu.Lock()
+	want := acceptsWhen(up, c.cuts[lt])
+	c.mu.Unlock()
+	return switchProxy(p, want)
+}
+
+// switchProxy enables (accept) or disables proxy p, if it is not so already.
+func switchProxy(p *toxiproxy.Proxy, accept bool) error {
+	switch {
+	case accept && !p.Enabled:
+		return p.Enable()
+	case !accept && p.Enabled:
+		return p.Disable()
+	}
+	return nil
+}
+
+// Cut cuts one directed link: every traffic it carries (see Link; CutTraffic cuts one).
 func (c *Cluster) Cut(ctx context.Context, l Link, kind CutKind) error {
+	return c.CutTraffic(ctx, l, "", kind)
+}
+
+// CutTraffic cuts traffic t of link l alone, e.g. TrafficReplication of a link between two
+// combined nodes, which leaves its quorum and heartbeat traffic flowing; t "" cuts every traffic
+// of the link, as Cut does. A link that does not carry t is an error (TrafficOf says what it
+// carries). A cut replaces an earlier cut of another kind on the same traffic.
+func (c *Cluster) CutTraffic(ctx context.Context, l Link, t Traffic, kind CutKind) error {
 	if kind == "" {
 		kind = CutBlackhole
 	}
 	if kind != CutBlackhole && kind != CutRefuse {
 		return fmt.Errorf("cutting %s: unknown cut kind %q (want %q or %q)", l, kind, CutBlackhole, CutRefuse)
 	}
-	err := c.eachProxy(l, "cutting", func(p *toxiproxy.Proxy) error {
-		if kind == CutRefuse {
-			return p.Disable()
-		}
+	up := !c.endpointStopped(l.To)
+	return c.eachProxy(l, t, "cutting", func(lt LinkTraffic, p *toxiproxy.Proxy) error {
 		var err error
-		for stream, tname := range map[string]string{"upstream": cutUp, "downstream": cutDown} {
-			if _, aerr := p.AddToxic(tname, "timeout", stream, 1, toxiproxy.Attributes{"timeout": 0}); aerr != nil && !isConflict(aerr) {
-				err = errors.Join(err, aerr)
+		if kind == CutBlackhole {
+			// Toxics first, then the rule (which may enable a proxy cut to refuse before):
+			// no connection may pass between the two.
+			for stream, tname := range map[string]string{"upstream": cutUp, "downstream": cutDown} {
+				if _, aerr := p.AddToxic(tname, "timeout", stream, 1, toxiproxy.Attributes{"timeout": 0}); aerr != nil && !isConflict(aerr) {
+					err = errors.Join(err, aerr)
+				}
+			}
+			if err != nil {
+				return err
 			}
 		}
-		return err
+		c.mu.Lock()
+		c.cuts[lt] = kind
+		c.mu.Unlock()
+		return errors.Join(c.applyRule(lt, p, up), ctx.Err())
 	})
-	if err != nil {
-		return err
-	}
-	c.mu.Lock()
-	c.cuts[l] = kind
-	c.mu.Unlock()
-	return ctx.Err()
 }
 
-// Heal undoes Cut on one directed link (both kinds; other toxics stay).
+// Heal undoes Cut and CutTraffic on one directed link, every traffic of it (both kinds; other
+// toxics stay).
+//
+// A link into a stopped (killed or stopped) node or service still refuses connections after
+// Heal, until Start (or StartService, or Restore) starts it: the proxies in front of a stopped
+// destination always refuse, as a crashed process's host does (see acceptsWhen). The cut is
+// forgotten all the same, so the start brings the link back.
 func (c *Cluster) Heal(ctx context.Context, l Link) error {
-	err := c.eachProxy(l, "healing", func(p *toxiproxy.Proxy) error {
-		for _, t := range []string{cutUp, cutDown} {
-			if err := p.RemoveToxic(t); err != nil && !isNotFound(err) {
-				return fmt.Errorf("removing %s: %w", t, err)
-			}
-		}
-		if !p.Enabled && !c.endpointStopped(l.To) {
-			return p.Enable()
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	c.mu.Lock()
-	delete(c.cuts, l)
-	c.mu.Unlock()
-	return ctx.Err()
+	return c.HealTraffic(ctx, l, "")
 }
 
-// Refused reports whether the proxies carrying link l refuse new connections at once: the link
-// is cut to refuse, or its node was killed.
+// HealTraffic undoes a cut of traffic t of link l alone ("": every traffic, as Heal). As for
+// Heal, the link refuses until its destination starts if that is stopped.
+func (c *Cluster) HealTraffic(ctx context.Context, l Link, t Traffic) error {
+	up := !c.endpointStopped(l.To)
+	return c.eachProxy(l, t, "healing", func(lt LinkTraffic, p *toxiproxy.Proxy) error {
+		for _, tn := range []string{cutUp, cutDown} {
+			if err := p.RemoveToxic(tn); err != nil && !isNotFound(err) {
+				return fmt.Errorf("removing %s: %w", tn, err)
+			}
+		}
+		c.mu.Lock()
+		delete(c.cuts, lt)
+		c.mu.Unlock()
+		return errors.Join(c.applyRule(lt, p, up), ctx.Err())
+	})
+}
+
+// Refused reports whether every proxy carrying link l refuses new connections at once: every
+// traffic of the link is cut to refuse, or its node is stopped (acceptsWhen).
 func (c *Cluster) Refused(l Link) (bool, error) {
 	refused := true
-	err := c.eachProxy(l, "reading", func(p *toxiproxy.Proxy) error {
+	err := c.eachProxy(l, "", "reading", func(_ LinkTraffic, p *toxiproxy.Proxy) error {
 		refused = refused && !p.Enabled
 		return nil
 	})
@@ -175,6 +304,14 @@ func (c *Cluster) Refused(l Link) (bool, error) {
 // Partition cuts, both ways, every link between nodes of different groups. Every node must be in
 // exactly one group. Client links are left alone: clients still reach every broker.
 func (c *Cluster) Partition(ctx context.Context, kind CutKind, groups ...[]int) error {
+	return c.PartitionTraffic(ctx, kind, "", groups...)
+}
+
+// PartitionTraffic is Partition for traffic t alone: it cuts t on every link between nodes of
+// different groups that carries it, and leaves the other traffic of those links flowing; t ""
+// cuts every traffic, as Partition does. With TrafficReplication the brokers of different
+// groups stop replicating from each other while every node stays in the quorum.
+func (c *Cluster) PartitionTraffic(ctx context.Context, kind CutKind, t Traffic, groups ...[]int) error {
 	group := map[int]int{}
 	for gi, g := range groups {
 		for _, id := range g {
@@ -193,10 +330,14 @@ func (c *Cluster) Partition(ctx context.Context, kind CutKind, groups ...[]int) 
 		}
 	}
 	for _, l := range c.nodeLinks() {
-		if group[l.From] != group[l.To] {
-			if err := c.Cut(ctx, l, kind); err != nil {
-				return fmt.Errorf("partition: %w", err)
-			}
+		if group[l.From] == group[l.To] {
+			continue
+		}
+		if ts, _ := c.TrafficOf(l); t != "" && !slices.Contains(ts, t) {
+			continue
+		}
+		if err := c.CutTraffic(ctx, l, t, kind); err != nil {
+			return fmt.Errorf("partition: %w", err)
 		}
 	}
 	return nil
@@ -236,20 +377,83 @@ func (c *Cluster) Links() []Link {
 	return append(ls, c.nodeLinks()...)
 }
 
-// Cuts is a copy of the links currently cut.
+// Cuts is a copy of the links currently cut whole: every traffic they carry is cut (by Cut,
+// Partition, Isolate, or CutTraffic of each). A link whose traffics are cut in different ways
+// counts as CutBlackhole: some of its connections hang. TrafficCuts lists every cut, partial
+// ones too.
 func (c *Cluster) Cuts() map[Link]CutKind {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make(map[Link]CutKind, len(c.cuts))
-	for k, v := range c.cuts {
-		out[k] = v
+	byLink := map[Link]map[Traffic]CutKind{}
+	for lt, k := range c.cuts {
+		if byLink[lt.Link] == nil {
+			byLink[lt.Link] = map[Traffic]CutKind{}
+		}
+		byLink[lt.Link][lt.Traffic] = k
+	}
+	c.mu.Unlock()
+	out := map[Link]CutKind{}
+	for l, cut := range byLink {
+		ts, err := c.TrafficOf(l)
+		if err != nil {
+			continue
+		}
+		kind := wholeCut(ts, cut)
+		if kind != "" {
+			out[l] = kind
+		}
 	}
 	return out
 }
 
-// HealAll removes every cut and every toxic from every link, and enables every proxy, a killed
-// node's too: Restore starts the nodes before it.
+// wholeCut is how a link that carries ts is cut when its traffics are cut as cut says: "" unless
+// every one is, CutBlackhole when they are cut in different ways.
+func wholeCut(ts []Traffic, cut map[Traffic]CutKind) CutKind {
+	var kind CutKind
+	for _, t := range ts {
+		k, ok := cut[t]
+		if !ok {
+			return ""
+		}
+		if kind != "" && kind != k {
+			k = CutBlackhole
+		}
+		kind = k
+	}
+	return kind
+}
+
+// TrafficCuts is a copy of every traffic of every link currently cut, whether its link is cut
+// whole (Cuts) or in part (CutTraffic, PartitionTraffic).
+func (c *Cluster) TrafficCuts() map[LinkTraffic]CutKind {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.cuts)
+}
+
+// HealAll removes every cut and every toxic from every link and enables every proxy, except
+// those into a node or service that is stopped: as after Heal, those refuse until it starts
+// (Restore starts the nodes before it heals).
 func (c *Cluster) HealAll(ctx context.Context) error {
+	c.mu.Lock()
+	clear(c.cuts)
+	c.mu.Unlock()
+	// What each proxy leads into, for the rule; the proxies not listed here (the metrics
+	// proxies, a node's link to itself) lead nowhere a fault stops and are enabled.
+	into := map[string]int{}
+	for _, l := range append(c.Links(), c.ServiceLinks()...) {
+		box, _, names, err := c.linkProxies(l, "")
+		if err != nil {
+			continue
+		}
+		for _, n := range names {
+			into[box.name+"/"+n] = l.To
+		}
+	}
+	if c.clientProxy != nil {
+		for _, d := range c.spec.services() {
+			into[c.clientProxy.name+"/health-"+d.name] = d.endpoint
+		}
+	}
 	var errs []error
 	boxes := []*proxyBox{c.clientProxy}
 	for _, b := range c.nodeProxies {
@@ -259,13 +463,25 @@ func (c *Cluster) HealAll(ctx context.Context) error {
 		if b == nil {
 			continue
 		}
-		if err := b.api.ResetState(); err != nil {
-			errs = append(errs, fmt.Errorf("resetting %s: %w", b.name, err))
+		// Proxy by proxy rather than Toxiproxy's reset, which enables every proxy: one in front
+		// of a stopped node, enabled even for a moment, can hang on its dial (see Kill).
+		ps, err := b.api.Proxies()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("healing every link: listing the proxies of %s: %w", b.name, err))
+			continue
+		}
+		for name, p := range ps {
+			for _, tx := range p.ActiveToxics {
+				if err := p.RemoveToxic(tx.Name); err != nil && !isNotFound(err) {
+					errs = append(errs, fmt.Errorf("healing every link: removing toxic %s from %s: %w", tx.Name, name, err))
+				}
+			}
+			to, known := into[b.name+"/"+name]
+			if err := switchProxy(p, acceptsWhen(!known || !c.endpointStopped(to), "")); err != nil {
+				errs = append(errs, fmt.Errorf("healing every link: switching %s in %s: %w", name, b.name, err))
+			}
 		}
 	}
-	c.mu.Lock()
-	clear(c.cuts)
-	c.mu.Unlock()
 	return errors.Join(append(errs, ctx.Err())...)
 }
 
@@ -339,7 +555,7 @@ func (c *Cluster) AddToxic(ctx context.Context, l Link, t Toxic) (string, error)
 	if t.Toxicity == 0 {
 		t.Toxicity = 1
 	}
-	err := c.eachProxy(l, "adding toxic "+t.Name+" to", func(p *toxiproxy.Proxy) error {
+	err := c.eachProxy(l, "", "adding toxic "+t.Name+" to", func(_ LinkTraffic, p *toxiproxy.Proxy) error {
 		_, err := p.AddToxic(t.Name, t.Type, t.Stream, t.Toxicity, toxiproxy.Attributes(t.Attributes))
 		return err
 	})
@@ -351,7 +567,7 @@ func (c *Cluster) AddToxic(ctx context.Context, l Link, t Toxic) (string, error)
 
 // RemoveToxic takes the named toxic off link l.
 func (c *Cluster) RemoveToxic(ctx context.Context, l Link, name string) error {
-	err := c.eachProxy(l, "removing toxic "+name+" from", func(p *toxiproxy.Proxy) error {
+	err := c.eachProxy(l, "", "removing toxic "+name+" from", func(_ LinkTraffic, p *toxiproxy.Proxy) error {
 		if err := p.RemoveToxic(name); err != nil && !isNotFound(err) {
 			return err
 		}

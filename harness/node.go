@@ -51,7 +51,8 @@ func (c *Cluster) Kill(ctx context.Context, id int) error {
 	return c.waitContainer(ctx, n, false)
 }
 
-// Stop sends SIGTERM (a clean shutdown) and waits until the node has stopped.
+// Stop sends SIGTERM (a clean shutdown) and waits until the node has stopped; then the links
+// into it refuse, as a killed node's do, until Start.
 //
 // When ctx ends first, the engine goes on stopping the node (and kills it at the timeout), so
 // a node the harness took for running would go down later and nothing would start it again
@@ -83,6 +84,11 @@ func (c *Cluster) Stop(ctx context.Context, id int) error {
 		return fmt.Errorf("stopping node %d: %w (killed it instead)", id, err)
 	}
 	c.setNodeState(id, NodeStopped)
+	// Stopped, the node's links refuse as a killed node's do (acceptsWhen); only once it has
+	// stopped, since its controlled shutdown needs its peers to reach it.
+	if err := c.setInbound(id, false); err != nil {
+		return fmt.Errorf("stopping node %d: %w", id, err)
+	}
 	return nil
 }
 
@@ -109,31 +115,25 @@ func (c *Cluster) Start(ctx context.Context, id int) error {
 	return nil
 }
 
-// setInbound disables (on a kill) or enables (on start) the proxies of every link into node id.
+// setInbound applies the rule of acceptsWhen to the proxies of every link into node id, up
+// being whether the node is (about to be) up: on a kill they refuse, on a start they accept
+// again unless their traffic is cut to refuse.
 //
 // A killed node's proxies must refuse: Toxiproxy dials the upstream inside its accept loop,
 // without a timeout, and a dial to a container that is gone can hang until the container is
 // back; meanwhile every new connection to that proxy completes its handshake in the kernel's
 // backlog and then nothing answers. Clients would see a black hole where a crashed process on
 // a live host refuses at once, and the run would measure the clients' handling of the wrong
-// fault. A link cut to refuse stays disabled when its node starts again. A clean stop keeps
-// its proxies: the broker closes its listeners itself, and its controlled shutdown needs its
-// peers.
-func (c *Cluster) setInbound(id int, enabled bool) error {
-	cuts := c.Cuts()
+// fault. A clean stop keeps its proxies while the broker shuts down (it closes its listeners
+// itself, and its controlled shutdown needs its peers) and switches them once it has stopped.
+func (c *Cluster) setInbound(id int, up bool) error {
 	var errs []error
 	for _, l := range c.Links() {
-		if l.To != id || (enabled && cuts[l] == CutRefuse) {
+		if l.To != id {
 			continue
 		}
-		errs = append(errs, c.eachProxy(l, "switching the proxies of", func(p *toxiproxy.Proxy) error {
-			switch {
-			case enabled && !p.Enabled:
-				return p.Enable()
-			case !enabled && p.Enabled:
-				return p.Disable()
-			}
-			return nil
+		errs = append(errs, c.eachProxy(l, "", "switching the proxies of", func(lt LinkTraffic, p *toxiproxy.Proxy) error {
+			return c.applyRule(lt, p, up)
 		}))
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -287,8 +287,8 @@ func (c *Cluster) waitContainer(ctx context.Context, n *Node, running bool) erro
 // (stopped services too, waiting until they answer). It does not wait for the cluster to be
 // healthy again (WaitHealthy does).
 func (c *Cluster) Restore(ctx context.Context) error {
-	// Nodes first: HealAll enables every proxy, and one in front of a killed node would dial a
-	// container that is gone (see setInbound).
+	// Nodes first: HealAll leaves the links into a stopped node refusing (acceptsWhen), and
+	// the starts bring them back.
 	var err error
 	for id, s := range c.NodeStates() {
 		switch s {

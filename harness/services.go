@@ -388,19 +388,19 @@ func (c *Cluster) service(endpoint int) (*Service, error) {
 	return s, nil
 }
 
-// serviceLinkProxies is linkProxies for a link to a service: only clients reach a service, and
-// only when the cluster runs it.
-func (c *Cluster) serviceLinkProxies(l Link) (*proxyBox, []string, error) {
+// checkServiceLink says why link l to a service carries nothing, if it does not: only clients
+// reach a service, and only when the cluster runs it.
+func (c *Cluster) checkServiceLink(l Link) error {
 	d, _ := serviceDefOf(l.To)
 	if l.From != ClientEndpoint {
-		return nil, nil, fmt.Errorf("link %s: only clients (ClientEndpoint) reach %s", l, d.name)
+		return fmt.Errorf("link %s: only clients (ClientEndpoint) reach %s", l, d.name)
 	}
 	for _, sd := range c.spec.services() {
 		if sd.endpoint == l.To {
-			return c.clientProxy, []string{proxyName(l.From, l.To, "client")}, nil
+			return nil
 		}
 	}
-	return nil, nil, fmt.Errorf("link %s: the cluster runs no %s", l, d.name)
+	return fmt.Errorf("link %s: the cluster runs no %s", l, d.name)
 }
 
 // endpointStopped reports whether the node or service at id is stopped (killed or stopped).
@@ -412,24 +412,21 @@ func (c *Cluster) endpointStopped(id int) bool {
 }
 
 // setServiceInbound disables (before a kill or after a stop) or enables (on start) the proxies
-// into a service: its link, unless that is cut to refuse, and its probe proxy. As for a node
-// (see setInbound), a proxy in front of a container that is gone could hang on its dial; a
-// stopped server's host refuses connections at once.
-func (c *Cluster) setServiceInbound(s *Service, enabled bool) error {
-	names := []string{"health-" + s.def.name}
-	if l := (Link{ClientEndpoint, s.Endpoint}); !enabled || c.Cuts()[l] != CutRefuse {
-		names = append(names, proxyName(ClientEndpoint, s.Endpoint, "client"))
-	}
-	for _, name := range names {
+// into a service: its link as the rule of acceptsWhen says (it stays refused while cut to
+// refuse), and its probe proxy, which no cut touches. As for a node (see setInbound), a proxy in
+// front of a container that is gone could hang on its dial; a stopped server's host refuses
+// connections at once.
+func (c *Cluster) setServiceInbound(s *Service, up bool) error {
+	lt := LinkTraffic{Link{ClientEndpoint, s.Endpoint}, TrafficClient}
+	for _, name := range []string{"health-" + s.def.name, proxyName(ClientEndpoint, s.Endpoint, "client")} {
 		p, err := c.clientProxy.api.Proxy(name)
 		if err != nil {
 			return fmt.Errorf("%s: reading proxy %s: %w", s.def.name, name, err)
 		}
-		switch {
-		case enabled && !p.Enabled:
-			err = p.Enable()
-		case !enabled && p.Enabled:
-			err = p.Disable()
+		if name == "health-"+s.def.name {
+			err = switchProxy(p, acceptsWhen(up, ""))
+		} else {
+			err = c.applyRule(lt, p, up)
 		}
 		if err != nil {
 			return fmt.Errorf("%s: switching proxy %s: %w", s.def.name, name, err)

@@ -15,7 +15,7 @@ func TestServiceLinks(t *testing.T) {
 	if ls := none.ServiceLinks(); len(ls) != 0 {
 		t.Errorf("no services: ServiceLinks() = %v", ls)
 	}
-	if _, _, err := none.linkProxies(pg); err == nil {
+	if _, _, _, err := none.linkProxies(pg, ""); err == nil {
 		t.Error("a link to a service the cluster does not run must be an error")
 	}
 	if none.PostgresDSN() != "" || none.LedgerURL() != "" {
@@ -30,12 +30,12 @@ func TestServiceLinks(t *testing.T) {
 		t.Errorf("services change Links(): %v, want %v", got, want)
 	}
 	for l, name := range map[Link]string{pg: "client-postgres", ledger: "client-ledger"} {
-		box, names, err := both.linkProxies(l)
+		box, _, names, err := both.linkProxies(l, "")
 		if err != nil || box != both.clientProxy || !slices.Equal(names, []string{name}) {
 			t.Errorf("%s proxies = %v, %v: want [%s] in proxy-client", l, names, err, name)
 		}
 	}
-	if _, _, err := both.linkProxies(Link{1, PostgresEndpoint}); err == nil {
+	if _, _, _, err := both.linkProxies(Link{1, PostgresEndpoint}, ""); err == nil {
 		t.Error("only clients reach a service: 1->postgres must be an error")
 	}
 
@@ -43,7 +43,7 @@ func TestServiceLinks(t *testing.T) {
 	if got := onlyLedger.ServiceLinks(); !slices.Equal(got, []Link{ledger}) {
 		t.Errorf("ledger only: ServiceLinks() = %v", got)
 	}
-	if _, _, err := onlyLedger.linkProxies(pg); err == nil {
+	if _, _, _, err := onlyLedger.linkProxies(pg, ""); err == nil {
 		t.Error("ledger only: a link to postgres must be an error")
 	}
 }

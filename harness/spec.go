@@ -7,6 +7,18 @@
 // kafka-<j> for every member j). Node i reaches node j at kafka-j, which resolves to proxy-i for
 // node i alone, so the proxy "i->j" in proxy-i is the directed link i->j and nothing else.
 // Clients reach node j through proxy-client, whose listen ports are published to the host.
+//
+// Each link carries one or two kinds of traffic (Traffic), one proxy each, since each goes to its
+// own listener of node j: client->j carries TrafficClient (the CLIENT listener); i->j between
+// brokers carries TrafficReplication (the INTERNAL listener: followers' fetches, transaction
+// markers); i->j into a controller carries TrafficController (the CONTROLLER listener: the KRaft
+// quorum between controllers, and a broker's registration, heartbeats, ISR changes and forwarded
+// admin requests). Between combined nodes (broker and controller in one process, the default) a
+// link carries both: Cut, Partition and Isolate cut both, and CutTraffic, HealTraffic and
+// PartitionTraffic cut one alone, e.g. replication without the quorum. A proxy into a stopped
+// node refuses connections whatever the cuts (acceptsWhen: a link healed while its node is down
+// refuses until Start). docs/harness.md says what each cut does and how Describe and
+// DescribeFrom choose the brokers they ask.
 package harness
 
 import (
