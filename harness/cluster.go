@@ -64,6 +64,8 @@ type Cluster struct {
 	mu    sync.Mutex
 	state map[int]NodeState
 	cuts  map[LinkTraffic]CutKind // every traffic of every link cut, and how
+	// killed: nodes killed and not started since, whose inbound links refuse (see Kill).
+	killed map[int]bool
 	// cutPending: nodes whose power was cut and that have not started since; drops: what
 	// the last power cut of a node lost (both for Spec.PowerLoss clusters).
 	cutPending map[int]bool
@@ -138,6 +140,7 @@ func Start(ctx context.Context, spec Spec) (_ *Cluster, err error) {
 		nodes:       map[int]*Node{},
 		state:       map[int]NodeState{},
 		cuts:        map[LinkTraffic]CutKind{},
+		killed:      map[int]bool{},
 		cutPending:  map[int]bool{},
 		drops:       map[int]Drop{},
 		upgraded:    map[int]kafkaconf.KafkaVersion{},

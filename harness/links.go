@@ -195,10 +195,11 @@ func (c *Cluster) eachProxy(l Link, t Traffic, what string, fn func(lt LinkTraff
 }
 
 // acceptsWhen is the one rule for whether the proxy carrying lt accepts connections (is
-// enabled) or refuses them at once (is disabled), given whether lt's destination is up
-// (running or paused, not stopped) and how lt is cut (cut: "" when it is not). It refuses while
-// the destination is stopped, whatever the cuts, since a proxy in front of a container that is
-// gone can hang on its dial (see Kill); and while lt is cut to refuse. Cut, CutTraffic, Heal,
+// enabled) or refuses them at once (is disabled), given whether lt's destination is up (not
+// killed: a node stopped cleanly keeps its links, see Stop; a service stopped or killed does not)
+// and how lt is cut (cut: "" when it is not). It refuses while the destination is down, whatever
+// the cuts, since a proxy in front of a container that is gone can hang on its dial (see Kill);
+// and while lt is cut to refuse. Cut, CutTraffic, Heal,
 // HealTraffic, HealAll, Kill, Start and the services' kill, stop and start all apply it, so a
 // link healed while its node is down refuses until the node starts, and a link cut to refuse
 // stays refused across a restart of its node until it is healed.
@@ -265,8 +266,8 @@ func (c *Cluster) CutTraffic(ctx context.Context, l Link, t Traffic, kind CutKin
 // Heal undoes Cut and CutTraffic on one directed link, every traffic of it (both kinds; other
 // toxics stay).
 //
-// A link into a stopped (killed or stopped) node or service still refuses connections after
-// Heal, until Start (or StartService, or Restore) starts it: the proxies in front of a stopped
+// A link into a killed node, or a stopped or killed service, still refuses connections after
+// Heal, until Start (or StartService, or Restore) starts it: the proxies in front of such a
 // destination always refuse, as a crashed process's host does (see acceptsWhen). The cut is
 // forgotten all the same, so the start brings the link back.
 func (c *Cluster) Heal(ctx context.Context, l Link) error {
@@ -431,7 +432,7 @@ func (c *Cluster) TrafficCuts() map[LinkTraffic]CutKind {
 }
 
 // HealAll removes every cut and every toxic from every link and enables every proxy, except
-// those into a node or service that is stopped: as after Heal, those refuse until it starts
+// those into a killed node or a stopped service: as after Heal, those refuse until it starts
 // (Restore starts the nodes before it heals).
 func (c *Cluster) HealAll(ctx context.Context) error {
 	c.mu.Lock()

@@ -41,18 +41,22 @@ func (c *Cluster) Kill(ctx context.Context, id int) error {
 	// The proxies refuse first, while the upstream still answers: once the container is gone a
 	// dial can hang inside the proxy's accept loop, and disabling that proxy then hangs too.
 	// Connections drop at the kill either way.
+	c.setKilled(id, true)
 	if err := c.setInbound(id, false); err != nil {
 		return fmt.Errorf("killing node %d: %w", id, err)
 	}
 	if _, err := c.eng.ContainerKill(ctx, n.container.GetContainerID(), client.ContainerKillOptions{Signal: "KILL"}); err != nil {
+		c.setKilled(id, false)
 		return fmt.Errorf("killing node %d: %w", id, errors.Join(err, c.setInbound(id, true)))
 	}
 	c.setNodeState(id, NodeStopped)
 	return c.waitContainer(ctx, n, false)
 }
 
-// Stop sends SIGTERM (a clean shutdown) and waits until the node has stopped; then the links
-// into it refuse, as a killed node's do, until Start.
+// Stop sends SIGTERM (a clean shutdown) and waits until the node has stopped. The links into it
+// keep accepting: the broker closes its listeners itself and its controlled shutdown needs its
+// peers, and a proxy disabled once its container is gone can hang (see Kill); a connection
+// through one waits for the node's start.
 //
 // When ctx ends first, the engine goes on stopping the node (and kills it at the timeout), so
 // a node the harness took for running would go down later and nothing would start it again
@@ -84,11 +88,6 @@ func (c *Cluster) Stop(ctx context.Context, id int) error {
 		return fmt.Errorf("stopping node %d: %w (killed it instead)", id, err)
 	}
 	c.setNodeState(id, NodeStopped)
-	// Stopped, the node's links refuse as a killed node's do (acceptsWhen); only once it has
-	// stopped, since its controlled shutdown needs its peers to reach it.
-	if err := c.setInbound(id, false); err != nil {
-		return fmt.Errorf("stopping node %d: %w", id, err)
-	}
 	return nil
 }
 
@@ -103,6 +102,7 @@ func (c *Cluster) Start(ctx context.Context, id int) error {
 		return fmt.Errorf("starting node %d: %w", id, err)
 	}
 	c.setNodeState(id, NodeRunning)
+	c.setKilled(id, false)
 	if err := c.setInbound(id, true); err != nil {
 		return err
 	}
@@ -115,6 +115,14 @@ func (c *Cluster) Start(ctx context.Context, id int) error {
 	return nil
 }
 
+// setKilled records whether node id is killed and not started since: the links into it refuse
+// then (acceptsWhen).
+func (c *Cluster) setKilled(id int, killed bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.killed[id] = killed
+}
+
 // setInbound applies the rule of acceptsWhen to the proxies of every link into node id, up
 // being whether the node is (about to be) up: on a kill they refuse, on a start they accept
 // again unless their traffic is cut to refuse.
@@ -124,8 +132,7 @@ func (c *Cluster) Start(ctx context.Context, id int) error {
 // back; meanwhile every new connection to that proxy completes its handshake in the kernel's
 // backlog and then nothing answers. Clients would see a black hole where a crashed process on
 // a live host refuses at once, and the run would measure the clients' handling of the wrong
-// fault. A clean stop keeps its proxies while the broker shuts down (it closes its listeners
-// itself, and its controlled shutdown needs its peers) and switches them once it has stopped.
+// fault. A clean stop keeps its proxies (see Stop).
 func (c *Cluster) setInbound(id int, up bool) error {
 	var errs []error
 	for _, l := range c.Links() {
@@ -287,8 +294,8 @@ func (c *Cluster) waitContainer(ctx context.Context, n *Node, running bool) erro
 // (stopped services too, waiting until they answer). It does not wait for the cluster to be
 // healthy again (WaitHealthy does).
 func (c *Cluster) Restore(ctx context.Context) error {
-	// Nodes first: HealAll leaves the links into a stopped node refusing (acceptsWhen), and
-	// the starts bring them back.
+	// Nodes first: HealAll leaves the links into a killed node refusing (acceptsWhen), and the
+	// starts bring them back.
 	var err error
 	for id, s := range c.NodeStates() {
 		switch s {

@@ -403,12 +403,16 @@ func (c *Cluster) checkServiceLink(l Link) error {
 	return fmt.Errorf("link %s: the cluster runs no %s", l, d.name)
 }
 
-// endpointStopped reports whether the node or service at id is stopped (killed or stopped).
+// endpointStopped reports whether the links into the node or service at id refuse for its
+// sake: a service stopped or killed, a node killed (a node stopped cleanly keeps its links; see
+// Stop).
 func (c *Cluster) endpointStopped(id int) bool {
 	if isService(id) {
 		return c.ServiceState(id) == NodeStopped
 	}
-	return c.nodeState(id) == NodeStopped
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.killed[id]
 }
 
 // setServiceInbound disables (before a kill or after a stop) or enables (on start) the proxies
