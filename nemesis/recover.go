@@ -31,9 +31,13 @@ func (r Recovery) UnknownReason() string {
 	if r.Healthy {
 		return ""
 	}
-	return fmt.Sprintf("the cluster was not healthy after heal-all (waited %s): %v; final reads may have missed records, so the run cannot pass",
-		r.HealthyIn.Round(time.Millisecond), r.Err)
+	return fmt.Sprintf("%s (waited %s): %v; final reads may have missed records, so the run cannot pass",
+		NotHealthy, r.HealthyIn.Round(time.Millisecond), r.Err)
 }
+
+// NotHealthy begins the reason UnknownReason gives, so that a reason saved without its cause can
+// be told apart.
+const NotHealthy = "the cluster was not healthy after heal-all"
 
 // Recover ends a run's faults: it heals every fault still in place (each recording its own
 // heal), then heal-all (harness Restore: every link healed, every toxic removed, paused nodes

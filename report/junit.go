@@ -164,17 +164,7 @@ func JUnit(r *results.Results) *JUnitSuites {
 		}
 		s.Cases = append(s.Cases, c)
 	}
-	for _, c := range s.Cases {
-		s.Tests++
-		switch {
-		case c.Failure != nil:
-			s.Failures++
-		case c.Error != nil:
-			s.Errors++
-		case c.Skipped != nil:
-			s.Skipped++
-		}
-	}
+	s.tally()
 	return &JUnitSuites{Name: "verity", Tests: s.Tests, Failures: s.Failures, Errors: s.Errors, Skipped: s.Skipped,
 		Time: s.Time, Suites: []JUnitSuite{s}}
 }
@@ -247,16 +237,10 @@ func MatrixJUnit(name string, cells []Cell, missing []string) *JUnitSuites {
 	for _, c := range cells {
 		one := JUnit(c.Results)
 		for _, s := range one.Suites {
-			label := "base"
-			if len(c.Axes) > 0 {
-				parts := make([]string, len(c.Axes))
-				for i, a := range c.Axes {
-					parts[i] = a.Name + "=" + a.Value
-					s.Properties = append(s.Properties, JUnitProperty{Name: "axis." + a.Name, Value: a.Value})
-				}
-				label = strings.Join(parts, ",")
+			for _, a := range c.Axes {
+				s.Properties = append(s.Properties, JUnitProperty{Name: "axis." + a.Name, Value: a.Value})
 			}
-			s.Name = fmt.Sprintf("%s [%s] run %d", s.Name, label, c.Run)
+			s.Name = fmt.Sprintf("%s [%s] run %d", s.Name, AxesLabel(c.Axes), c.Run)
 			for i := range s.Cases {
 				s.Cases[i].Classname = s.Name
 			}
@@ -303,4 +287,20 @@ func causesText(cs []results.UnknownCause) string {
 		names[i] = string(c)
 	}
 	return " (" + strings.Join(names, ", ") + ")"
+}
+
+// tally counts s's cases: tests, and of them failures, errors and skipped.
+func (s *JUnitSuite) tally() {
+	s.Tests, s.Failures, s.Errors, s.Skipped = 0, 0, 0, 0
+	for _, c := range s.Cases {
+		s.Tests++
+		switch {
+		case c.Failure != nil:
+			s.Failures++
+		case c.Error != nil:
+			s.Errors++
+		case c.Skipped != nil:
+			s.Skipped++
+		}
+	}
 }

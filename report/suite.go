@@ -418,17 +418,9 @@ func SuiteJUnit(name string, rows []SuiteRow) *JUnitSuites {
 	}
 	for i := range doc.Suites {
 		s := &doc.Suites[i]
+		s.tally()
 		var t float64
 		for _, c := range s.Cases {
-			s.Tests++
-			switch {
-			case c.Failure != nil:
-				s.Failures++
-			case c.Error != nil:
-				s.Errors++
-			case c.Skipped != nil:
-				s.Skipped++
-			}
 			if v, err := strconv.ParseFloat(c.Time, 64); err == nil {
 				t += v
 			}

@@ -129,9 +129,9 @@ func (m MatrixSpec) cells() ([]cell, error) {
 			err = checkClaims(s)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("matrix cell %s: %w", axesLabel(axes), err)
+			return nil, fmt.Errorf("matrix cell %s: %w", report.AxesLabel(axes), err)
 		}
-		out = append(out, cell{axes: axes, scenario: s, shape: shapeOf(s.Scenario), notes: notes, label: axesLabel(axes), dir: dirName(axes)})
+		out = append(out, cell{axes: axes, scenario: s, shape: shapeOf(s.Scenario), notes: notes, label: report.AxesLabel(axes), dir: dirName(axes)})
 	}
 	return out, nil
 }
@@ -159,8 +159,6 @@ func applyAxes(base scenarios.Resolved, axes []report.Axis) (scenarios.Resolved,
 	return Force(base, set)
 }
 
-func axesLabel(axes []report.Axis) string { return report.AxesLabel(axes) }
-
 // dirName is a cell's directory: its axes, safe for a file name.
 func dirName(axes []report.Axis) string {
 	return strings.Map(func(r rune) rune {
@@ -169,13 +167,25 @@ func dirName(axes []report.Axis) string {
 			return r
 		}
 		return '_'
-	}, axesLabel(axes))
+	}, report.AxesLabel(axes))
 }
 
 // CheckMatrix validates m's axes and every cell's scenario without running anything.
 func CheckMatrix(m MatrixSpec) error {
 	_, err := m.cells()
 	return err
+}
+
+// checkRunsOut checks what a matrix or a suite (command) needs before it plans: at least one
+// run per cell, and an output directory.
+func checkRunsOut(command string, runs int, out string) error {
+	if runs < 1 {
+		return fmt.Errorf("%s: runs %d: want at least 1", command, runs)
+	}
+	if out == "" {
+		return fmt.Errorf("%s: no output directory given", command)
+	}
+	return nil
 }
 
 // RunMatrix runs every cell Runs times. Cells of one cluster shape share a cluster, each run on
@@ -185,11 +195,8 @@ func CheckMatrix(m MatrixSpec) error {
 // an interruption stops it.
 func RunMatrix(ctx context.Context, m MatrixSpec) (*MatrixResult, error) {
 	began := time.Now()
-	if m.Runs < 1 {
-		return nil, fmt.Errorf("matrix: runs %d: want at least 1", m.Runs)
-	}
-	if m.Out == "" {
-		return nil, errors.New("matrix: no output directory given")
+	if err := checkRunsOut("matrix", m.Runs, m.Out); err != nil {
+		return nil, err
 	}
 	cells, err := m.cells()
 	if err != nil {
@@ -271,7 +278,7 @@ func (res *MatrixResult) write(m MatrixSpec, units []unit) error {
 	for _, u := range units {
 		mr := ManifestRun{Axes: u.cell.axes, Run: u.k, Seed: m.Base.Seed + int64(u.k-1)}
 		for _, r := range res.Runs {
-			if r.Run != u.k || axesLabel(r.Axes) != axesLabel(u.cell.axes) {
+			if r.Run != u.k || report.AxesLabel(r.Axes) != report.AxesLabel(u.cell.axes) {
 				continue
 			}
 			if r.Outcome != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/verity-kafka/verity/kafkaconf"
+	"github.com/verity-kafka/verity/report"
 	"github.com/verity-kafka/verity/scenarios"
 	"github.com/verity-kafka/verity/verify/results"
 )
@@ -21,9 +22,9 @@ func TestMatrixCells(t *testing.T) {
 	}
 	var got []string
 	for _, c := range cells {
-		got = append(got, axesLabel(c.axes))
+		got = append(got, report.AxesLabel(c.axes))
 		if c.shape != cells[0].shape {
-			t.Errorf("%s: shape %v differs: the cells could not share a cluster", axesLabel(c.axes), c.shape)
+			t.Errorf("%s: shape %v differs: the cells could not share a cluster", report.AxesLabel(c.axes), c.shape)
 		}
 	}
 	want := "acks=1,min-isr=1 acks=1,min-isr=2 acks=all,min-isr=1 acks=all,min-isr=2"

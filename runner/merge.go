@@ -111,7 +111,7 @@ func loadCells(dir string, runs []ManifestRun) ([]report.Cell, []string) {
 			}
 			why = err.Error()
 		}
-		missing = append(missing, fmt.Sprintf("%s run %d: %s", axesLabel(r.Axes), r.Run, oneLine(why)))
+		missing = append(missing, fmt.Sprintf("%s run %d: %s", report.AxesLabel(r.Axes), r.Run, oneLine(why)))
 	}
 	return out, missing
 }
@@ -185,30 +185,9 @@ func (m *Merged) Worst() results.Verdict {
 // matrix.json, matrix.md, matrix.html and junit.xml in out, whose links reach into the shards'
 // run folders. Every shard 1..N must be there once, all of one matrix.
 func MergeMatrix(dirs []string, out string) (*Merged, error) {
-	out, dirs, err := absDirs(dirs, out)
+	out, dirs, mans, err := readShards(dirs, out, "matrix", readManifest, sameMatrix, func(m Manifest) string { return m.Shard })
 	if err != nil {
 		return nil, err
-	}
-	var mans []Manifest
-	var shards []string
-	for _, d := range dirs {
-		m, err := readManifest(d)
-		if err != nil {
-			return nil, fmt.Errorf("merge: %w", err)
-		}
-		if len(mans) > 0 {
-			if diff := sameMatrix(mans[0], m); diff != "" {
-				return nil, fmt.Errorf("merge: %s is another matrix than %s: %s", d, dirs[0], diff)
-			}
-		}
-		mans = append(mans, m)
-		shards = append(shards, m.Shard)
-	}
-	if err := checkShards(dirs, shards); err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return nil, fmt.Errorf("merge: making %s: %w", out, err)
 	}
 	whole := mans[0]
 	whole.Shard, whole.Cells = "1/1", nil
@@ -235,6 +214,40 @@ func MergeMatrix(dirs []string, out string) (*Merged, error) {
 	t, err := writeTables(out, whole, cells, missing)
 	merged.tables = t
 	return merged, err
+}
+
+// readShards reads the manifests of a sharded matrix's or suite's outputs (each dir one shard's
+// --out, read by read), checks that they are every shard of one whole (same says how two
+// differ, "" when they do not; shard gives a manifest's "K/N"), and makes out, the merge's
+// output. It returns out and dirs made absolute, and the manifests in dirs' order.
+func readShards[M any](dirs []string, out, what string, read func(string) (M, error), same func(a, b M) string,
+	shard func(M) string) (string, []string, []M, error) {
+	out, dirs, err := absDirs(dirs, out)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	mans := make([]M, 0, len(dirs))
+	shards := make([]string, 0, len(dirs))
+	for _, d := range dirs {
+		m, err := read(d)
+		if err != nil {
+			return "", nil, nil, fmt.Errorf("merge: %w", err)
+		}
+		if len(mans) > 0 {
+			if diff := same(mans[0], m); diff != "" {
+				return "", nil, nil, fmt.Errorf("merge: %s is another %s than %s: %s", d, what, dirs[0], diff)
+			}
+		}
+		mans = append(mans, m)
+		shards = append(shards, shard(m))
+	}
+	if err := checkShards(dirs, shards); err != nil {
+		return "", nil, nil, err
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return "", nil, nil, fmt.Errorf("merge: making %s: %w", out, err)
+	}
+	return out, dirs, mans, nil
 }
 
 // absDirs makes the shards' directories and the merge's output absolute, so that the links from

@@ -37,13 +37,13 @@ func TestShardsPartitionTheRuns(t *testing.T) {
 		sizes := map[int]int{}
 		for k := 1; k <= n; k++ {
 			for _, u := range (Shard{K: k, N: n}).of(all) {
-				got = append(got, axesLabel(u.cell.axes)+"#"+string(rune('0'+u.k)))
+				got = append(got, report.AxesLabel(u.cell.axes)+"#"+string(rune('0'+u.k)))
 				sizes[k]++
 			}
 		}
 		var want []string
 		for _, u := range all {
-			want = append(want, axesLabel(u.cell.axes)+"#"+string(rune('0'+u.k)))
+			want = append(want, report.AxesLabel(u.cell.axes)+"#"+string(rune('0'+u.k)))
 		}
 		slices.Sort(got)
 		slices.Sort(want)
@@ -115,7 +115,7 @@ func TestMergeGivesTheWholeTable(t *testing.T) {
 	// The manifest lists the runs in the unsharded order, and links reach the shards' folders.
 	for i, r := range merged.Manifest.Cells {
 		w := whole.Manifest.Cells[i]
-		require.Equal(t, axesLabel(w.Axes)+string(rune('0'+w.Run)), axesLabel(r.Axes)+string(rune('0'+r.Run)))
+		require.Equal(t, report.AxesLabel(w.Axes)+string(rune('0'+w.Run)), report.AxesLabel(r.Axes)+string(rune('0'+r.Run)))
 		require.FileExists(t, filepath.Join(root, "merged", r.Dir, "results.json"))
 	}
 	page, err := os.ReadFile(merged.HTMLFile)

@@ -352,7 +352,7 @@ func runUnknown(prev *results.Results) []results.UnknownReason {
 		switch {
 		case len(prev.RunUnknownCauses) == len(prev.RunUnknownReasons):
 			cause = prev.RunUnknownCauses[i]
-		case strings.HasPrefix(text, "the cluster was not healthy"):
+		case strings.HasPrefix(text, nemesis.NotHealthy):
 			cause = results.CauseClusterNotHealthy
 		}
 		out[i] = results.UnknownReason{Cause: cause, Text: text}

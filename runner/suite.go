@@ -165,7 +165,7 @@ func (s SuiteSpec) plan() (suitePlan, error) {
 		axes, note := axesFor(sc, s.Axes)
 		p.scenarios = append(p.scenarios, SuiteScenario{Name: sc.Name, Tags: slices.Clone(sc.Tags), Regression: sc.Regression, Note: note})
 		for _, combo := range product(axes) {
-			c := suiteCell{index: len(p.cells), name: sc.Name, cell: cell{axes: combo, label: sc.Name + " " + axesLabel(combo),
+			c := suiteCell{index: len(p.cells), name: sc.Name, cell: cell{axes: combo, label: sc.Name + " " + report.AxesLabel(combo),
 				dir: filepath.Join(sc.Name, dirName(combo))}}
 			set, err := axisSettings(combo)
 			if err != nil {
@@ -186,7 +186,7 @@ func (s SuiteSpec) plan() (suitePlan, error) {
 				continue
 			}
 			if err := checkClaims(r); err != nil {
-				return suitePlan{}, fmt.Errorf("suite: %s at %s: %w", sc.Name, axesLabel(combo), err)
+				return suitePlan{}, fmt.Errorf("suite: %s at %s: %w", sc.Name, report.AxesLabel(combo), err)
 			}
 			c.scenario, c.shape, c.notes = r, shapeOf(r.Scenario), notes
 			c.expect = expectOf(r, combo, notes)
@@ -229,11 +229,11 @@ func wholeSides(cells []suiteCell, name string, r scenarios.Regression) {
 		if v == r.Bad {
 			side = SideBad
 		}
-		why[axesLabel(withoutAxis(c.axes, r.Knob))] = fmt.Sprintf("its %s side (--%s %s) does not apply: %s", side, r.Knob, v, c.notApplicable)
+		why[report.AxesLabel(withoutAxis(c.axes, r.Knob))] = fmt.Sprintf("its %s side (--%s %s) does not apply: %s", side, r.Knob, v, c.notApplicable)
 	}
 	for i := range cells {
 		c := &cells[i]
-		if w := why[axesLabel(withoutAxis(c.axes, r.Knob))]; c.name == name && c.notApplicable == "" && w != "" {
+		if w := why[report.AxesLabel(withoutAxis(c.axes, r.Knob))]; c.name == name && c.notApplicable == "" && w != "" {
 			c.notApplicable = "the regression is judged over both sides, and " + w
 		}
 	}
@@ -279,11 +279,8 @@ type SuiteResult struct {
 // error and the suite goes on; an interruption stops it, and what ran is still written.
 func RunSuite(ctx context.Context, s SuiteSpec) (*SuiteResult, error) {
 	began := time.Now()
-	if s.Runs < 1 {
-		return nil, fmt.Errorf("suite: runs %d: want at least 1", s.Runs)
-	}
-	if s.Out == "" {
-		return nil, errors.New("suite: no output directory given")
+	if err := checkRunsOut("suite", s.Runs, s.Out); err != nil {
+		return nil, err
 	}
 	p, err := s.plan()
 	if err != nil {

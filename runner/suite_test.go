@@ -40,7 +40,7 @@ func cellsByLabel(p suitePlan) []string {
 		if c.notApplicable == "" {
 			what = fmt.Sprintf("%s likely=%v side=%s", c.expect.Verdict, c.expect.Likely, c.expect.Side)
 		}
-		out = append(out, fmt.Sprintf("%s %s: %s", c.name, axesLabel(c.axes), what))
+		out = append(out, fmt.Sprintf("%s %s: %s", c.name, report.AxesLabel(c.axes), what))
 	}
 	return out
 }
@@ -159,7 +159,7 @@ func TestSuiteShardsKeepSeeds(t *testing.T) {
 	require.Equal(t, 15, whole.TotalRuns)
 	require.Len(t, whole.Runs, 15)
 	key := func(r SuiteRun) string {
-		return fmt.Sprintf("%d %s %s run %d seed %d cell %d", r.Index, r.Scenario, axesLabel(r.Axes), r.Run, r.Seed, r.Cell)
+		return fmt.Sprintf("%d %s %s run %d seed %d cell %d", r.Index, r.Scenario, report.AxesLabel(r.Axes), r.Run, r.Seed, r.Cell)
 	}
 	var want []string
 	for i, r := range whole.Runs {
@@ -256,7 +256,7 @@ func nightlyResults(u unit) *results.Results {
 func judgements(m SuiteManifest) []string {
 	var out []string
 	for _, r := range m.Runs {
-		s := fmt.Sprintf("%s %s run %d: %s", r.Scenario, axesLabel(r.Axes), r.Run, r.Judgement)
+		s := fmt.Sprintf("%s %s run %d: %s", r.Scenario, report.AxesLabel(r.Axes), r.Run, r.Judgement)
 		if r.Why != "" {
 			s += " (" + r.Why + ")"
 		}

@@ -206,7 +206,7 @@ func (m *SuiteManifest) judge(res []*results.Results, unread []string) {
 	for i, r := range m.Runs {
 		key := fmt.Sprint(r.Cell)
 		if reg := regression[r.Scenario]; reg != nil {
-			key = r.Scenario + " " + axesLabel(withoutAxis(r.Axes, reg.Knob))
+			key = r.Scenario + " " + report.AxesLabel(withoutAxis(r.Axes, reg.Knob))
 		}
 		if _, ok := groups[key]; !ok {
 			order = append(order, key)
@@ -475,7 +475,7 @@ func (m SuiteManifest) footer() string {
 		}
 		seen[r.Cell] = true
 		for _, n := range r.Expect.Notes {
-			notes = append(notes, fmt.Sprintf("- %s at %s: %s", r.Scenario, axesLabel(r.Axes), n))
+			notes = append(notes, fmt.Sprintf("- %s at %s: %s", r.Scenario, report.AxesLabel(r.Axes), n))
 		}
 	}
 	for _, s := range m.Scenarios {
@@ -487,7 +487,7 @@ func (m SuiteManifest) footer() string {
 		b.WriteString("\nNotes:\n" + strings.Join(notes, "\n") + "\n")
 	}
 	for _, r := range m.Regressions {
-		fmt.Fprintf(&b, "\n## Regression %s at %s\n\n```\n%s```\n", r.Scenario, axesLabel(r.Axes), r.Result.String())
+		fmt.Fprintf(&b, "\n## Regression %s at %s\n\n```\n%s```\n", r.Scenario, report.AxesLabel(r.Axes), r.Result.String())
 	}
 	return b.String()
 }
@@ -497,30 +497,9 @@ func (m SuiteManifest) footer() string {
 // runs; its links reach into the shards' run folders. Every shard 1..N must be there once, all
 // of one suite.
 func MergeSuite(dirs []string, out string) (*SuiteResult, error) {
-	out, dirs, err := absDirs(dirs, out)
+	out, dirs, mans, err := readShards(dirs, out, "suite", readSuiteManifest, sameSuite, func(m SuiteManifest) string { return m.Shard })
 	if err != nil {
 		return nil, err
-	}
-	var mans []SuiteManifest
-	var shards []string
-	for _, d := range dirs {
-		m, err := readSuiteManifest(d)
-		if err != nil {
-			return nil, fmt.Errorf("merge: %w", err)
-		}
-		if len(mans) > 0 {
-			if diff := sameSuite(mans[0], m); diff != "" {
-				return nil, fmt.Errorf("merge: %s is another suite than %s: %s", d, dirs[0], diff)
-			}
-		}
-		mans = append(mans, m)
-		shards = append(shards, m.Shard)
-	}
-	if err := checkShards(dirs, shards); err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return nil, fmt.Errorf("merge: making %s: %w", out, err)
 	}
 	whole := mans[0]
 	whole.Shard, whole.Runs, whole.Regressions = "1/1", nil, nil

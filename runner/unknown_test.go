@@ -1,9 +1,12 @@
 package runner
 
 import (
+	"errors"
 	"slices"
 	"testing"
+	"time"
 
+	"github.com/verity-kafka/verity/nemesis"
 	"github.com/verity-kafka/verity/verify/results"
 )
 
@@ -12,8 +15,8 @@ import (
 func TestRunUnknownKeepsCauses(t *testing.T) {
 	withCauses := &results.Results{RunUnknownReasons: []string{"a", "b"},
 		RunUnknownCauses: []results.UnknownCause{results.CauseClusterNotHealthy, results.CauseWorkloadError}}
-	older := &results.Results{RunUnknownReasons: []string{"the cluster was not healthy after heal-all (waited 2m0s): x",
-		"the run did not complete as specified: y"}}
+	unhealthy := nemesis.Recovery{HealthyIn: 2 * time.Minute, Err: errors.New("broker 2 not registered")}.UnknownReason()
+	older := &results.Results{RunUnknownReasons: []string{unhealthy, "the run did not complete as specified: y"}}
 	for name, prev := range map[string]*results.Results{"with causes": withCauses, "written before causes": older} {
 		res := &results.Results{Verdict: results.Pass}
 		addRun(res, nil, runUnknown(prev))

@@ -17,8 +17,7 @@ import (
 
 func matrixCommand(onUsage cli.OnUsageErrorFunc) *cli.Command {
 	flags := append(scenarioFlags(), knobFlags(useMatrix)...)
-	flags = append(flags, &cli.StringFlag{Name: "runs", Usage: "runs `N` of each cell (run k uses seed+k-1)", Value: "3"},
-		&cli.StringFlag{Name: "shard", Usage: "run only the `K/N`-th slice of the runs (every run keeps its seed); 'verity merge' joins the N outputs"})
+	flags = append(flags, repeatFlags("3", "the runs")...)
 	return &cli.Command{
 		Name:  "matrix",
 		Usage: "run a scenario over configurations × faults × runs and compare them in one table",

@@ -24,13 +24,28 @@ import (
 
 // scenarioFlags choose a scenario and say where its artifacts go (run and matrix share them).
 func scenarioFlags() []cli.Flag {
-	return []cli.Flag{
+	return append([]cli.Flag{
 		&cli.StringFlag{Name: "scenario", Aliases: []string{"s"}, Usage: "built-in scenario `NAME` (see 'verity list')", Value: "default"},
 		&cli.StringFlag{Name: "file", Aliases: []string{"f"}, Usage: "scenario YAML `FILE` instead of a built-in"},
 		&cli.StringFlag{Name: "out", Usage: "write the artifacts into `DIR` (default: verity-out/<scenario>-<time>)"},
+	}, logFlags()...)
+}
+
+// logFlags say how much a command that runs scenarios writes to stderr.
+func logFlags() []cli.Flag {
+	return []cli.Flag{
 		&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "log what the harness, workloads and nemesis do to stderr"},
 		&cli.BoolFlag{Name: "debug", Usage: "log everything to stderr, down to each request the franz-go clients write (for investigating a client)"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress lines on stderr"},
+	}
+}
+
+// repeatFlags are --runs (default runs) and --shard of a command that repeats runs over cells
+// (what names them in the usage).
+func repeatFlags(runs, what string) []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "runs", Usage: "runs `N` of each cell (run k uses the scenario's seed+k-1)", Value: runs},
+		&cli.StringFlag{Name: "shard", Usage: "run only the `K/N`-th slice of " + what + " (every run keeps its seed); 'verity merge' joins the N outputs"},
 	}
 }
 

@@ -21,13 +21,10 @@ func suiteCommand(onUsage cli.OnUsageErrorFunc) *cli.Command {
 		&cli.StringFlag{Name: "scenario", Aliases: []string{"s"}, Usage: "built-in scenario `NAMES` or globs, comma-separated (default,lab-*); default: every built-in"},
 		&cli.StringFlag{Name: "tag", Usage: "every built-in with one of these `TAGS`, comma-separated (regression,sinks; see 'verity list')"},
 		&cli.StringFlag{Name: "out", Usage: "write the runs and tables into `DIR` (default: verity-out/suite-<time>)"},
-		&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "log what the harness, workloads and nemesis do to stderr"},
-		&cli.BoolFlag{Name: "debug", Usage: "log everything to stderr, down to each request the franz-go clients write"},
-		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress lines on stderr"},
 	}
+	flags = append(flags, logFlags()...)
 	flags = append(flags, knobFlags(useMatrix)...)
-	flags = append(flags, &cli.StringFlag{Name: "runs", Usage: "runs `N` of each cell (run k uses the scenario's seed+k-1)", Value: "1"},
-		&cli.StringFlag{Name: "shard", Usage: "run only the `K/N`-th slice of the suite's runs (every run keeps its seed); 'verity merge' joins the N outputs"})
+	flags = append(flags, repeatFlags("1", "the suite's runs")...)
 	return &cli.Command{
 		Name:  "suite",
 		Usage: "run a set of scenarios (every built-in by default) across axes, each run judged against its own scenario",

@@ -183,15 +183,15 @@ func (m *Model) transaction() {
 	case x < 30 && m.opts.Unknown:
 		out, committed = history.Info, m.rng.IntN(2) == 0
 	}
-	m.txnOp(procTxn, parts, intent, out, committed, true)
+	m.txnOp(parts, intent, out, committed, true)
 }
 
-// txnOp writes a transaction of process p to parts with its records and, when markers, a
-// marker in each partition it wrote.
-func (m *Model) txnOp(p int, parts []tp, intent string, out history.Type, committed, markers bool) *action {
-	tx := &txn{id: txnIDOf(procTxn), proc: p, intent: intent, committed: committed}
+// txnOp writes a transaction of the transactional producer to parts with its records and,
+// when markers, a marker in each partition it wrote.
+func (m *Model) txnOp(parts []tp, intent string, out history.Type, committed, markers bool) *action {
+	tx := &txn{id: txnIDOf(procTxn), proc: procTxn, intent: intent, committed: committed}
 	for _, t := range parts {
-		e := m.newRecord(p, t, kindTxn)
+		e := m.newRecord(procTxn, t, kindTxn)
 		e.txn = tx
 		tx.recs = append(tx.recs, m.appendEntry(e))
 	}
@@ -199,7 +199,7 @@ func (m *Model) txnOp(p int, parts []tp, intent string, out history.Type, commit
 		m.markers(tx)
 	}
 	m.txns = append(m.txns, tx)
-	return m.add(txnAction(p, history.FTxn, out, tx))
+	return m.add(txnAction(procTxn, history.FTxn, out, tx))
 }
 
 // txnAction is the op of a transaction's client (a transactional producer or the processor)

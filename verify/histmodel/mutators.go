@@ -375,7 +375,7 @@ func abortedRead(m *Model) (*Injection, error) {
 		if v == 1 {
 			iso = history.ReadUncommitted
 		}
-		w = m.txnOp(procTxn, []tp{t, m.mainPart()}, history.IntentAbort, history.Fail, false, true)
+		w = m.txnOp([]tp{t, m.mainPart()}, history.IntentAbort, history.Fail, false, true)
 		target = w.txn.recs[0]
 	default:
 		writer, kind = m.producer(), guarantee.WriterSend
@@ -394,7 +394,7 @@ func abortedRead(m *Model) (*Injection, error) {
 func partialTransaction(m *Model) (*Injection, error) {
 	v := m.truncVariant(topicMain)
 	t := m.mainPart()
-	a := m.txnOp(procTxn, []tp{t, m.otherPart(t)}, history.IntentCommit, history.Info, true, true)
+	a := m.txnOp([]tp{t, m.otherPart(t)}, history.IntentCommit, history.Info, true, true)
 	a.txn.recs[1].abortedHere = true
 	return &Injection{Variant: v, Facts: m.facts(0, "", topicMain, ""),
 		refs: []ref{invokeOf(a), doneOf(a), showing(a.txn.recs[0], "")}}, nil
@@ -405,11 +405,11 @@ func partialTransaction(m *Model) (*Injection, error) {
 func zombieWrite(m *Model) (*Injection, error) {
 	if !slices.ContainsFunc(m.txns, func(tx *txn) bool { return tx.proc == procTxn }) {
 		// The first instance must hold the id before the second takes it.
-		m.txnOp(procTxn, []tp{m.mainPart()}, history.IntentCommit, history.OK, true, true)
+		m.txnOp([]tp{m.mainPart()}, history.IntentCommit, history.OK, true, true)
 	}
 	fence := m.add(&action{proc: history.Client(procFenced), f: "init", out: history.OK,
 		raw: mustJSON(map[string]any{"txn_id": txnIDOf(procTxn)})})
-	a := m.txnOp(procTxn, []tp{m.mainPart()}, history.IntentCommit, history.OK, true, true)
+	a := m.txnOp([]tp{m.mainPart()}, history.IntentCommit, history.OK, true, true)
 	return &Injection{Facts: m.facts(0, "", topicMain, ""),
 		refs: []ref{doneOf(fence), invokeOf(a), doneOf(a), showing(a.txn.recs[0], "")}}, nil
 }
@@ -423,15 +423,15 @@ func mergedTransaction(m *Model) (*Injection, error) {
 	v := m.rng.IntN(3)
 	switch v {
 	case 0:
-		first = m.txnOp(procTxn, []tp{t, t}, history.IntentCommit, history.Info, true, false)
-		second = m.txnOp(procTxn, []tp{t}, history.IntentCommit, history.OK, true, true)
+		first = m.txnOp([]tp{t, t}, history.IntentCommit, history.Info, true, false)
+		second = m.txnOp([]tp{t}, history.IntentCommit, history.OK, true, true)
 	case 1:
-		first = m.txnOp(procTxn, []tp{t}, history.IntentAbort, history.Fail, false, false)
-		second = m.txnOp(procTxn, []tp{t}, history.IntentAbort, history.Fail, false, true)
+		first = m.txnOp([]tp{t}, history.IntentAbort, history.Fail, false, false)
+		second = m.txnOp([]tp{t}, history.IntentAbort, history.Fail, false, true)
 	default:
-		first = m.txnOp(procTxn, []tp{t}, history.IntentCommit, history.Info, true, false)
-		m.txnOp(procTxn, []tp{m.otherPart(t)}, history.IntentCommit, history.OK, true, true)
-		second = m.txnOp(procTxn, []tp{t}, history.IntentCommit, history.OK, true, true)
+		first = m.txnOp([]tp{t}, history.IntentCommit, history.Info, true, false)
+		m.txnOp([]tp{m.otherPart(t)}, history.IntentCommit, history.OK, true, true)
+		second = m.txnOp([]tp{t}, history.IntentCommit, history.OK, true, true)
 	}
 	return &Injection{Variant: []string{"unknown then committed", "aborted twice", "skipped the partition between"}[v],
 		Facts: m.facts(0, "", topicMain, ""),

@@ -1,6 +1,9 @@
 package results
 
-import "strings"
+import (
+	"strings"
+	"sync"
+)
 
 // The classes ErrorClass gives an error that carries no Kafka error name (or one kafkaErrors
 // counts under a class of these).
@@ -91,8 +94,9 @@ var kafkaErrors = []kafkaError{
 	{Name: "UNKNOWN_SERVER_ERROR", Exception: "UnknownServerException"},
 }
 
-// kafkaErrorIndex finds a row of kafkaErrors by errorKey of any of its names.
-var kafkaErrorIndex = func() map[string]*kafkaError {
+// kafkaErrorIndex finds a row of kafkaErrors by errorKey of any of its names; built the first
+// time an error is classed, not at every start of the binary.
+var kafkaErrorIndex = sync.OnceValue(func() map[string]*kafkaError {
 	m := map[string]*kafkaError{}
 	for i := range kafkaErrors {
 		e := &kafkaErrors[i]
@@ -103,7 +107,7 @@ var kafkaErrorIndex = func() map[string]*kafkaError {
 		}
 	}
 	return m
-}()
+})
 
 // errorKey appends to dst the form in which the spellings of one error name agree:
 // NOT_ENOUGH_REPLICAS, NotEnoughReplicas and NotEnoughReplicasException are all
@@ -126,7 +130,7 @@ func errorKey(dst []byte, name string) []byte {
 // lookupError returns the row of kafkaErrors that name spells, if any.
 func lookupError(name string) (*kafkaError, bool) {
 	var buf [64]byte
-	e, ok := kafkaErrorIndex[string(errorKey(buf[:0], name))]
+	e, ok := kafkaErrorIndex()[string(errorKey(buf[:0], name))]
 	return e, ok
 }
 
