@@ -134,7 +134,8 @@ type run struct {
 	prog   *progress
 	began  time.Time
 	runErr error    // the workloads did not run as specified
-	notes  []string // from the execution: fault steps not carried out, LSO stalls
+	nemErr error    // fault steps not carried out (injected or healed)
+	notes  []string // from the execution: LSO stalls, what the workloads said
 	// metrics are the broker metrics the check read, which the report plots.
 	metrics *metrics.File
 }
@@ -272,9 +273,7 @@ func (r *run) execute(ctx context.Context, c *harness.Cluster) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("run %s: interrupted (%w); the history so far is in %s", s.Name, ctx.Err(), r.out.History)
 	}
-	if stepErrs != nil {
-		r.notes = append(r.notes, "fault steps not carried out: "+oneLine(stepErrs.Error()))
-	}
+	r.nemErr = stepErrs
 	r.notes = append(r.notes, lsoNotes...)
 	r.notes = append(r.notes, workloadNotes(res)...)
 	return nil
@@ -297,14 +296,7 @@ func (r *run) judge(ctx context.Context) error {
 	}
 	res.Timings.CheckS = time.Since(checkBegan).Seconds()
 	out.Results = res
-	var unknown []results.UnknownReason
-	if why := out.Recovery.UnknownReason(); why != "" {
-		unknown = append(unknown, results.UnknownReason{Cause: results.CauseClusterNotHealthy, Text: why})
-	}
-	if r.runErr != nil {
-		unknown = append(unknown, results.UnknownReason{Cause: results.CauseWorkloadError,
-			Text: "the run did not complete as specified: " + oneLine(r.runErr.Error())})
-	}
+	unknown := executionUnknown(out.Recovery, r.nemErr, r.runErr)
 	out.Notes = append(out.Notes, r.notes...)
 	for _, a := range s.Expect.Likely {
 		if e, ok := res.Anomalies[a]; !ok || e.Count == 0 {
@@ -320,6 +312,25 @@ func (r *run) judge(ctx context.Context) error {
 	res.Timings.RunS = out.Workloads.Elapsed.Seconds()
 	res.Run = r.info()
 	return nil
+}
+
+// executionUnknown is why the execution leaves a run unjudgeable, whatever its history shows:
+// a cluster that did not recover, faults of the plan not injected or not healed, workloads
+// that did not run as specified.
+func executionUnknown(rec nemesis.Recovery, nemErr, runErr error) []results.UnknownReason {
+	var unknown []results.UnknownReason
+	if why := rec.UnknownReason(); why != "" {
+		unknown = append(unknown, results.UnknownReason{Cause: results.CauseClusterNotHealthy, Text: why})
+	}
+	if nemErr != nil {
+		unknown = append(unknown, results.UnknownReason{Cause: results.CauseNemesisFailed,
+			Text: "fault steps not carried out: " + oneLine(nemErr.Error())})
+	}
+	if runErr != nil {
+		unknown = append(unknown, results.UnknownReason{Cause: results.CauseWorkloadError,
+			Text: "the run did not complete as specified: " + oneLine(runErr.Error())})
+	}
+	return unknown
 }
 
 // info says what ran: the run id, this binary, the images and the engine's machine.

@@ -3,6 +3,7 @@ package runner
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,6 +27,30 @@ func TestRunUnknownKeepsCauses(t *testing.T) {
 		}
 		if !slices.Equal(res.RunUnknownReasons, prev.RunUnknownReasons) {
 			t.Errorf("%s: reasons %q, want %q", name, res.RunUnknownReasons, prev.RunUnknownReasons)
+		}
+	}
+}
+
+// A fault step that failed makes a pass unknown (nemesis-failed) and leaves a finding a fail;
+// a recovered cluster, faults carried out and workloads as specified add nothing.
+func TestExecutionUnknown(t *testing.T) {
+	healthy := nemesis.Recovery{Healthy: true, HealthyIn: time.Second}
+	if u := executionUnknown(healthy, nil, nil); len(u) != 0 {
+		t.Fatalf("a clean execution gave %v", u)
+	}
+	stepErr := errors.New("step 2 (kill leader-of t/0 at 20s for 20s): no leader of t/0 known")
+	for _, v := range []results.Verdict{results.Pass, results.Fail} {
+		res := &results.Results{Verdict: v}
+		addRun(res, nil, executionUnknown(healthy, stepErr, nil))
+		want := results.Unknown
+		if v == results.Fail {
+			want = results.Fail
+		}
+		if res.Verdict != want || !slices.Equal(res.UnknownCauses, []results.UnknownCause{results.CauseNemesisFailed}) {
+			t.Errorf("%s with a failed step: verdict %s, causes %v; want %s and [nemesis-failed]", v, res.Verdict, res.UnknownCauses, want)
+		}
+		if len(res.UnknownReasons) != 1 || !strings.Contains(res.UnknownReasons[0], "no leader of t/0 known") {
+			t.Errorf("%s: reasons %q do not say which step failed", v, res.UnknownReasons)
 		}
 	}
 }

@@ -20,6 +20,9 @@ const (
 	CauseNoGuarantee UnknownCause = "no-documented-guarantee"
 	// CauseClusterNotHealthy: the cluster was not healthy after the faults were healed.
 	CauseClusterNotHealthy UnknownCause = "cluster-not-healthy"
+	// CauseNemesisFailed: a fault of the scenario's plan was not injected or not healed, so
+	// the run did not test what its scenario says.
+	CauseNemesisFailed UnknownCause = "nemesis-failed"
 	// CauseWorkloadError: the run's workloads, final reads or sinks did not complete as
 	// specified.
 	CauseWorkloadError UnknownCause = "workload-error"
@@ -28,7 +31,7 @@ const (
 // UnknownCauses lists every cause in table order.
 func UnknownCauses() []UnknownCause {
 	return []UnknownCause{CauseHistoryMalformed, CauseFinalReadIncomplete, CauseSinkNotJudged, CauseNoGuarantee,
-		CauseClusterNotHealthy, CauseWorkloadError}
+		CauseClusterNotHealthy, CauseNemesisFailed, CauseWorkloadError}
 }
 
 // UnknownReason is one reason a verdict is unknown: its cause and the words that explain it.
