@@ -92,16 +92,19 @@ func (t *Tag) UnmarshalText(b []byte) error {
 // HasTag reports whether s carries tag t.
 func (s Scenario) HasTag(t Tag) bool { return slices.Contains(s.Tags, t) }
 
-// Select returns the built-ins that patterns or tags choose, in Builtins' order: a pattern is a
-// name or a glob (lab-*, *-ack-loss: path.Match), a tag chooses every built-in that carries it,
-// and a built-in chosen by any of them is in. Neither given: every built-in. Patterns that match
-// nothing and unknown tags are one error naming what exists.
-func Select(patterns, tags []string) ([]Scenario, error) {
+// Select returns the built-ins that patterns or tags choose, less those that carry a tag of
+// skip, in Builtins' order: a pattern is a name or a glob (lab-*, *-ack-loss: path.Match), a tag
+// chooses every built-in that carries it, and a built-in chosen by any of them is in. Neither
+// patterns nor tags given: every built-in (skip slow: a quick nightly). Patterns that match
+// nothing, unknown tags and a choice that skip leaves empty are one error naming what exists.
+func Select(patterns, tags, skip []string) ([]Scenario, error) {
 	all := Builtins()
-	if len(patterns) == 0 && len(tags) == 0 {
-		return all, nil
-	}
 	chosen := make([]bool, len(all))
+	if len(patterns) == 0 && len(tags) == 0 {
+		for i := range chosen {
+			chosen[i] = true
+		}
+	}
 	var errs []string
 	for _, p := range patterns {
 		p = strings.TrimSpace(p)
@@ -119,24 +122,31 @@ func Select(patterns, tags []string) ([]Scenario, error) {
 			errs = append(errs, fmt.Sprintf("no built-in scenario matches %q%s", p, suggest(p, Names())))
 		}
 	}
-	var want []Tag
-	for _, name := range tags {
-		t, err := ParseTag(name)
-		if err != nil {
-			errs = append(errs, fmt.Sprintf("no tag %q%s", strings.TrimSpace(name), suggest(name, tagNames())))
-			continue
+	parseTags := func(names []string) []Tag {
+		var out []Tag
+		for _, name := range names {
+			t, err := ParseTag(name)
+			if err != nil {
+				errs = append(errs, fmt.Sprintf("no tag %q%s", strings.TrimSpace(name), suggest(name, tagNames())))
+				continue
+			}
+			out = append(out, t)
 		}
-		want = append(want, t)
+		return out
 	}
+	want, drop := parseTags(tags), parseTags(skip)
 	if len(errs) > 0 {
 		return nil, errors.New(strings.Join(errs, "; ") + "; built-ins: " + strings.Join(Names(), ", ") +
 			"; tags: " + strings.Join(tagNames(), ", "))
 	}
 	var out []Scenario
 	for i, s := range all {
-		if chosen[i] || slices.ContainsFunc(want, s.HasTag) {
+		if (chosen[i] || slices.ContainsFunc(want, s.HasTag)) && !slices.ContainsFunc(drop, s.HasTag) {
 			out = append(out, s)
 		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("every scenario chosen carries a skipped tag (%s): nothing left to run", strings.Join(skip, ", "))
 	}
 	return out, nil
 }

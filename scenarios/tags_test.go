@@ -85,44 +85,56 @@ func TestSelect(t *testing.T) {
 		}
 		return strings.Join(out, " ")
 	}
-	all, err := Select(nil, nil)
+	all, err := Select(nil, nil, nil)
 	if err != nil || len(all) != len(Builtins()) {
 		t.Fatalf("nothing given: %d scenarios, %v; want every built-in", len(all), err)
 	}
 	for _, c := range []struct {
-		patterns, tags []string
-		want           string
+		patterns, tags, skip []string
+		want                 string
 	}{
-		{[]string{"default"}, nil, "default"},
-		{[]string{"lab-*"}, nil, "lab-follower-down lab-isr-below-min lab-leader-failover lab-abort-invisible lab-fencing lab-lso-hold"},
+		{[]string{"default"}, nil, nil, "default"},
+		{[]string{"lab-*"}, nil, nil, "lab-follower-down lab-isr-below-min lab-leader-failover lab-abort-invisible lab-fencing lab-lso-hold"},
 		// Builtins' order whatever the order given, each once.
-		{[]string{"lab-fencing", "default", "lab-f*"}, nil, "default lab-follower-down lab-fencing"},
-		{nil, []string{"regression"}, "regress-kafka-17754 regress-franz-endtxn-unconfirmed regress-sarama-stable-offsets regress-kip890-hanging-txn regress-kip966-elr"},
-		{nil, []string{"upgrade", "explore"}, "explore-request-faults upgrade-eos"},
+		{[]string{"lab-fencing", "default", "lab-f*"}, nil, nil, "default lab-follower-down lab-fencing"},
+		{nil, []string{"regression"}, nil, "regress-kafka-17754 regress-franz-endtxn-unconfirmed regress-sarama-stable-offsets regress-kip890-hanging-txn regress-kip966-elr"},
+		{nil, []string{"upgrade", "explore"}, nil, "explore-request-faults upgrade-eos"},
 		// A name and a tag: either chooses.
-		{[]string{"default"}, []string{"upgrade"}, "default upgrade-eos"},
-		{[]string{"*-ack-loss"}, nil, "idempotent-ack-loss idempotent-inflight5-ack-loss plain-ack-loss"},
+		{[]string{"default"}, []string{"upgrade"}, nil, "default upgrade-eos"},
+		{[]string{"*-ack-loss"}, nil, nil, "idempotent-ack-loss idempotent-inflight5-ack-loss plain-ack-loss"},
+		// A skipped tag leaves out what carries it, whatever chose it.
+		{nil, []string{"regression"}, []string{"slow"}, "regress-kip890-hanging-txn regress-kip966-elr"},
+		{[]string{"upgrade-eos", "default"}, nil, []string{"slow", "lab"}, "default"},
 	} {
-		got, err := Select(c.patterns, c.tags)
+		got, err := Select(c.patterns, c.tags, c.skip)
 		if err != nil {
-			t.Errorf("%v %v: %v", c.patterns, c.tags, err)
+			t.Errorf("%v %v skip %v: %v", c.patterns, c.tags, c.skip, err)
 			continue
 		}
 		if names(got) != c.want {
-			t.Errorf("%v %v: %s, want %s", c.patterns, c.tags, names(got), c.want)
+			t.Errorf("%v %v skip %v: %s, want %s", c.patterns, c.tags, c.skip, names(got), c.want)
+		}
+	}
+	quick, err := Select(nil, nil, []string{"slow"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range all {
+		if in := slices.ContainsFunc(quick, func(q Scenario) bool { return q.Name == s.Name }); in == s.HasTag(TagSlow) {
+			t.Errorf("--skip-tag slow: %s (tags %v) in the quick suite: %v", s.Name, s.Tags, in)
 		}
 	}
 }
 
 // What matches nothing is one error that names every mistake and what exists.
 func TestSelectUnknown(t *testing.T) {
-	_, err := Select([]string{"defualt", "lab-*", "nightly-*"}, []string{"regresion", "lab"})
+	_, err := Select([]string{"defualt", "lab-*", "nightly-*"}, []string{"regresion", "lab"}, []string{"slo"})
 	if err == nil {
 		t.Fatal("unknown names and tags were accepted")
 	}
 	msg := err.Error()
 	for _, want := range []string{`no built-in scenario matches "defualt" (did you mean default?)`, `no built-in scenario matches "nightly-*"`,
-		`no tag "regresion" (did you mean regression?)`, "built-ins: default, lab-follower-down", "tags: lab, durability"} {
+		`no tag "regresion" (did you mean regression?)`, `no tag "slo" (did you mean slow?)`, "built-ins: default, lab-follower-down", "tags: lab, durability"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("error %q lacks %q", msg, want)
 		}
@@ -130,7 +142,10 @@ func TestSelectUnknown(t *testing.T) {
 	if strings.Contains(msg, `"lab-*"`) || strings.Contains(msg, `tag "lab"`) {
 		t.Errorf("error %q names a pattern or tag that matched", msg)
 	}
-	if _, err := Select([]string{"lab-["}, nil); err == nil || !strings.Contains(err.Error(), `scenario pattern "lab-["`) {
+	if _, err := Select([]string{"lab-*"}, nil, []string{"lab"}); err == nil || !strings.Contains(err.Error(), "nothing left to run") {
+		t.Errorf("a skip that leaves nothing: %v", err)
+	}
+	if _, err := Select([]string{"lab-["}, nil, nil); err == nil || !strings.Contains(err.Error(), `scenario pattern "lab-["`) {
 		t.Errorf("a malformed glob: %v", err)
 	}
 }

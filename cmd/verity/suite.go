@@ -20,6 +20,7 @@ func suiteCommand(onUsage cli.OnUsageErrorFunc) *cli.Command {
 	flags := []cli.Flag{
 		&cli.StringFlag{Name: "scenario", Aliases: []string{"s"}, Usage: "built-in scenario `NAMES` or globs, comma-separated (default,lab-*); default: every built-in"},
 		&cli.StringFlag{Name: "tag", Usage: "every built-in with one of these `TAGS`, comma-separated (regression,sinks; see 'verity list')"},
+		&cli.StringFlag{Name: "skip-tag", Usage: "leave out the built-ins chosen that carry one of these `TAGS` (slow: a quick nightly)"},
 		&cli.StringFlag{Name: "out", Usage: "write the runs and tables into `DIR` (default: verity-out/suite-<time>)"},
 	}
 	flags = append(flags, logFlags()...)
@@ -28,7 +29,8 @@ func suiteCommand(onUsage cli.OnUsageErrorFunc) *cli.Command {
 	return &cli.Command{
 		Name:  "suite",
 		Usage: "run a set of scenarios (every built-in by default) across axes, each run judged against its own scenario",
-		Description: "Scenarios are chosen by name or glob (-s) and by tag (--tag); either chooses. Each is crossed with the axes " +
+		Description: "Scenarios are chosen by name or glob (-s) and by tag (--tag); either chooses; --skip-tag leaves out those " +
+			"that carry a tag (--skip-tag slow). Each is crossed with the axes " +
 			"given (--client, --kafka-version and every knob 'verity matrix' takes as an axis) and each cell runs --runs times, " +
 			"on clusters shared by the cells of one shape. A run meets its expectation when it gets its scenario's verdict and, " +
 			"over its cell's runs, each positive control fires; a regression scenario (regress-*) runs its bad and fixed side " +
@@ -67,7 +69,7 @@ func suiteSpec(cmd *cli.Command) (runner.SuiteSpec, error) {
 	if cmd.NArg() > 0 {
 		return runner.SuiteSpec{}, usage(fmt.Errorf("suite takes no arguments, got %q (name scenarios with -s)", cmd.Args().First()))
 	}
-	chosen, err := scenarios.Select(axisValues(cmd.String("scenario")), axisValues(cmd.String("tag")))
+	chosen, err := scenarios.Select(axisValues(cmd.String("scenario")), axisValues(cmd.String("tag")), axisValues(cmd.String("skip-tag")))
 	if err != nil {
 		return runner.SuiteSpec{}, usage(err)
 	}
