@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/kafkaconf"
@@ -30,6 +31,9 @@ func (h *hb) add(op history.Op) int64 {
 	h.ops = append(h.ops, op)
 	return op.Index
 }
+
+// wait lets d pass before the next op.
+func (h *hb) wait(d time.Duration) { h.now += int64(d) }
 
 // rec is a record without offset; at gives it one.
 func rec(topic string, part int32, value string) history.Record {

@@ -238,7 +238,7 @@ func (c *Checker) completeSend(p *proc, pd *pending, op *history.Op, ord uint32,
 	}
 	c.stats.write(tp, op.Time, pd, out)
 	if out == outOK && pd != nil && pd.isrEpoch != 0 && pd.tp == tp {
-		c.isr.acked(c, pd, tp, v, ord)
+		c.isr.acked(pd, tp, v, ord, op.Time)
 	}
 }
 

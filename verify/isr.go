@@ -23,7 +23,14 @@ import (
 // they touched (faults.go). Observations are samples, and the ISR may grow between two of
 // them, so "known below" is strict: an observation showing ISR < min ISR before the send was
 // invoked, no observation showing otherwise until its acknowledgement, and another
-// observation showing ISR < min ISR after it.
+// observation showing ISR < min ISR at least ISRCommitLag after it.
+//
+// The lag is there because observations read the brokers' metadata, which trails the leader:
+// the leader acknowledges against its maximal ISR (the ISR plus a replica it has asked the
+// controller to add, Partition.checkEnoughReplicasReachOffset) and takes the controller's
+// answer as soon as it comes, while the brokers learn the new ISR only when they replay the
+// record from the metadata log. A write acknowledged just before an expansion reaches the
+// metadata is therefore no evidence; one followed by ISRCommitLag of ISR still below min is.
 
 // ISREvent is the payload of an "isr" observation event.
 type ISREvent struct {
@@ -47,7 +54,13 @@ type isrPart struct {
 type ackCand struct {
 	v                    uint32
 	since, invoke, acked uint32
+	ackedAt              int64 // the acknowledgement's time (ns)
 }
+
+// ISRCommitLag is how long after an acknowledgement the metadata must still show the ISR
+// below min ISR for the acknowledgement to count: an expansion the leader already acted on
+// reaches the brokers' metadata well within it, even on a loaded machine.
+const ISRCommitLag = 10 * time.Second
 
 type isrState struct {
 	parts     []isrPart
@@ -106,27 +119,32 @@ func (s *isrState) observe(c *Checker, op *history.Op, ord uint32) {
 		s.nextEpoch++
 		ps.below, ps.epoch, ps.belowSince = true, s.nextEpoch, ord
 	}
+	waiting := ps.pending[:0]
 	for _, a := range ps.pending {
+		if op.Time-a.ackedAt < int64(ISRCommitLag) {
+			waiting = append(waiting, a)
+			continue
+		}
 		s.confirmed = append(s.confirmed, finding{a: guarantee.UnexpectedAck, v: a.v, tp: tp,
 			off: c.vals.at(a.v).off, off2: -1, ops: [4]uint32{a.since, a.invoke, a.acked, ord}, proc: -1})
 	}
-	ps.pending = ps.pending[:0]
+	ps.pending = waiting
 }
 
 // acked notes an ok send to tp invoked while tp was below min ISR.
-func (s *isrState) acked(c *Checker, pd *pending, tp uint32, v, ord uint32) {
+func (s *isrState) acked(pd *pending, tp uint32, v, ord uint32, at int64) {
 	if int(tp) >= len(s.parts) {
 		return
 	}
 	ps := &s.parts[tp]
 	if ps.below && ps.epoch == pd.isrEpoch {
-		ps.pending = append(ps.pending, ackCand{v: v, since: ps.belowSince, invoke: pd.ord, acked: ord})
+		ps.pending = append(ps.pending, ackCand{v: v, since: ps.belowSince, invoke: pd.ord, acked: ord, ackedAt: at})
 	}
 }
 
 // checkUnexpectedAck reports the confirmed acks of acks=all writers — the anomaly is defined
 // for them alone, since min.insync.replicas applies to acks=all writes only; unconfirmed ones
-// (no observation after the ack) are dropped.
+// (no observation ISRCommitLag after the ack while the ISR stayed below) are dropped.
 func (c *Checker) checkUnexpectedAck() {
 	for _, f := range c.isr.confirmed {
 		st := c.vals.at(f.v)

@@ -16,6 +16,7 @@ func TestUnexpectedAck(t *testing.T) {
 			build: func(h *hb) {
 				h.isr("t", 0, 2, 1) // op 0
 				h.send(1, r, OK, 0) // ops 1, 2
+				h.wait(ISRCommitLag)
 				h.isr("t", 0, 2, 1) // op 3
 				final(h)
 			},
@@ -27,10 +28,25 @@ func TestUnexpectedAck(t *testing.T) {
 			build: func(h *hb) {
 				h.add(isrOp("t", 0, nil, 1))
 				h.send(1, r, OK, 0)
+				h.wait(ISRCommitLag)
 				h.add(isrOp("t", 0, nil, 1))
 				final(h)
 			},
 			want:    map[guarantee.Anomaly]want{guarantee.UnexpectedAck: {count: 1}},
+			verdict: results.Fail,
+		},
+		{
+			name: "samples still below min ISR just after the ack, and long after it",
+			build: func(h *hb) {
+				h.isr("t", 0, 2, 1) // op 0
+				h.send(1, r, OK, 0) // ops 1, 2
+				h.isr("t", 0, 2, 1) // op 3: too soon to tell
+				h.wait(ISRCommitLag)
+				h.isr("t", 0, 2, 1) // op 4
+				h.isr("t", 0, 2, 1, 2)
+				final(h)
+			},
+			want:    map[guarantee.Anomaly]want{guarantee.UnexpectedAck: {count: 1, ops: []int64{0, 1, 2, 4}}},
 			verdict: results.Fail,
 		},
 		// Near misses.
@@ -41,6 +57,32 @@ func TestUnexpectedAck(t *testing.T) {
 				inv := h.sendInvoke(1, r)
 				h.isr("t", 0, 2, 1, 2)
 				h.sendDone(1, inv, r, OK, 0, false)
+				h.isr("t", 0, 2, 1)
+				final(h)
+			},
+			verdict: results.Pass,
+		},
+		{
+			// The leader acknowledges against its maximal ISR, with the follower it asked the
+			// controller to add; the metadata shows the expansion only later.
+			name: "the metadata shows the ISR below min just after the ack, then its expansion",
+			build: func(h *hb) {
+				h.isr("t", 0, 2, 1)
+				h.send(1, r, OK, 0)
+				h.wait(ISRCommitLag / 20)
+				h.isr("t", 0, 2, 1)
+				h.wait(ISRCommitLag / 20)
+				h.isr("t", 0, 2, 1, 2)
+				final(h)
+			},
+			verdict: results.Pass,
+		},
+		{
+			name: "the last sample below min ISR comes too soon after the ack",
+			build: func(h *hb) {
+				h.isr("t", 0, 2, 1)
+				h.send(1, r, OK, 0)
+				h.wait(ISRCommitLag / 2)
 				h.isr("t", 0, 2, 1)
 				final(h)
 			},

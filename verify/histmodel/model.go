@@ -22,6 +22,8 @@
 package histmodel
 
 import (
+	"time"
+
 	"encoding/json"
 	"math/rand/v2"
 	"strconv"
@@ -177,6 +179,8 @@ type scanRange struct {
 type step struct {
 	a    *action
 	done bool
+	// after is the time that passes before the step beyond the 1 ms between any two.
+	after time.Duration
 }
 
 // Model is a simulated run: the ground truth and the timeline of what the clients observed.
@@ -187,7 +191,8 @@ type Model struct {
 	cfg   history.Config
 	logs  []*plog // in creation order; rendered sorted
 	steps []step
-	seq   map[int]int // records written per process, for unique values
+	idle  time.Duration // passes before the next step (wait)
+	seq   map[int]int   // records written per process, for unique values
 
 	txns     []*txn
 	pos      map[int]map[tp]int64 // consumers' next offsets
@@ -284,22 +289,31 @@ func (m *Model) newRecord(p int, t tp, kind entryKind) *entry {
 
 // add puts a on the timeline, its completion right after its invoke.
 func (m *Model) add(a *action) *action {
-	m.steps = append(m.steps, step{a: a})
+	m.push(step{a: a})
 	if a.out != "" {
-		m.steps = append(m.steps, step{a: a, done: true})
+		m.push(step{a: a, done: true})
 	}
 	return a
 }
 
+// push puts a step on the timeline, after the time wait let pass.
+func (m *Model) push(s step) {
+	s.after, m.idle = m.idle, 0
+	m.steps = append(m.steps, s)
+}
+
+// wait lets d pass before the next step.
+func (m *Model) wait(d time.Duration) { m.idle += d }
+
 // invokeOnly and complete put an action's invoke and completion on the timeline apart, for
 // ops in flight together.
 func (m *Model) invokeOnly(a *action) *action {
-	m.steps = append(m.steps, step{a: a})
+	m.push(step{a: a})
 	return a
 }
 
 func (m *Model) complete(a *action) {
-	m.steps = append(m.steps, step{a: a, done: true})
+	m.push(step{a: a, done: true})
 }
 
 // visible reports whether a reader at isolation iso is shown e (ignoring the LSO).

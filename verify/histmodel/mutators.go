@@ -8,6 +8,7 @@ import (
 	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/kafkaconf"
 	"github.com/verity-kafka/verity/sink"
+	"github.com/verity-kafka/verity/verify"
 	"github.com/verity-kafka/verity/verify/guarantee"
 )
 
@@ -525,14 +526,16 @@ func pollSkip(m *Model) (*Injection, error) {
 		refs: []ref{doneOf(before), doneOf(after), proof}}, nil
 }
 
-// unexpectedAck: the watcher sees the ISR at the leader alone, below min ISR 2, before and
-// after an acks=all send that was acknowledged in between.
+// unexpectedAck: the watcher sees the ISR at the leader alone, below min ISR 2, before an
+// acks=all send that was acknowledged, and still long enough after it that no expansion the
+// metadata had yet to show explains the ack.
 func unexpectedAck(m *Model) (*Injection, error) {
 	t, p := m.mainPart(), m.producer()
 	l := m.leaders[t]
 	below := []int{int(l.leader)}
 	since := m.sampleAt(t, below, l.leader, l.epoch)
 	a := m.send(p, t, history.OK, true)
+	m.wait(verify.ISRCommitLag)
 	still := m.sampleAt(t, below, l.leader, l.epoch)
 	m.sample(t, m.alive(), l.leader)
 	return &Injection{Facts: m.facts(p, guarantee.WriterSend, topicMain, ""),

@@ -1,6 +1,8 @@
 package histmodel
 
 import (
+	"time"
+
 	"bufio"
 	"cmp"
 	"encoding/json"
@@ -137,9 +139,11 @@ func (m *Model) Render() *History {
 	m.Finish()
 	h := &History{Header: history.Header{Version: history.Version, Started: Started, Seed: int64(m.seed), Config: m.cfg}}
 	h.Ops = make([]history.Op, 0, len(m.steps))
+	var now int64
 	for i, s := range m.steps {
 		op := m.renderStep(s)
-		op.Index, op.Time = int64(i), int64(i+1)*1_000_000
+		now += int64(time.Millisecond + s.after)
+		op.Index, op.Time = int64(i), now
 		if s.done {
 			s.a.done = op.Index
 			if s.a.async {
