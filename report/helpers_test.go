@@ -41,7 +41,7 @@ func testExtras() []extra {
 		isr(0.01, 0, 1, "[1,2,3]"), isr(0.01, 1, 2, "[1,2,3]"), isr(0.01, 2, 3, "[1,2,3]"),
 		{0.20, history.Invoke, "isolate", iso}, {0.2005, history.OK, "isolate", iso},
 		isr(0.22, 1, 1, "[1,3]"),
-		isr(0.30, 0, 1, "[1]"), isr(0.31, 0, 1, "[1]"),
+		isr(0.30, 0, 1, "[1]"), isr(0.31, 0, 1, "[1]"), isr(0.41, 0, 1, "[1]"),
 		{0.40, history.Invoke, "heal", isoHeal}, {0.4005, history.OK, "heal", isoHeal},
 		isr(0.42, 0, 1, "[1,2,3]"), isr(0.42, 1, 1, "[1,2,3]"),
 		{0.50, history.Invoke, "latency", lat}, {0.501, history.OK, "latency", lat},
@@ -57,16 +57,17 @@ func testExtras() []extra {
 func itoa(n int) string { return strconv.Itoa(n) }
 
 // writeTestHistory writes a histgen history of about nOps events with testExtras inserted to
-// path, renumbering i (and "of") around the inserted events, and with time stretched 50 times
-// (histgen packs 30k events into a second; a run takes a minute). It returns the number of
-// acknowledged writes, for the throughput check.
+// path, renumbering i (and "of") around the inserted events, and with time stretched 150 times
+// (histgen packs 30k events into a second; a run takes a minute or two, and the ISR below min
+// must outlast an acknowledgement by verify.ISRCommitLag to make it an unexpected-ack). It
+// returns the number of acknowledged writes, for the throughput check.
 func writeTestHistory(t testing.TB, path string, nOps int, seed int64) (acked int64) {
 	t.Helper()
 	var gen bytes.Buffer
 	if err := histgen.Generate(&gen, nOps, seed); err != nil {
 		t.Fatal(err)
 	}
-	const stretch = 50
+	const stretch = 150
 	// The last event's t, to place the extras.
 	end := lastTime(t, gen.Bytes()) * stretch
 	r, err := history.NewReader(bytes.NewReader(gen.Bytes()))
