@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"time"
@@ -13,13 +14,18 @@ import (
 	"github.com/twmb/franz-go/pkg/kversion"
 )
 
+// ErrStrayRefused is the leader's refusal of a stray transactional produce: the answer a broker
+// that verifies transactional partitions gives, not a failure to send it.
+var ErrStrayRefused = errors.New("the leader refused it")
+
 // StrayTxnProduce writes one transactional record to a partition the way a broken client
 // would: it initialises transactional.id txnID and sends the record in a Produce of the
 // protocol before KIP-890 part 2 (v11), without AddPartitionsToTxn first, so the coordinator
 // never hears of the partition. With transaction.partition.verification.enable (KIP-890 part
 // 1) the leader asks the coordinator and refuses it; without, the record is appended, nothing
 // will ever write its marker, and the partition's last stable offset stays below it: a hanging
-// transaction. It returns the record's offset, or the leader's refusal as an error.
+// transaction. It returns the record's offset, or the leader's refusal as an error that wraps
+// ErrStrayRefused.
 func (c *Cluster) StrayTxnProduce(ctx context.Context, topic string, partition int32, txnID, value string) (int64, error) {
 	what := fmt.Sprintf("a stray transactional produce to %s-%d", topic, partition)
 	st, err := c.DescribePartition(ctx, topic, partition)
@@ -62,7 +68,7 @@ func (c *Cluster) StrayTxnProduce(ctx context.Context, topic string, partition i
 	}
 	p := resp.Topics[0].Partitions[0]
 	if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-		return -1, fmt.Errorf("%s: the leader refused it: %w", what, err)
+		return -1, fmt.Errorf("%s: %w: %w", what, ErrStrayRefused, err)
 	}
 	return p.BaseOffset, nil
 }

@@ -34,6 +34,7 @@ type fakeCluster struct {
 	healthy     int   // WaitHealthy calls
 	logs        map[int]string
 	failOn      string // an action ("kill 2") that fails
+	refuseStray bool   // the leader refuses stray transactional produces (verification on)
 	powerLoss   bool   // the nodes run on the lazy filesystem
 	cutPending  map[int]bool
 	drops       map[int]harness.Drop
@@ -179,7 +180,13 @@ func (f *fakeCluster) Upgrade(_ context.Context, id int, v kafkaconf.KafkaVersio
 	return f.log("upgrade %d %s", id, v)
 }
 func (f *fakeCluster) StrayTxnProduce(_ context.Context, topic string, partition int32, txnID, _ string) (int64, error) {
-	return 7, f.log("stray %s-%d %s", topic, partition, txnID)
+	if err := f.log("stray %s-%d %s", topic, partition, txnID); err != nil {
+		return -1, err
+	}
+	if f.refuseStray {
+		return -1, fmt.Errorf("a stray transactional produce to %s-%d: %w: TRANSACTION_ABORTABLE", topic, partition, harness.ErrStrayRefused)
+	}
+	return 7, nil
 }
 func (f *fakeCluster) PowerCut(_ context.Context, id int) error {
 	if !f.powerLoss {

@@ -655,3 +655,27 @@ func lookup(r refs, name string) (Fault, error) {
 	slices.Sort(names)
 	return nil, fmt.Errorf("no fault %q (for %+v); known: %s", name, r, strings.Join(names, ", "))
 }
+
+// A leader that refuses the stray produce is the outcome the fault looks for (verification on):
+// the event completes info with the refusal and the injection succeeds; a produce that could
+// not be sent at all is a failed injection.
+func TestStrayRefusalIsAnOutcome(t *testing.T) {
+	f := StrayTxnProduce{Topic: "txn", Partition: 0}
+	t.Run("refused", func(t *testing.T) {
+		fc, _, n, h := setup(t, 3, false)
+		fc.refuseStray = true
+		_, err := n.Inject(t.Context(), f)
+		require.NoError(t, err)
+		ev := h.events(t)
+		require.Len(t, ev, 2)
+		require.Equal(t, history.Info, ev[1].Type)
+		require.Contains(t, ev[1].Err, "TRANSACTION_ABORTABLE")
+	})
+	t.Run("not sent", func(t *testing.T) {
+		fc, _, n, h := setup(t, 3, false)
+		fc.failOn = "stray txn-0 verity-stray-txn"
+		_, err := n.Inject(t.Context(), f)
+		require.ErrorContains(t, err, "injected failure of stray txn-0")
+		require.Equal(t, history.Info, h.events(t)[1].Type)
+	})
+}
