@@ -296,7 +296,7 @@ func testConsumers(t *testing.T, c *harness.Cluster, log *slog.Logger, client ka
 	spec := Spec{
 		Name: string(client) + "-consumers", Seed: 20260601, Duration: 45 * time.Second, Topics: topics,
 		Producers: []ProducerSpec{{ProducerConfig: ProducerConfig{Topics: []string{data}, Partitioning: PartitionKey, Rate: 150}}},
-		Transactional: []TxnConfig{{Topics: []string{txnA, txnB}, MaxRecords: 4, AbortProbability: 0.3,
+		Transactional: []TxnConfig{{Topics: []string{txnA, txnB}, TxnID: prefix + "-txn", MaxRecords: 4, AbortProbability: 0.3,
 			Gap: 20 * time.Millisecond}},
 		Consumers: []ConsumerConfig{
 			{Topics: all, Mode: Assign, Isolation: ru, RestartEvery: 15 * time.Second},
@@ -309,7 +309,17 @@ func testConsumers(t *testing.T, c *harness.Cluster, log *slog.Logger, client ka
 		},
 	}
 	r := newMixedRun(t, ctx, c, spec, log)
-	wctx, cancel := context.WithTimeout(ctx, spec.Duration)
+	// 45 s at least, then until every group's members restarted twice (each restart is a
+	// rebalance): the checks below need restarts, and a loaded machine may be slow to make
+	// them. The deadline is one a loaded machine cannot miss.
+	groupOf := map[int]string{}
+	for _, n := range r.plan.consumers {
+		if n.cfg.Group != "" {
+			groupOf[n.p] = n.cfg.Group
+		}
+	}
+	restarts := map[string]int{}
+	wctx, cancel := context.WithTimeout(ctx, 4*time.Minute)
 	defer cancel()
 	var mu sync.Mutex
 	var errs []error
@@ -329,6 +339,17 @@ func testConsumers(t *testing.T, c *harness.Cluster, log *slog.Logger, client ka
 	if client == kafkaconf.Sarama {
 		consumerEnv = r.sarama
 	}
+	consumerEnv.Recorder = &untilRecorder{Recorder: consumerEnv.Recorder, stop: cancel, until: func(op history.Op) bool {
+		if g, ok := groupOf[op.Process.ID]; ok && op.F == history.FCrash {
+			restarts[g]++
+		}
+		for _, g := range groupOf {
+			if restarts[g] < 2 {
+				return false
+			}
+		}
+		return time.Duration(op.Time) >= spec.Duration
+	}}
 	stats := startAll(wctx, &wg, consumerEnv, r.plan.consumers, RunConsumer, fail)
 	wg.Wait()
 	require.NoError(t, errors.Join(errs...))

@@ -203,8 +203,8 @@ func testFranzTxns(t *testing.T, c *harness.Cluster, name string, capP, want kaf
 	require.Equal(t, want, got)
 
 	began := time.Now()
-	st, err := RunTxnProducer(ctx, env, 1, TxnConfig{Topics: []string{topics[0].Name, topics[1].Name}, MaxRecords: 4,
-		AbortProbability: 0.3, MaxTxns: 40})
+	st, err := RunTxnProducer(ctx, env, 1, TxnConfig{Topics: []string{topics[0].Name, topics[1].Name}, TxnID: "txns-" + name,
+		MaxRecords: 4, AbortProbability: 0.3, MaxTxns: 40})
 	require.NoError(t, err)
 	t.Logf("txn stats after %s: %+v", time.Since(began).Round(time.Millisecond), st)
 	require.Zero(t, st.Failed+st.Unknown+st.Crashes, "a healthy cluster fails no transaction")
@@ -269,8 +269,8 @@ func testZombie(t *testing.T, c *harness.Cluster, client kafkaconf.ClientName, n
 		require.NoError(t, c.CreateTopic(ctx, tp))
 	}
 	env, w, path := clientEnv(t, c, client, 7, capP, newWireLogShowing(t, slog.LevelDebug))
-	st, err := RunTxnProducer(ctx, env, 1, TxnConfig{Topics: []string{topics[0].Name, topics[1].Name}, MaxRecords: 3,
-		ZombieProbability: 1, MaxZombies: 1, MaxTxns: 4})
+	st, err := RunTxnProducer(ctx, env, 1, TxnConfig{Topics: []string{topics[0].Name, topics[1].Name}, TxnID: "zombie-" + name,
+		MaxRecords: 3, ZombieProbability: 1, MaxZombies: 1, MaxTxns: 4})
 	require.NoError(t, err)
 	t.Logf("txn stats: %+v", st)
 	require.Equal(t, int64(1), st.Zombies)
@@ -441,9 +441,15 @@ func testFranzProcessor(t *testing.T, c *harness.Cluster, name string, capP, wan
 	}
 	wl := newWireLog(t)
 	env, w, path := franzEnv(t, c, 5, capP, wl)
-	const run = 40 * time.Second
-	rctx, cancel := context.WithTimeout(ctx, run)
+	// 40 s at least, then until a processor has crashed mid-transaction (checked below); 3
+	// minutes is a deadline a loaded machine cannot miss.
+	rctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
+	crashed := false
+	env.Recorder = &untilRecorder{Recorder: env.Recorder, stop: cancel, until: func(op history.Op) bool {
+		crashed = crashed || op.F == history.FCrash
+		return crashed && time.Duration(op.Time) >= 40*time.Second
+	}}
 	var wg sync.WaitGroup
 	var fed int
 	var feedErr error

@@ -67,6 +67,11 @@ type Spec struct {
 	ClientVersion string `json:"client_version,omitempty"`
 	// Duration of the workloads; the final reads come after it.
 	Duration time.Duration `json:"duration"`
+	// Until, when set, ends the workloads before Duration once it reports true: it is shown
+	// every op this process records, as its completion is recorded (never two at once). A test
+	// runs until what it checks has happened (a sink crashed twice), with Duration as a
+	// deadline a loaded machine cannot miss. A driver's workloads (ClientVersion) ignore it.
+	Until func(op history.Op) bool `json:"-"`
 	// Topics are created before the workloads start (existing ones are left as they are).
 	Topics        []harness.TopicSpec `json:"topics"`
 	Producers     []ProducerSpec      `json:"producers,omitempty"`
@@ -471,6 +476,9 @@ func startAll[C, S any](ctx context.Context, wg *sync.WaitGroup, env Env, ns []n
 func runWorkloads(ctx context.Context, env Env, spec Spec, pl runPlan, res *Result) []error {
 	wctx, cancel := context.WithTimeout(ctx, spec.Duration)
 	defer cancel()
+	if spec.Until != nil {
+		env.Recorder = &untilRecorder{Recorder: env.Recorder, until: spec.Until, stop: cancel}
+	}
 	var mu sync.Mutex
 	var errs []error
 	var wg sync.WaitGroup
@@ -500,4 +508,38 @@ func runWorkloads(ctx context.Context, env Env, spec Spec, pl runPlan, res *Resu
 	wg.Wait()
 	res.Elapsed = time.Since(began)
 	return errs
+}
+
+// untilRecorder shows Spec.Until every completion it records and ends the workloads once Until
+// reports true.
+type untilRecorder struct {
+	Recorder
+	mu    sync.Mutex
+	until func(history.Op) bool
+	done  bool
+	stop  context.CancelFunc
+}
+
+func (r *untilRecorder) Complete(inv history.Op, t history.Type, v history.Payload, e string) (history.Op, error) {
+	op, err := r.Recorder.Complete(inv, t, v, e)
+	r.show(op, err)
+	return op, err
+}
+
+func (r *untilRecorder) CompleteAsync(inv history.Op, t history.Type, v history.Payload, e string) (history.Op, error) {
+	op, err := r.Recorder.CompleteAsync(inv, t, v, e)
+	r.show(op, err)
+	return op, err
+}
+
+func (r *untilRecorder) show(op history.Op, err error) {
+	if err != nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.done && r.until(op) {
+		r.done = true
+		r.stop()
+	}
 }

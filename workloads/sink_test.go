@@ -35,12 +35,28 @@ func testSinks(t *testing.T, c *harness.Cluster, log *slog.Logger) {
 	}
 	// The outbox's downstream consumer, de-duplicating by event id.
 	sinks = append(sinks, SinkConfig{Name: "downstream", Mode: sink.UniqueKey, Topic: "sink-out", CrashEvery: 2 * time.Second})
-	// 30 s: a crash waits for the next input after its time comes, and a new instance rejoins
-	// the group before it reads again, so on a slow start (the first subtest, a fresh cluster)
-	// 20 s gave a sink as few as 2 crashes.
-	spec := Spec{Name: "sinks", Seed: 20261201, Duration: 30 * time.Second, Topics: topics,
+	// Until every sink crashed twice, 20 s at least: a crash waits for the next input after its
+	// time comes, and a new instance rejoins the group before it reads again, so a slow start
+	// (a fresh cluster, a loaded machine) crashes rarely at first. 3 minutes is a deadline a
+	// loaded machine cannot miss.
+	crashes := map[string]int{}
+	spec := Spec{Name: "sinks", Seed: 20261201, Duration: 3 * time.Minute, Topics: topics,
 		Producers: []ProducerSpec{{ProducerConfig: ProducerConfig{Topics: []string{"sink-in"}, Rate: 40}}},
-		Sinks:     sinks, Log: log}
+		Sinks:     sinks, Log: log,
+		Until: func(op history.Op) bool {
+			if op.F == history.FCrash {
+				var note struct{ Sink string }
+				if json.Unmarshal(op.Value.Raw, &note) == nil && note.Sink != "" {
+					crashes[note.Sink]++
+				}
+			}
+			for _, sc := range sinks {
+				if crashes[sc.Name] < 2 {
+					return false
+				}
+			}
+			return time.Duration(op.Time) >= 20*time.Second
+		}}
 	path := filepath.Join(t.ArtifactDir(), "history.jsonl")
 	res, err := Run(ctx, c, path, spec)
 	require.NoError(t, err)
