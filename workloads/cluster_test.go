@@ -24,8 +24,9 @@ import (
 // shared by its subtests (each with topics of its own), with sarama's final read as the
 // measure: producers of every kind, transactions with zombies and fencing under each transaction
 // protocol the client speaks, read-process-write, consumers in both modes at both isolation
-// levels; then the recording overhead figures, and last a log truncated under the consumers by
-// an unclean election (it kills a broker).
+// levels, two at a time; then, one at a time, producers refused by a short ISR and cut from a
+// broker, the recording overhead, and last a log truncated under the consumers by an unclean
+// election (it kills a broker).
 func TestOnCluster(t *testing.T) {
 	c := harnesstest.Start(t, harness.Spec{Nodes: 3, Postgres: true, Ledger: true})
 	log := slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -38,43 +39,56 @@ func TestOnCluster(t *testing.T) {
 		}
 	})
 
-	failed.run(t, "sinks: every mode, crashed between side effect and commit", func(t *testing.T) { testSinks(t, c, log) })
-
-	failed.run(t, "sarama", func(t *testing.T) {
-		failed.run(t, "mixed 60s healthy", func(t *testing.T) { testMixed(t, c, log) })
-		failed.run(t, "zombie is fenced", func(t *testing.T) { testZombie(t, c, kafkaconf.Sarama, "sarama", "") })
-		failed.run(t, "fenced from outside: crash and new instance", func(t *testing.T) {
-			testFencedRestart(t, c, kafkaconf.Sarama, "sarama", "")
+	// The workloads that leave the cluster as they found it run two at a time (-parallel,
+	// GOMAXPROCS by default): each on topics, groups and transactional.ids of its own (a
+	// default id, verity-txn-<process>, would fence another subtest's). Those that pause, cut or
+	// kill a node run after them, one at a time.
+	failed.run(t, "on the healthy cluster", func(t *testing.T) {
+		failed.run(t, "sinks: every mode, crashed between side effect and commit", func(t *testing.T) {
+			t.Parallel()
+			testSinks(t, c, log)
 		})
-		failed.run(t, "consumers: assign and subscribe, both isolations, groups with restarts", func(t *testing.T) {
-			testConsumers(t, c, log, kafkaconf.Sarama, "sc")
-		})
-	})
-	failed.run(t, "franz-go", func(t *testing.T) {
-		failed.run(t, "every kind of producer, through Run", func(t *testing.T) { testFranzProducers(t, c, log) })
-		failed.run(t, "refused below min.insync.replicas", func(t *testing.T) { testFranzRefusals(t, c, log) })
-		failed.run(t, "client link cut: ok or info, fail only when unwritten", func(t *testing.T) { testFranzProducerCut(t, c, log) })
-		failed.run(t, "EndTxn is announced in franz-go's log", func(t *testing.T) { testFranzEndAnnounced(t, c) })
-		for _, pc := range []struct {
-			name      string
-			cap, want kafkaconf.TxnProtocol
-		}{
-			{"default", "", kafkaconf.TxnProtocolV2},
-			{"capped-v1", kafkaconf.TxnProtocolV1, kafkaconf.TxnProtocolV1},
-		} {
-			failed.run(t, "transactions "+pc.name, func(t *testing.T) {
-				name := "franz-" + pc.name
-				failed.run(t, "commits and aborts", func(t *testing.T) { testFranzTxns(t, c, name, pc.cap, pc.want) })
-				failed.run(t, "zombie is fenced", func(t *testing.T) { testZombie(t, c, kafkaconf.FranzGo, name, pc.cap) })
-				failed.run(t, "fenced from outside", func(t *testing.T) { testFencedRestart(t, c, kafkaconf.FranzGo, name, pc.cap) })
-				failed.run(t, "processor", func(t *testing.T) { testFranzProcessor(t, c, name, pc.cap, pc.want) })
+		failed.run(t, "sarama", func(t *testing.T) {
+			t.Parallel()
+			failed.run(t, "mixed 60s healthy", func(t *testing.T) { testMixed(t, c, log) })
+			failed.run(t, "zombie is fenced", func(t *testing.T) { testZombie(t, c, kafkaconf.Sarama, "sarama", "") })
+			failed.run(t, "fenced from outside: crash and new instance", func(t *testing.T) {
+				testFencedRestart(t, c, kafkaconf.Sarama, "sarama", "")
 			})
-		}
-		failed.run(t, "consumers: assign and subscribe, both isolations, groups with restarts", func(t *testing.T) {
-			testConsumers(t, c, log, kafkaconf.FranzGo, "fc")
+			failed.run(t, "consumers: assign and subscribe, both isolations, groups with restarts", func(t *testing.T) {
+				testConsumers(t, c, log, kafkaconf.Sarama, "sc")
+			})
+		})
+		failed.run(t, "franz-go", func(t *testing.T) {
+			t.Parallel()
+			failed.run(t, "every kind of producer, through Run", func(t *testing.T) { testFranzProducers(t, c, log) })
+			failed.run(t, "EndTxn is announced in franz-go's log", func(t *testing.T) { testFranzEndAnnounced(t, c) })
+			for _, pc := range []struct {
+				name      string
+				cap, want kafkaconf.TxnProtocol
+			}{
+				{"default", "", kafkaconf.TxnProtocolV2},
+				{"capped-v1", kafkaconf.TxnProtocolV1, kafkaconf.TxnProtocolV1},
+			} {
+				failed.run(t, "transactions "+pc.name, func(t *testing.T) {
+					name := "franz-" + pc.name
+					failed.run(t, "commits and aborts", func(t *testing.T) { testFranzTxns(t, c, name, pc.cap, pc.want) })
+					failed.run(t, "zombie is fenced", func(t *testing.T) { testZombie(t, c, kafkaconf.FranzGo, name, pc.cap) })
+					failed.run(t, "fenced from outside", func(t *testing.T) { testFencedRestart(t, c, kafkaconf.FranzGo, name, pc.cap) })
+					failed.run(t, "processor", func(t *testing.T) { testFranzProcessor(t, c, name, pc.cap, pc.want) })
+				})
+			}
+			failed.run(t, "consumers: assign and subscribe, both isolations, groups with restarts", func(t *testing.T) {
+				testConsumers(t, c, log, kafkaconf.FranzGo, "fc")
+			})
+		})
+		failed.run(t, "a client at another version runs in a driver", func(t *testing.T) {
+			t.Parallel()
+			testDriven(t, c, log)
 		})
 	})
-	failed.run(t, "a client at another version runs in a driver", func(t *testing.T) { testDriven(t, c, log) })
+	failed.run(t, "franz-go: refused below min.insync.replicas", func(t *testing.T) { testFranzRefusals(t, c, log) })
+	failed.run(t, "franz-go: client link cut: ok or info, fail only when unwritten", func(t *testing.T) { testFranzProducerCut(t, c, log) })
 	failed.run(t, "recording overhead", func(t *testing.T) {
 		for _, cl := range kafkaconf.Clients() {
 			failed.run(t, string(cl.Name), func(t *testing.T) { testOverhead(t, c, cl.Name) })
@@ -212,22 +226,30 @@ func (v *view) requireComplete(t *testing.T, topics []harness.TopicSpec, isolati
 func testMixed(t *testing.T, c *harness.Cluster, log *slog.Logger) {
 	ctx := withTimeout(t, 8*time.Minute)
 	topics := []harness.TopicSpec{topic("mix-data", 3), topic("mix-in", 3), topic("mix-txn-a", 2), topic("mix-txn-b", 2), topic("mix-out", 3)}
+	crashed := false
 	spec := Spec{
-		Name: "mixed-healthy", Seed: 20260517, Duration: 60 * time.Second, Topics: topics,
+		// 60 s at least, then until the processor has crashed (checked below); 4 minutes is a
+		// deadline a loaded machine cannot miss.
+		Name: "mixed-healthy", Seed: 20260517, Duration: 4 * time.Minute, Topics: topics,
+		Until: func(op history.Op) bool {
+			crashed = crashed || op.F == history.FCrash && strings.Contains(string(op.Value.Raw), "crash_every")
+			return crashed && time.Duration(op.Time) >= time.Minute
+		},
 		Producers: []ProducerSpec{
 			// One at a time, key -> partition.
 			{ProducerConfig: ProducerConfig{Topics: []string{"mix-data"}, Partitioning: PartitionKey, Rate: 250}},
 			// Async, many in flight: feeds the processor.
 			{ProducerConfig: ProducerConfig{Topics: []string{"mix-in"}, Async: true, Window: 50, Rate: 250}},
 		},
-		Transactional: []TxnConfig{{Topics: []string{"mix-txn-a", "mix-txn-b"}, MaxRecords: 4, AbortProbability: 0.2,
+		Transactional: []TxnConfig{{Topics: []string{"mix-txn-a", "mix-txn-b"}, TxnID: "mix-txn", MaxRecords: 4, AbortProbability: 0.2,
 			Gap: 20 * time.Millisecond}},
-		Processors: []ProcessorConfig{{Input: "mix-in", Output: "mix-out", BatchRecords: 100, AbortProbability: 0.1, CrashEvery: 20 * time.Second}},
+		Processors: []ProcessorConfig{{Input: "mix-in", Output: "mix-out", TxnID: "mix-rpw", BatchRecords: 100, AbortProbability: 0.1,
+			CrashEvery: 20 * time.Second}},
 		Consumers: []ConsumerConfig{
-			{Topics: []string{"mix-data", "mix-txn-a", "mix-txn-b"}, Mode: Subscribe, Isolation: kafkaconf.ReadCommitted},
+			{Topics: []string{"mix-data", "mix-txn-a", "mix-txn-b"}, Mode: Subscribe, Group: "mix-rc", Isolation: kafkaconf.ReadCommitted},
 			{Topics: []string{"mix-data", "mix-txn-a", "mix-txn-b", "mix-out"}, Mode: Assign, Isolation: kafkaconf.ReadUncommitted},
 			{Topics: []string{"mix-txn-a", "mix-txn-b", "mix-out"}, Mode: Assign, Isolation: kafkaconf.ReadCommitted, RestartEvery: 25 * time.Second},
-			{Topics: []string{"mix-in"}, Mode: Subscribe, Isolation: kafkaconf.ReadUncommitted, RestartEvery: 25 * time.Second},
+			{Topics: []string{"mix-in"}, Mode: Subscribe, Group: "mix-ru", Isolation: kafkaconf.ReadUncommitted, RestartEvery: 25 * time.Second},
 		},
 		Log: log,
 	}

@@ -574,8 +574,11 @@ func testOverhead(t *testing.T, c *harness.Cluster, client kafkaconf.ClientName)
 	tp := topic("overhead-"+string(client), 3)
 	require.NoError(t, c.CreateTopic(ctx, tp))
 	quiet := slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	const round = 4 * time.Second
+	round, warmRounds := 4*time.Second, 3
 	pattern := []bool{true, false, false, true, true, false, false, true, true, false, false, true}
+	if !*fullFigures {
+		round, warmRounds, pattern = 2*time.Second, 1, pattern[:2]
+	}
 	for _, mode := range []struct {
 		name   string
 		async  bool
@@ -587,7 +590,7 @@ func testOverhead(t *testing.T, c *harness.Cluster, client kafkaconf.ClientName)
 			return Env{Brokers: c.Bootstrap(), Recorder: notOK.wrap(r), Seed: 1, Client: client, Log: quiet}
 		}
 		var warm []string
-		for range 3 {
+		for range warmRounds {
 			wctx, cancel := context.WithTimeout(ctx, round)
 			st, err := RunProducer(wctx, env(&fpNoRecorder{}), 9, cfg)
 			cancel()
