@@ -133,6 +133,26 @@ func (w testLog) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// crashedUntil is a Spec.Until for the tests that need crashes: true once every key has crashed
+// need times (keyOf names the key of a crash op; false for a crash of none) and the run has
+// lasted least.
+func crashedUntil(least time.Duration, need int, keys []string, keyOf func(history.Op) (string, bool)) func(history.Op) bool {
+	crashes := map[string]int{}
+	return func(op history.Op) bool {
+		if op.F == history.FCrash {
+			if k, ok := keyOf(op); ok {
+				crashes[k]++
+			}
+		}
+		for _, k := range keys {
+			if crashes[k] < need {
+				return false
+			}
+		}
+		return time.Duration(op.Time) >= least
+	}
+}
+
 func withTimeout(t *testing.T, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(t.Context(), d)
 	t.Cleanup(cancel)
@@ -226,15 +246,13 @@ func (v *view) requireComplete(t *testing.T, topics []harness.TopicSpec, isolati
 func testMixed(t *testing.T, c *harness.Cluster, log *slog.Logger) {
 	ctx := withTimeout(t, 8*time.Minute)
 	topics := []harness.TopicSpec{topic("mix-data", 3), topic("mix-in", 3), topic("mix-txn-a", 2), topic("mix-txn-b", 2), topic("mix-out", 3)}
-	crashed := false
 	spec := Spec{
 		// 60 s at least, then until the processor has crashed (checked below); 4 minutes is a
 		// deadline a loaded machine cannot miss.
 		Name: "mixed-healthy", Seed: 20260517, Duration: 4 * time.Minute, Topics: topics,
-		Until: func(op history.Op) bool {
-			crashed = crashed || op.F == history.FCrash && strings.Contains(string(op.Value.Raw), "crash_every")
-			return crashed && time.Duration(op.Time) >= time.Minute
-		},
+		Until: crashedUntil(time.Minute, 1, []string{"processor"}, func(op history.Op) (string, bool) {
+			return "processor", strings.Contains(string(op.Value.Raw), "crash_every")
+		}),
 		Producers: []ProducerSpec{
 			// One at a time, key -> partition.
 			{ProducerConfig: ProducerConfig{Topics: []string{"mix-data"}, Partitioning: PartitionKey, Rate: 250}},

@@ -313,12 +313,13 @@ func testConsumers(t *testing.T, c *harness.Cluster, log *slog.Logger, client ka
 	// rebalance): the checks below need restarts, and a loaded machine may be slow to make
 	// them. The deadline is one a loaded machine cannot miss.
 	groupOf := map[int]string{}
+	var groupNames []string
 	for _, n := range r.plan.consumers {
 		if n.cfg.Group != "" {
 			groupOf[n.p] = n.cfg.Group
+			groupNames = append(groupNames, n.cfg.Group)
 		}
 	}
-	restarts := map[string]int{}
 	wctx, cancel := context.WithTimeout(ctx, 4*time.Minute)
 	defer cancel()
 	var mu sync.Mutex
@@ -339,17 +340,11 @@ func testConsumers(t *testing.T, c *harness.Cluster, log *slog.Logger, client ka
 	if client == kafkaconf.Sarama {
 		consumerEnv = r.sarama
 	}
-	consumerEnv.Recorder = &untilRecorder{Recorder: consumerEnv.Recorder, stop: cancel, until: func(op history.Op) bool {
-		if g, ok := groupOf[op.Process.ID]; ok && op.F == history.FCrash {
-			restarts[g]++
-		}
-		for _, g := range groupOf {
-			if restarts[g] < 2 {
-				return false
-			}
-		}
-		return time.Duration(op.Time) >= spec.Duration
-	}}
+	consumerEnv.Recorder = &untilRecorder{Recorder: consumerEnv.Recorder, stop: cancel,
+		until: crashedUntil(spec.Duration, 2, groupNames, func(op history.Op) (string, bool) {
+			g, ok := groupOf[op.Process.ID]
+			return g, ok
+		})}
 	stats := startAll(wctx, &wg, consumerEnv, r.plan.consumers, RunConsumer, fail)
 	wg.Wait()
 	require.NoError(t, errors.Join(errs...))

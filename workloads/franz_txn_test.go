@@ -445,11 +445,8 @@ func testFranzProcessor(t *testing.T, c *harness.Cluster, name string, capP, wan
 	// minutes is a deadline a loaded machine cannot miss.
 	rctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
-	crashed := false
-	env.Recorder = &untilRecorder{Recorder: env.Recorder, stop: cancel, until: func(op history.Op) bool {
-		crashed = crashed || op.F == history.FCrash
-		return crashed && time.Duration(op.Time) >= 40*time.Second
-	}}
+	env.Recorder = &untilRecorder{Recorder: env.Recorder, stop: cancel,
+		until: crashedUntil(40*time.Second, 1, []string{"processor"}, func(history.Op) (string, bool) { return "processor", true })}
 	var wg sync.WaitGroup
 	var fed int
 	var feedErr error

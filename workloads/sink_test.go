@@ -39,24 +39,17 @@ func testSinks(t *testing.T, c *harness.Cluster, log *slog.Logger) {
 	// time comes, and a new instance rejoins the group before it reads again, so a slow start
 	// (a fresh cluster, a loaded machine) crashes rarely at first. 3 minutes is a deadline a
 	// loaded machine cannot miss.
-	crashes := map[string]int{}
+	var names []string
+	for _, sc := range sinks {
+		names = append(names, sc.Name)
+	}
 	spec := Spec{Name: "sinks", Seed: 20261201, Duration: 3 * time.Minute, Topics: topics,
 		Producers: []ProducerSpec{{ProducerConfig: ProducerConfig{Topics: []string{"sink-in"}, Rate: 40}}},
 		Sinks:     sinks, Log: log,
-		Until: func(op history.Op) bool {
-			if op.F == history.FCrash {
-				var note struct{ Sink string }
-				if json.Unmarshal(op.Value.Raw, &note) == nil && note.Sink != "" {
-					crashes[note.Sink]++
-				}
-			}
-			for _, sc := range sinks {
-				if crashes[sc.Name] < 2 {
-					return false
-				}
-			}
-			return time.Duration(op.Time) >= 20*time.Second
-		}}
+		Until: crashedUntil(20*time.Second, 2, names, func(op history.Op) (string, bool) {
+			var note struct{ Sink string }
+			return note.Sink, json.Unmarshal(op.Value.Raw, &note) == nil && note.Sink != ""
+		})}
 	path := filepath.Join(t.ArtifactDir(), "history.jsonl")
 	res, err := Run(ctx, c, path, spec)
 	require.NoError(t, err)

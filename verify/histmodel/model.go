@@ -22,11 +22,10 @@
 package histmodel
 
 import (
-	"time"
-
 	"encoding/json"
 	"math/rand/v2"
 	"strconv"
+	"time"
 
 	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/sink"

@@ -1,14 +1,13 @@
 package histmodel
 
 import (
-	"time"
-
 	"bufio"
 	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
+	"time"
 
 	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/kafkaconf"
