@@ -282,11 +282,16 @@ func causesText(cs []results.UnknownCause) string {
 	if len(cs) == 0 {
 		return ""
 	}
+	return " (" + joinCauses(cs) + ")"
+}
+
+// joinCauses names causes: "cluster-not-healthy, nemesis-failed".
+func joinCauses(cs []results.UnknownCause) string {
 	names := make([]string, len(cs))
 	for i, c := range cs {
 		names[i] = string(c)
 	}
-	return " (" + strings.Join(names, ", ") + ")"
+	return strings.Join(names, ", ")
 }
 
 // tally counts s's cases: tests, and of them failures, errors and skipped.

@@ -71,6 +71,9 @@ type SuiteRun struct {
 	Seed int64
 	// Results are the run's; nil when it did not complete.
 	Results *results.Results
+	// Causes are why its verdict is unknown: its results' unknown causes, or harness-error for
+	// a run the harness could not carry out.
+	Causes []results.UnknownCause
 	// Report is the run's report.html as the table links it (a relative path); optional.
 	Report string
 	// WallS is the run's wall time in seconds, cluster start included when the run started one.
@@ -157,21 +160,21 @@ func (r SuiteRow) got() string {
 	}
 	var parts []string
 	if len(row.Verdicts) > 0 {
-		parts = append(parts, row.Verdict()+causesText(r.unknownCauses()))
+		parts = append(parts, row.Verdict()+causesText(r.unknownCauses(true)))
 	}
 	if incomplete > 0 {
-		parts = append(parts, fmt.Sprintf("%d incomplete", incomplete))
+		parts = append(parts, fmt.Sprintf("%d incomplete", incomplete)+causesText(r.unknownCauses(false)))
 	}
 	return strings.Join(parts, ", ")
 }
 
-// unknownCauses are the causes of the runs' unknown verdicts, each once, in the vocabulary's
-// order.
-func (r SuiteRow) unknownCauses() []results.UnknownCause {
+// unknownCauses are the causes of the unknown verdicts of the runs that completed (or of those
+// that did not), each once, in the vocabulary's order.
+func (r SuiteRow) unknownCauses(completed bool) []results.UnknownCause {
 	var out []results.UnknownCause
 	for _, c := range results.UnknownCauses() {
 		if slices.ContainsFunc(r.Runs, func(run SuiteRun) bool {
-			return run.Results != nil && slices.Contains(run.Results.UnknownCauses, c)
+			return (run.Results != nil) == completed && slices.Contains(run.Causes, c)
 		}) {
 			out = append(out, c)
 		}
@@ -397,6 +400,9 @@ func SuiteJUnit(name string, rows []SuiteRow) *JUnitSuites {
 					{Name: "expected", Value: r.Expected}, {Name: "judgement", Value: string(run.Judgement)}}}
 			if run.Results != nil {
 				c.Properties = append(c.Properties, JUnitProperty{Name: "verdict", Value: string(run.Results.Verdict)})
+			}
+			if len(run.Causes) > 0 {
+				c.Properties = append(c.Properties, JUnitProperty{Name: "unknown_causes", Value: joinCauses(run.Causes)})
 			}
 			if run.Report != "" {
 				c.Properties = append(c.Properties, JUnitProperty{Name: "report", Value: run.Report})

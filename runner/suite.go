@@ -16,6 +16,7 @@ import (
 	"github.com/verity-kafka/verity/kafkaconf"
 	"github.com/verity-kafka/verity/report"
 	"github.com/verity-kafka/verity/scenarios"
+	"github.com/verity-kafka/verity/verify/results"
 )
 
 // clientKnob is the knob (scenarios.Knobs) that picks the client a scenario drives.
@@ -295,7 +296,7 @@ func RunSuite(ctx context.Context, s SuiteSpec) (*SuiteResult, error) {
 	f.say("%d scenarios, %d cells (%d not applicable), %d runs in all; shard %s runs %d", len(p.scenarios), len(p.cells),
 		len(p.cells)-len(cells), len(cells)*s.Runs, s.Shard, len(units))
 	ran, runErr := f.run(ctx, units, began)
-	man := s.manifest(p, units, ran)
+	man := s.manifest(p, units, ran, ctx.Err())
 	res, err := writeSuite(s.Out, man)
 	if res != nil {
 		res.ClustersStarted, res.StartClose, res.Wall = f.started, f.startClose, time.Since(began)
@@ -304,8 +305,9 @@ func RunSuite(ctx context.Context, s SuiteSpec) (*SuiteResult, error) {
 }
 
 // manifest records the suite's (or shard's) plan and what its runs did, in canonical order; the
-// runs not run are listed without a folder.
-func (s SuiteSpec) manifest(p suitePlan, units []unit, ran []ranUnit) SuiteManifest {
+// runs not run are listed without a folder. stopped is why the suite was interrupted (nil when
+// it was not): a run it ended is not a harness error.
+func (s SuiteSpec) manifest(p suitePlan, units []unit, ran []ranUnit, stopped error) SuiteManifest {
 	cells, scs := p.runnable()
 	man := SuiteManifest{Version: SuiteManifestVersion, RunsPerCell: s.Runs, Axes: s.Axes, Shard: s.Shard.String(),
 		Scenarios: p.scenarios, TotalRuns: len(cells) * s.Runs, NotApplicable: []SuiteNotApplicable{}}
@@ -335,6 +337,9 @@ func (s SuiteSpec) manifest(p suitePlan, units []unit, ran []ranUnit) SuiteManif
 			}
 			if done.err != nil {
 				r.Error = oneLine(done.err.Error())
+				if stopped == nil || !errors.Is(done.err, stopped) {
+					r.UnknownCauses = append(r.UnknownCauses, results.CauseHarnessError)
+				}
 			}
 		}
 		man.Runs = append(man.Runs, r)

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -155,7 +156,7 @@ func TestSuiteShardsKeepSeeds(t *testing.T) {
 	p, err := s.plan()
 	require.NoError(t, err)
 	cells, _ := p.runnable()
-	whole := s.manifest(p, unitsOf(cells, s.Runs), nil)
+	whole := s.manifest(p, unitsOf(cells, s.Runs), nil, nil)
 	require.Equal(t, 15, whole.TotalRuns)
 	require.Len(t, whole.Runs, 15)
 	key := func(r SuiteRun) string {
@@ -172,7 +173,7 @@ func TestSuiteShardsKeepSeeds(t *testing.T) {
 		for k := 1; k <= n; k++ {
 			sh := s
 			sh.Shard = Shard{K: k, N: n}
-			m := sh.manifest(p, sh.Shard.of(unitsOf(cells, s.Runs)), nil)
+			m := sh.manifest(p, sh.Shard.of(unitsOf(cells, s.Runs)), nil, nil)
 			require.Equal(t, whole.NotApplicable, m.NotApplicable, "every shard lists the cells that do not apply")
 			for _, r := range m.Runs {
 				got = append(got, key(r))
@@ -226,7 +227,7 @@ func fakeSuite(t *testing.T, s SuiteSpec, found func(u unit) *results.Results) *
 		require.NoError(t, os.WriteFile(filepath.Join(dir, HistoryFile), []byte("{}\n"), 0o644))
 		ran = append(ran, ranUnit{unit: u, outcome: &Outcome{Dir: dir, Results: r, Wall: 75 * time.Second}})
 	}
-	res, err := writeSuite(s.Out, s.manifest(p, units, ran))
+	res, err := writeSuite(s.Out, s.manifest(p, units, ran, nil))
 	require.NoError(t, err)
 	return res
 }
@@ -355,8 +356,30 @@ func TestSuiteControlsRegressionsAndIncompleteRuns(t *testing.T) {
 		"the bad side showed it in 0 of 2 runs, the fixed side in 0 of 2 (2 passed))", got[14])
 	require.Equal(t, report.JudgementIncomplete, res.Manifest.Worst())
 	require.Contains(t, res.Markdown, "regression KIP-890 part 1: NOT found again")
-	require.Contains(t, res.Markdown, "| default | sarama |  | 2 | pass | unknown (final-read-incomplete), 1 incomplete |")
+	require.Contains(t, res.Markdown, "| default | sarama |  | 2 | pass | unknown (final-read-incomplete), 1 incomplete (harness-error) |")
+	require.Equal(t, []results.UnknownCause{results.CauseHarnessError}, res.Manifest.Runs[0].UnknownCauses)
 	require.Equal(t, []results.UnknownCause{results.CauseFinalReadIncomplete}, res.Manifest.Runs[1].UnknownCauses)
+	junit, err := os.ReadFile(res.JUnitFile)
+	require.NoError(t, err)
+	require.Contains(t, string(junit), `<property name="unknown_causes" value="harness-error">`)
+}
+
+// A run the suite's interruption ended did not complete, but it is no harness error; a run that
+// failed before it is one.
+func TestSuiteInterruptionIsNoHarnessError(t *testing.T) {
+	s := nightly(t, t.TempDir(), Shard{})
+	s.Scenarios = s.Scenarios[:1]
+	p, err := s.plan()
+	require.NoError(t, err)
+	cells, _ := p.runnable()
+	units := unitsOf(cells, s.Runs)
+	stopped := context.Canceled
+	ran := []ranUnit{{unit: units[0], err: fmt.Errorf("starting the cluster: %w", errTest)},
+		{unit: units[1], err: fmt.Errorf("run default: interrupted (%w)", stopped)}}
+	m := s.manifest(p, units, ran, stopped)
+	require.Equal(t, []results.UnknownCause{results.CauseHarnessError}, m.Runs[0].UnknownCauses, "a run that failed: %+v", m.Runs[0])
+	require.Empty(t, m.Runs[1].UnknownCauses, "a run the interruption ended: %+v", m.Runs[1])
+	require.Empty(t, m.Runs[2].UnknownCauses, "a run never started: %+v", m.Runs[2])
 }
 
 // Shards of a suite merged give the unsharded suite's table and judgements, whatever the order

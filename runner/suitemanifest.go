@@ -410,7 +410,7 @@ func (m SuiteManifest) rows(res []*results.Results) []report.SuiteRow {
 	for i, r := range m.Runs {
 		sr := row(r.Cell, r.Scenario, r.Axes)
 		sr.Expected = expectedText(r.Expect, regression[r.Scenario])
-		run := report.SuiteRun{Run: r.Run, Seed: r.Seed, Results: res[i], WallS: r.WallS, Judgement: r.Judgement, Why: r.Why}
+		run := report.SuiteRun{Run: r.Run, Seed: r.Seed, Results: res[i], Causes: r.UnknownCauses, WallS: r.WallS, Judgement: r.Judgement, Why: r.Why}
 		if r.Dir != "" {
 			run.Report = filepath.ToSlash(filepath.Join(r.Dir, "report.html"))
 		}

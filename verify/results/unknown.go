@@ -26,12 +26,16 @@ const (
 	// CauseWorkloadError: the run's workloads, final reads or sinks did not complete as
 	// specified.
 	CauseWorkloadError UnknownCause = "workload-error"
+	// CauseHarnessError: the harness could not carry the run out (the engine failed, the
+	// cluster did not start, the history could not be checked), so nothing was judged; a suite
+	// gives it to the runs that did not complete for a reason other than an interruption.
+	CauseHarnessError UnknownCause = "harness-error"
 )
 
 // UnknownCauses lists every cause in table order.
 func UnknownCauses() []UnknownCause {
 	return []UnknownCause{CauseHistoryMalformed, CauseFinalReadIncomplete, CauseSinkNotJudged, CauseNoGuarantee,
-		CauseClusterNotHealthy, CauseNemesisFailed, CauseWorkloadError}
+		CauseClusterNotHealthy, CauseNemesisFailed, CauseWorkloadError, CauseHarnessError}
 }
 
 // UnknownReason is one reason a verdict is unknown: its cause and the words that explain it.
