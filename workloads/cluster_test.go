@@ -133,10 +133,10 @@ func (w testLog) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// crashedUntil is a Spec.Until for the tests that need crashes: true once every key has crashed
-// need times (keyOf names the key of a crash op; false for a crash of none) and the run has
-// lasted least.
-func crashedUntil(least time.Duration, need int, keys []string, keyOf func(history.Op) (string, bool)) func(history.Op) bool {
+// crashedUntil is a Spec.Until for the tests that need crashes: true once every key of need
+// has crashed as many times as need says (keyOf names the key of a crash op; false for a crash
+// of none) and the run has lasted least.
+func crashedUntil(least time.Duration, need map[string]int, keyOf func(history.Op) (string, bool)) func(history.Op) bool {
 	crashes := map[string]int{}
 	return func(op history.Op) bool {
 		if op.F == history.FCrash {
@@ -144,8 +144,8 @@ func crashedUntil(least time.Duration, need int, keys []string, keyOf func(histo
 				crashes[k]++
 			}
 		}
-		for _, k := range keys {
-			if crashes[k] < need {
+		for k, n := range need {
+			if crashes[k] < n {
 				return false
 			}
 		}
@@ -250,7 +250,7 @@ func testMixed(t *testing.T, c *harness.Cluster, log *slog.Logger) {
 		// 60 s at least, then until the processor has crashed (checked below); 4 minutes is a
 		// deadline a loaded machine cannot miss.
 		Name: "mixed-healthy", Seed: 20260517, Duration: 4 * time.Minute, Topics: topics,
-		Until: crashedUntil(time.Minute, 1, []string{"processor"}, func(op history.Op) (string, bool) {
+		Until: crashedUntil(time.Minute, map[string]int{"processor": 1}, func(op history.Op) (string, bool) {
 			return "processor", strings.Contains(string(op.Value.Raw), "crash_every")
 		}),
 		Producers: []ProducerSpec{

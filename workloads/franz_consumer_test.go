@@ -313,11 +313,11 @@ func testConsumers(t *testing.T, c *harness.Cluster, log *slog.Logger, client ka
 	// rebalance): the checks below need restarts, and a loaded machine may be slow to make
 	// them. The deadline is one a loaded machine cannot miss.
 	groupOf := map[int]string{}
-	var groupNames []string
+	need := map[string]int{}
 	for _, n := range r.plan.consumers {
 		if n.cfg.Group != "" {
 			groupOf[n.p] = n.cfg.Group
-			groupNames = append(groupNames, n.cfg.Group)
+			need[n.cfg.Group] = 2
 		}
 	}
 	wctx, cancel := context.WithTimeout(ctx, 4*time.Minute)
@@ -341,7 +341,7 @@ func testConsumers(t *testing.T, c *harness.Cluster, log *slog.Logger, client ka
 		consumerEnv = r.sarama
 	}
 	consumerEnv.Recorder = &untilRecorder{Recorder: consumerEnv.Recorder, stop: cancel,
-		until: crashedUntil(spec.Duration, 2, groupNames, func(op history.Op) (string, bool) {
+		until: crashedUntil(spec.Duration, need, func(op history.Op) (string, bool) {
 			g, ok := groupOf[op.Process.ID]
 			return g, ok
 		})}

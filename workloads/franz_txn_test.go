@@ -446,7 +446,7 @@ func testFranzProcessor(t *testing.T, c *harness.Cluster, name string, capP, wan
 	rctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
 	env.Recorder = &untilRecorder{Recorder: env.Recorder, stop: cancel,
-		until: crashedUntil(40*time.Second, 1, []string{"processor"}, func(history.Op) (string, bool) { return "processor", true })}
+		until: crashedUntil(40*time.Second, map[string]int{"processor": 1}, func(history.Op) (string, bool) { return "processor", true })}
 	var wg sync.WaitGroup
 	var fed int
 	var feedErr error

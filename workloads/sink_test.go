@@ -35,20 +35,32 @@ func testSinks(t *testing.T, c *harness.Cluster, log *slog.Logger) {
 	}
 	// The outbox's downstream consumer, de-duplicating by event id.
 	sinks = append(sinks, SinkConfig{Name: "downstream", Mode: sink.UniqueKey, Topic: "sink-out", CrashEvery: 2 * time.Second})
-	// Until every sink crashed twice, 20 s at least: a crash waits for the next input after its
-	// time comes, and a new instance rejoins the group before it reads again, so a slow start
-	// (a fresh cluster, a loaded machine) crashes rarely at first. 3 minutes is a deadline a
-	// loaded machine cannot miss.
-	var names []string
+	// Until every sink crashed twice and the outbox's relay three times, 20 s at least: a crash
+	// waits for the next input after its time comes, and a new instance rejoins the group before
+	// it reads again, so a slow start (a fresh cluster, a loaded machine) crashes rarely at first.
+	// 3 minutes is a deadline a loaded machine cannot miss.
+	need := map[string]int{}
 	for _, sc := range sinks {
-		names = append(names, sc.Name)
+		need[sc.Name] = 2
+		if sc.Outbox != "" {
+			need[relayKey(sc.Name)] = 3
+		}
 	}
 	spec := Spec{Name: "sinks", Seed: 20261201, Duration: 3 * time.Minute, Topics: topics,
 		Producers: []ProducerSpec{{ProducerConfig: ProducerConfig{Topics: []string{"sink-in"}, Rate: 40}}},
 		Sinks:     sinks, Log: log,
-		Until: crashedUntil(20*time.Second, 2, names, func(op history.Op) (string, bool) {
-			var note struct{ Sink string }
-			return note.Sink, json.Unmarshal(op.Value.Raw, &note) == nil && note.Sink != ""
+		Until: crashedUntil(20*time.Second, need, func(op history.Op) (string, bool) {
+			var note struct {
+				Sink  string
+				Relay bool
+			}
+			if json.Unmarshal(op.Value.Raw, &note) != nil || note.Sink == "" {
+				return "", false
+			}
+			if note.Relay {
+				return relayKey(note.Sink), true
+			}
+			return note.Sink, true
 		})}
 	path := filepath.Join(t.ArtifactDir(), "history.jsonl")
 	res, err := Run(ctx, c, path, spec)
@@ -120,3 +132,6 @@ func testSinks(t *testing.T, c *harness.Cluster, log *slog.Logger) {
 	require.Zero(t, r.Anomalies[guarantee.OutboxLost].Count, "%+v", r.Anomalies[guarantee.OutboxLost].Examples)
 	require.Zero(t, r.Anomalies[guarantee.Duplicate].Count, "a republish is no producer duplicate: %+v", r.Anomalies[guarantee.Duplicate].Examples)
 }
+
+// relayKey names the crashes of sink name's outbox relay apart from the sink's own.
+func relayKey(name string) string { return name + " relay" }
