@@ -272,6 +272,16 @@ type RPW struct {
 	TxnID  string   `json:"txn_id"`
 }
 
+// Crash is the payload of a crash op: why the instance ended, and which instance it was when
+// its process alone does not say (a transactional one's transactional.id; a sink's member, or
+// its outbox relay, by the sink's name).
+type Crash struct {
+	Reason string `json:"reason"`
+	TxnID  string `json:"txn_id,omitempty"`
+	Sink   string `json:"sink,omitempty"`
+	Relay  bool   `json:"relay,omitempty"`
+}
+
 // FStrayTxnProduce is the nemesis event of a transactional record written outside any
 // transaction its coordinator knows (its completion's Faults.Records hold the record).
 const FStrayTxnProduce = "stray-txn-produce"

@@ -273,11 +273,11 @@ func (w *consumerRun) pollsDone() bool {
 
 func (w *consumerRun) crash() error {
 	w.stats.Crashes++
-	return w.note(history.FCrash, map[string]any{"reason": "restart (restart_every)"})
+	return w.note(history.FCrash, history.Crash{Reason: "restart (restart_every)"})
 }
 
 // note records an op that marks a moment: subscribe, an assignment, a truncation, a crash.
-func (w *consumerRun) note(f string, v map[string]any) error {
+func (w *consumerRun) note(f string, v any) error {
 	inv, err := w.env.Recorder.Invoke(w.proc, f, raw(v))
 	if err != nil {
 		return fmt.Errorf("consumer %d: recording %s: %w", w.p, f, err)

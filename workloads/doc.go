@@ -43,8 +43,8 @@
 //   - A data-loss op {"topic", "partition", "offset", "epoch", "reset_to", "reset_epoch"} of a
 //     consumer's process notes that its client found the log truncated under its position and
 //     resumes at reset_to (franz-go's ErrDataLoss; sarama does not validate positions).
-//   - A crash op {"reason", "txn_id"?} (invoke, then ok once the process may go on) separates two
-//     instances of one process; a processor's or consumer's next op is the new instance's.
+//   - A crash op (history.Crash: {"reason", "txn_id"?, "sink"?, "relay"?}; invoke, then ok once
+//     the process may go on) separates two instances of one process; a processor's or consumer's next op is the new instance's.
 //   - Final reads run in processes numbered after the configured clients; a zombie's usurper,
 //     started during the run, takes the next free process number.
 package workloads

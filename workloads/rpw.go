@@ -187,7 +187,7 @@ func (w *processor) scheduleCrash() {
 // process's next op is the new instance's.
 func (w *processor) crash(reason string) error {
 	w.stats.Crashes++
-	inv, err := w.env.Recorder.Invoke(w.proc, history.FCrash, raw(map[string]any{"reason": reason, "txn_id": w.cfg.TxnID}))
+	inv, err := w.env.Recorder.Invoke(w.proc, history.FCrash, raw(history.Crash{Reason: reason, TxnID: w.cfg.TxnID}))
 	if err != nil {
 		return fmt.Errorf("processor %d: recording a crash: %w", w.p, err)
 	}

@@ -137,7 +137,7 @@ func RunSink(ctx context.Context, env Env, p int, cfg SinkConfig) (SinkStats, er
 	for first := true; ctx.Err() == nil; first = false {
 		if !first {
 			w.stats.Crashes++
-			if err := w.note(history.FCrash, map[string]any{"reason": "after a side effect, before the offset commit (crash_every)", "sink": cfg.Name}); err != nil {
+			if err := w.note(history.FCrash, history.Crash{Reason: "after a side effect, before the offset commit (crash_every)", Sink: cfg.Name}); err != nil {
 				return w.stats, err
 			}
 		}
@@ -164,7 +164,7 @@ type sinkRun struct {
 	stats SinkStats
 }
 
-func (w *sinkRun) note(f string, v map[string]any) error {
+func (w *sinkRun) note(f string, v any) error {
 	inv, err := w.env.Recorder.Invoke(w.proc, f, raw(v))
 	if err != nil {
 		return fmt.Errorf("sink %d: recording %s: %w", w.p, f, err)

@@ -124,7 +124,7 @@ func newRelay(ctx context.Context, env Env, p int, cfg SinkConfig, st *RelayStat
 }
 
 func (r *relay) note() error {
-	v := raw(map[string]any{"reason": "after a publish, before marking its row sent (crash_every)", "sink": r.cfg.Name, "relay": true})
+	v := raw(history.Crash{Reason: "after a publish, before marking its row sent (crash_every)", Sink: r.cfg.Name, Relay: true})
 	inv, err := r.env.Recorder.Invoke(r.proc, history.FCrash, v)
 	if err == nil {
 		_, err = r.env.Recorder.Complete(inv, history.OK, inv.Value, "")

@@ -50,10 +50,7 @@ func testSinks(t *testing.T, c *harness.Cluster, log *slog.Logger) {
 		Producers: []ProducerSpec{{ProducerConfig: ProducerConfig{Topics: []string{"sink-in"}, Rate: 40}}},
 		Sinks:     sinks, Log: log,
 		Until: crashedUntil(20*time.Second, need, func(op history.Op) (string, bool) {
-			var note struct {
-				Sink  string
-				Relay bool
-			}
+			var note history.Crash
 			if json.Unmarshal(op.Value.Raw, &note) != nil || note.Sink == "" {
 				return "", false
 			}

@@ -242,7 +242,7 @@ func (w *txnRun) open(ctx context.Context, p int) (*txnInstance, error) {
 func (w *txnRun) restart(ctx context.Context, inst *txnInstance, reason string) (*txnInstance, error) {
 	w.count(func(s *TxnStats) { s.Crashes++ })
 	w.log.Warn("restarting the transactional producer", "process", inst.p, "reason", reason)
-	inv, err := w.env.Recorder.Invoke(history.Client(inst.p), history.FCrash, raw(map[string]any{"reason": reason, "txn_id": w.cfg.TxnID}))
+	inv, err := w.env.Recorder.Invoke(history.Client(inst.p), history.FCrash, raw(history.Crash{Reason: reason, TxnID: w.cfg.TxnID}))
 	if err != nil {
 		inst.tc.close()
 		return nil, fmt.Errorf("transactional producer %d: recording a crash: %w", inst.p, err)

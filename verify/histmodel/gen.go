@@ -435,7 +435,7 @@ func (m *Model) sinkStep() {
 	info, _ := m.opts.Sink.Info()
 	if info.Dedupes && m.sink.pos > m.sink.committed && m.rng.IntN(4) == 0 {
 		m.add(&action{proc: history.Client(procSink), f: history.FCrash, out: history.OK,
-			raw: mustJSON(map[string]any{"reason": "killed before its offset commit"})})
+			raw: mustJSON(history.Crash{Reason: "killed before its offset commit"})})
 		m.sink.pos = m.sink.committed
 		return
 	}

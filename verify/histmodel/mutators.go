@@ -483,7 +483,7 @@ func eosDuplicate(m *Model) (*Injection, error) {
 	if m.rng.IntN(2) == 0 {
 		first = m.rpwOp(m.rpwThrough(a.rec), history.OK, true)
 		m.add(&action{proc: history.Client(procRPW), f: history.FCrash, out: history.OK,
-			raw: mustJSON(map[string]any{"reason": "killed", "txn_id": txnIDOf(procRPW)})})
+			raw: mustJSON(history.Crash{Reason: "killed", TxnID: txnIDOf(procRPW)})})
 	} else {
 		v = "unknown commit"
 		first = m.rpwOp(m.rpwThrough(a.rec), history.Info, true)
@@ -596,7 +596,7 @@ func (m *Model) sinkApplyNew() (*entry, *action) {
 func effectDuplicate(m *Model) (*Injection, error) {
 	e, first := m.sinkApplyNew()
 	m.add(&action{proc: history.Client(procSink), f: history.FCrash, out: history.OK,
-		raw: mustJSON(map[string]any{"reason": "killed before its offset commit"})})
+		raw: mustJSON(history.Crash{Reason: "killed before its offset commit"})})
 	second := m.effectApplied(e, true)
 	return &Injection{Variant: string(m.opts.Sink), Facts: m.sinkFacts(topicSinkIn),
 		refs: []ref{doneOf(first), doneOf(second), {sinkRead: true}}}, nil
@@ -649,7 +649,7 @@ func outboxDuplicate(m *Model) (*Injection, error) {
 	m.relayUpTo(len(m.sink.events) - 1)
 	first, _ := m.publish(e, true)
 	m.add(&action{proc: history.Client(procRelay), f: history.FCrash, out: history.OK,
-		raw: mustJSON(map[string]any{"reason": "killed before marking the row sent"})})
+		raw: mustJSON(history.Crash{Reason: "killed before marking the row sent"})})
 	second, _ := m.publish(e, true)
 	m.sink.published++
 	return &Injection{Facts: m.sinkFacts(topicOutbox), refs: []ref{doneOf(first), doneOf(second)}}, nil
