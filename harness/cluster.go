@@ -9,7 +9,6 @@ import (
 	"maps"
 	"net"
 	"net/http"
-	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -22,7 +21,6 @@ import (
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2/client"
 	"github.com/moby/moby/api/types/container"
-	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
 	tcnetwork "github.com/testcontainers/testcontainers-go/network"
@@ -387,27 +385,10 @@ func (c *Cluster) startProxies(ctx context.Context) error {
 func (c *Cluster) startProxy(ctx context.Context, req testcontainers.ContainerRequest) (*proxyBox, error) {
 	req.Image = c.images.Toxiproxy
 	req.Labels = c.runLabels()
-	req.ExposedPorts = append(req.ExposedPorts, fmt.Sprintf("%d/tcp", toxiAPIPort))
 	req.WaitingFor = wait.ForHTTP("/version").WithPort(fmt.Sprintf("%d/tcp", toxiAPIPort)).
 		WithForcedIPv4LocalHost().WithStartupTimeout(time.Minute)
-	exposed := req.ExposedPorts
-	req.HostConfigModifier = func(hc *container.HostConfig) {
-		// Publish on 127.0.0.1 only: nothing of a test cluster should be reachable from other
-		// machines, and Docker 20.10 may give the IPv4 and IPv6 bindings of one port different
-		// host ports, so a single IPv4 binding keeps "the" mapped port unambiguous. A remote
-		// engine's loopback is not ours: there every IPv4 interface of its machine.
-		bind := netip.MustParseAddr("127.0.0.1")
-		if c.eng.remote {
-			bind = netip.IPv4Unspecified()
-		}
-		hc.PortBindings = network.PortMap{}
-		for _, e := range exposed {
-			hc.PortBindings[network.MustParsePort(e)] = []network.PortBinding{{HostIP: bind}}
-		}
-	}
-	ctr, err := testcontainers.GenericContainer(ctx, testcontainers.GenericContainerRequest{
-		ContainerRequest: req, Started: true, Logger: tcLogger{c.log},
-	})
+	c.publish(&req, fmt.Sprintf("%d/tcp", toxiAPIPort))
+	ctr, err := c.runContainer(ctx, req, true)
 	if err != nil {
 		return nil, c.explainStartError("starting "+req.Name, err)
 	}
@@ -431,10 +412,7 @@ func (c *Cluster) startNodes(ctx context.Context) error {
 		}
 		c.nodes[m.ID] = node
 		wg.Go(func() {
-			req := c.nodeRequest(m, node, c.images.Kafka, c.images.JMXAgent)
-			ctr, err := testcontainers.GenericContainer(ctx, testcontainers.GenericContainerRequest{
-				ContainerRequest: req, Started: true, Logger: tcLogger{c.log},
-			})
+			ctr, err := c.runContainer(ctx, c.nodeRequest(m, node, c.images.Kafka, c.images.JMXAgent), true)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -474,6 +452,7 @@ func (c *Cluster) nodeRequest(m member, n *Node, image, jmxAgent string) testcon
 	if c.spec.PowerLoss {
 		c.spec.lazyFSContainer(&req, n.Volume)
 	}
+	c.publish(&req, fmt.Sprintf("%d/tcp", clientPort))
 	return req
 }
 
@@ -481,7 +460,7 @@ func (c *Cluster) nodeRequest(m member, n *Node, image, jmxAgent string) testcon
 func (c *Cluster) explainStartError(what string, err error) error {
 	msg := err.Error()
 	switch {
-	case strings.Contains(msg, "port is already allocated") || strings.Contains(msg, "address already in use"):
+	case portClash(err):
 		return fmt.Errorf("%s: a host port is already in use (%w); stop whatever holds it or run `make clean` to remove leftover Verity containers", what, err)
 	case strings.Contains(msg, "No such image") || strings.Contains(msg, "pull access denied") || strings.Contains(msg, "manifest unknown"):
 		return fmt.Errorf("%s: %w: %v; run `make images`", what, ErrImage, err)

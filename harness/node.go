@@ -98,7 +98,7 @@ func (c *Cluster) Start(ctx context.Context, id int) error {
 	if err != nil {
 		return err
 	}
-	if _, err := c.eng.ContainerStart(ctx, n.container.GetContainerID(), client.ContainerStartOptions{}); err != nil {
+	if err := c.startContainer(ctx, n.container.GetContainerID()); err != nil {
 		return fmt.Errorf("starting node %d: %w", id, err)
 	}
 	c.setNodeState(id, NodeRunning)

@@ -214,9 +214,8 @@ func (c *Cluster) startServices(ctx context.Context) error {
 			case LedgerEndpoint:
 				req.Image = c.images.Ledger
 			}
-			ctr, err := testcontainers.GenericContainer(ctx, testcontainers.GenericContainerRequest{
-				ContainerRequest: req, Started: true, Logger: tcLogger{c.log},
-			})
+			c.publish(&req, fmt.Sprintf("%d/tcp", s.def.port))
+			ctr, err := c.runContainer(ctx, req, true)
 			if ctr != nil {
 				s.container = ctr // also when it failed to start: Close saves its log
 			}
@@ -493,7 +492,7 @@ func (c *Cluster) StartService(ctx context.Context, endpoint int) error {
 	if err != nil {
 		return err
 	}
-	if _, err := c.eng.ContainerStart(ctx, s.container.GetContainerID(), client.ContainerStartOptions{}); err != nil {
+	if err := c.startContainer(ctx, s.container.GetContainerID()); err != nil {
 		return fmt.Errorf("starting %s: %w", s.def.name, err)
 	}
 	c.setServiceState(endpoint, NodeRunning)

@@ -236,6 +236,21 @@ func TestServicesCluster(t *testing.T) {
 				require.Equal(t, pg.Volume, m.Name, "%s mounts %+v", s.Name, m)
 			}
 		}
+		// Nothing of the run is published beyond this machine: every container's host ports,
+		// the nodes' and services' too (which nothing uses), are on 127.0.0.1.
+		cs, err := dc.ContainerList(ctx, client.ContainerListOptions{Filters: make(client.Filters).Add("label", harness.Label+"="+c.RunID())})
+		require.NoError(t, err)
+		require.NotEmpty(t, cs.Items)
+		for _, ct := range cs.Items {
+			in, err := dc.ContainerInspect(ctx, ct.ID, client.ContainerInspectOptions{})
+			require.NoError(t, err)
+			require.NotEmpty(t, in.Container.NetworkSettings.Ports, "%s publishes no port", in.Container.Name)
+			for port, bs := range in.Container.NetworkSettings.Ports {
+				for _, b := range bs {
+					require.Equal(t, "127.0.0.1", b.HostIP.String(), "%s publishes %s on %s", in.Container.Name, port, b.HostIP)
+				}
+			}
+		}
 
 		require.NoError(t, c.Close(ctx))
 		for _, name := range []string{"postgres", "ledger", "node-1"} {

@@ -1,6 +1,8 @@
 package harness
 
 import (
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -164,5 +166,27 @@ func TestEngineHost(t *testing.T) {
 	t.Setenv("TESTCONTAINERS_HOST_OVERRIDE", "")
 	if _, _, err := EngineHost(); err == nil {
 		t.Error("a tcp:// DOCKER_HOST without a host is refused")
+	}
+}
+
+// TestPortClash: the engine's refusals to publish on a taken host port are told apart from its
+// other errors, both for what to try again and for the advice given.
+func TestPortClash(t *testing.T) {
+	clash := errors.New("start container: container start: Error response from daemon: driver failed programming external connectivity on endpoint verity-69e6067f-node-2 (b7cc): Error starting userland proxy: listen tcp4 0.0.0.0:32848: bind: address already in use")
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{clash, true},
+		{fmt.Errorf("starting node 1: %w", errors.New("Bind for 127.0.0.1:9092 failed: port is already allocated")), true},
+		{nil, false},
+		{errors.New("No such image: verity/kafka:4.3.1"), false},
+	} {
+		if got := portClash(tc.err); got != tc.want {
+			t.Errorf("portClash(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+	if got := (&Cluster{}).explainStartError("starting node 2", clash).Error(); !strings.Contains(got, "a host port is already in use") {
+		t.Errorf("explainStartError says %q", got)
 	}
 }

@@ -83,9 +83,7 @@ func (c *Cluster) Upgrade(ctx context.Context, id int, v kafkaconf.KafkaVersion)
 	if _, err := c.eng.ContainerRemove(ctx, n.container.GetContainerID(), client.ContainerRemoveOptions{Force: true}); err != nil {
 		return fmt.Errorf("upgrading node %d: removing its %s container: %w", id, from, err)
 	}
-	ctr, err := testcontainers.GenericContainer(ctx, testcontainers.GenericContainerRequest{
-		ContainerRequest: c.nodeRequest(m, n, im.Kafka, im.JMXAgent), Started: true, Logger: tcLogger{c.log},
-	})
+	ctr, err := c.runContainer(ctx, c.nodeRequest(m, n, im.Kafka, im.JMXAgent), true)
 	if err != nil {
 		err = c.explainStartError(fmt.Sprintf("upgrading node %d to %s", id, v), err)
 		// The node must not be left without a container: back on its release, stopped, for
@@ -118,9 +116,7 @@ func (c *Cluster) recreate(ctx context.Context, m member, n *Node, v kafkaconf.K
 	}
 	// A failed start may have left a container of the name behind.
 	_, _ = c.eng.ContainerRemove(ctx, n.Name, client.ContainerRemoveOptions{Force: true})
-	ctr, err := testcontainers.GenericContainer(ctx, testcontainers.GenericContainerRequest{
-		ContainerRequest: c.nodeRequest(m, n, im.Kafka, im.JMXAgent), Started: false, Logger: tcLogger{c.log},
-	})
+	ctr, err := c.runContainer(ctx, c.nodeRequest(m, n, im.Kafka, im.JMXAgent), false)
 	if err != nil {
 		return err
 	}
