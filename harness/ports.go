@@ -53,33 +53,46 @@ func (c *Cluster) publish(req *testcontainers.ContainerRequest, ports ...string)
 	}
 }
 
-// runContainer creates the container req asks for, and starts it if start, trying again (up to
-// portClashAttempts times) while the engine cannot publish its ports on the host ports it chose.
-// A failed attempt's container is removed so that the next can take its name. What the last
-// attempt returned is returned: a container that failed to start is kept for its log.
-func (c *Cluster) runContainer(ctx context.Context, req testcontainers.ContainerRequest, start bool) (testcontainers.Container, error) {
-	for attempt := 1; ; attempt++ {
-		ctr, err := testcontainers.GenericContainer(ctx, testcontainers.GenericContainerRequest{
+// runContainer creates the container req asks for, and starts it if start, trying again while
+// the engine cannot publish its ports (retryPortClash). A failed attempt's container is removed
+// so that the next can take its name. What the last attempt returned is returned: a container
+// that failed to start is kept for its log.
+func (c *Cluster) runContainer(ctx context.Context, req testcontainers.ContainerRequest, start bool) (ctr testcontainers.Container, err error) {
+	err = c.retryPortClash(req.Name, func() error {
+		ctr, err = testcontainers.GenericContainer(ctx, testcontainers.GenericContainerRequest{
 			ContainerRequest: req, Started: start, Logger: tcLogger{c.log},
 		})
-		if !portClash(err) || attempt == portClashAttempts {
-			return ctr, err
-		}
-		c.log.Warn("a host port the engine chose was taken; creating the container again", "container", req.Name, "attempt", attempt, "err", err)
-		if _, rerr := c.eng.ContainerRemove(ctx, req.Name, client.ContainerRemoveOptions{Force: true}); rerr != nil {
-			return ctr, fmt.Errorf("%w; removing it to try again: %w", err, rerr)
-		}
-	}
+		return err
+	}, func() error {
+		_, err := c.eng.ContainerRemove(ctx, req.Name, client.ContainerRemoveOptions{Force: true})
+		return err
+	})
+	return ctr, err
 }
 
 // startContainer starts the existing container id (a node or service stopped by a fault), again
-// while the engine cannot publish its ports on the host ports it chose (see runContainer).
+// while the engine cannot publish its ports (retryPortClash).
 func (c *Cluster) startContainer(ctx context.Context, id string) error {
-	for attempt := 1; ; attempt++ {
+	return c.retryPortClash(id, func() error {
 		_, err := c.eng.ContainerStart(ctx, id, client.ContainerStartOptions{})
-		if !portClash(err) || attempt == portClashAttempts {
+		return err
+	}, nil)
+}
+
+// retryPortClash runs attempt, again (up to portClashAttempts times in all) while it fails because
+// the engine could not publish a port on the host port it chose; reset, when set, clears what a
+// failed attempt left before the next.
+func (c *Cluster) retryPortClash(what string, attempt, reset func() error) error {
+	for n := 1; ; n++ {
+		err := attempt()
+		if !portClash(err) || n == portClashAttempts {
 			return err
 		}
-		c.log.Warn("a host port the engine chose was taken; starting the container again", "container", id, "attempt", attempt, "err", err)
+		c.log.Warn("a host port the engine chose was taken; trying again", "container", what, "attempt", n, "err", err)
+		if reset != nil {
+			if rerr := reset(); rerr != nil {
+				return fmt.Errorf("%w; clearing the attempt to try again: %w", err, rerr)
+			}
+		}
 	}
 }

@@ -3,6 +3,7 @@ package harness
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -188,5 +189,38 @@ func TestPortClash(t *testing.T) {
 	}
 	if got := (&Cluster{}).explainStartError("starting node 2", clash).Error(); !strings.Contains(got, "a host port is already in use") {
 		t.Errorf("explainStartError says %q", got)
+	}
+}
+
+// TestRetryPortClash: a port clash is tried again, with the failed attempt cleared first, up to
+// portClashAttempts in all; any other error, or a failure to clear, ends the retries at once.
+func TestRetryPortClash(t *testing.T) {
+	c := &Cluster{log: slog.New(slog.DiscardHandler)}
+	clash := errors.New("listen tcp4 0.0.0.0:32848: bind: address already in use")
+	attempts, resets := 0, 0
+	reset := func() error { resets++; return nil }
+	clashTwice := func() error {
+		if attempts++; attempts <= 2 {
+			return clash
+		}
+		return nil
+	}
+	if err := c.retryPortClash("x", clashTwice, reset); err != nil || attempts != 3 || resets != 2 {
+		t.Errorf("clash twice then start: err %v after %d attempts, %d resets; want nil after 3, 2", err, attempts, resets)
+	}
+	attempts, resets = 0, 0
+	always := func() error { attempts++; return clash }
+	if err := c.retryPortClash("x", always, reset); !portClash(err) || attempts != portClashAttempts || resets != portClashAttempts-1 {
+		t.Errorf("always a clash: err %v after %d attempts, %d resets; want the clash after %d", err, attempts, resets, portClashAttempts)
+	}
+	attempts = 0
+	other := func() error { attempts++; return errors.New("No such image") }
+	if err := c.retryPortClash("x", other, nil); err == nil || attempts != 1 {
+		t.Errorf("another error: err %v after %d attempts; want it after 1", err, attempts)
+	}
+	attempts = 0
+	if err := c.retryPortClash("x", always, func() error { return errors.New("removal refused") }); err == nil ||
+		!strings.Contains(err.Error(), "removal refused") || attempts != 1 {
+		t.Errorf("a reset that fails: err %v after %d attempts; want both errors after 1", err, attempts)
 	}
 }
