@@ -527,15 +527,11 @@ func LimitData(stream string, n int64) Toxic {
 }
 
 // KafkaRequest acts on whole Kafka requests crossing a link towards the broker (package
-// kafkatoxic): the nth (from 1, counted over every connection of each proxy of the link; 0:
-// every one) with API key apiKey is dropped (kafkatoxic.Drop), held (kafkatoxic.Hold) with what
-// follows it on its connection, for hold, or until the toxic is removed when hold is 0, or let
-// through with its connection closed behind it (kafkatoxic.DropResponse). Only a
-// Toxiproxy image whose ToxicsLabel lists it has it (Verity's stand-in does; the official image
-// does not): AddToxic says so with ErrNoRequestToxic.
-func KafkaRequest(action string, apiKey int16, nth int, hold time.Duration) Toxic {
-	return Toxic{Type: kafkatoxic.Type, Stream: "upstream",
-		Attributes: map[string]any{"action": action, "api_key": apiKey, "nth": nth, "delay": hold.Milliseconds()}}
+// kafkatoxic, whose Toxic says what it drops, holds or lets through with its connection closed
+// behind it). Only a Toxiproxy image whose ToxicsLabel lists it has it (Verity's stand-in does;
+// the official image does not): AddToxic says so with ErrNoRequestToxic.
+func KafkaRequest(t *kafkatoxic.Toxic) Toxic {
+	return Toxic{Type: kafkatoxic.Type, Stream: "upstream", Attributes: t.Attributes()}
 }
 
 // ErrNoRequestToxic: the cluster's Toxiproxy image has no Kafka request toxic.

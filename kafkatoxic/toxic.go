@@ -17,7 +17,9 @@ package kafkatoxic
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -48,19 +50,39 @@ const (
 // protocol (TLS, SASL handshake bytes), which then passes untouched.
 const maxFrame = 100 << 20
 
-// Toxic acts on the Nth request with API key APIKey among those of every connection of its
-// proxy's stream (counted from 1, in the order they complete; 0: every one). Its attributes
-// are what Toxiproxy's API takes as JSON.
+// Toxic acts on the Nth request with API key APIKey (and End, for EndTxn) among those of every
+// connection of its proxy's stream (counted from 1, in the order they complete; 0: every one).
+// Its attributes are what Toxiproxy's API takes as JSON.
 type Toxic struct {
-	APIKey int16  `json:"api_key"`
+	APIKey int16 `json:"api_key"`
+	// End narrows an EndTxn to its commits (EndCommit) or its aborts (EndAbort).
+	End    End    `json:"end,omitempty"`
 	Nth    int    `json:"nth"`
 	Action string `json:"action"`
-	// Delay, in milliseconds, ends a hold; 0 holds until the toxic is removed.
+	// Delay, in milliseconds, ends a hold; 0 holds until the toxic is removed. With Until it is
+	// how long the request that ended the hold waits instead.
 	Delay int64 `json:"delay"`
+	// UntilKey and UntilEnd end a hold of the Nth request when a request they name crosses
+	// another connection of the proxy after it: what was held goes on at once, and that request
+	// waits Delay on its own connection, so that the held one reaches the broker first. A
+	// request overtakes its successor, as when a client's retry and next request go over new
+	// connections while the first attempt is still in the network (KAFKA-17754).
+	UntilKey *int16 `json:"until_api_key,omitempty"`
+	UntilEnd End    `json:"until_end,omitempty"`
 
-	mu   sync.Mutex
-	seen int
-	hits int
+	mu      sync.Mutex
+	seen    int
+	hits    int
+	fired   bool
+	trigger chan struct{} // closed when the Until request came
+}
+
+// Attributes are t's settings as Toxiproxy's API takes them.
+func (t *Toxic) Attributes() map[string]any {
+	b, _ := json.Marshal(t) // numbers and strings: it cannot fail
+	var m map[string]any
+	_ = json.Unmarshal(b, &m)
+	return m
 }
 
 // Register adds the toxic to Toxiproxy's registry.
@@ -72,6 +94,7 @@ type connState struct {
 	held        []byte
 	holding     bool
 	release     *time.Timer // ends a hold with a delay; nil: held until removed
+	untilFired  bool        // the hold ends when the Until request comes
 	passthrough bool
 	eof         bool // the client closed its side while a request was held
 }
@@ -86,9 +109,9 @@ func (t *Toxic) Hits() int {
 	return t.hits
 }
 
-// matches counts a request of the toxic's API key and says whether to act on it.
-func (t *Toxic) matches(apiKey int16) bool {
-	if apiKey != t.APIKey || (t.Action != Drop && t.Action != Hold && t.Action != DropResponse) {
+// matches counts a request of the toxic's API key (and end) and says whether to act on it.
+func (t *Toxic) matches(frame []byte) bool {
+	if !is(frame, t.APIKey, t.End) || (t.Action != Drop && t.Action != Hold && t.Action != DropResponse) {
 		return false
 	}
 	t.mu.Lock()
@@ -99,6 +122,40 @@ func (t *Toxic) matches(apiKey int16) bool {
 		return true
 	}
 	return false
+}
+
+// triggers says whether frame ends the hold (Until): the first request it names after a hold
+// began.
+func (t *Toxic) triggers(frame []byte) bool {
+	if t.UntilKey == nil || t.Action != Hold || !is(frame, *t.UntilKey, t.UntilEnd) {
+		return false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.hits == 0 || t.fired {
+		return false
+	}
+	t.fired = true
+	close(t.triggerC())
+	return true
+}
+
+// triggerC is closed when the Until request comes; t.mu held.
+func (t *Toxic) triggerC() chan struct{} {
+	if t.trigger == nil {
+		t.trigger = make(chan struct{})
+	}
+	return t.trigger
+}
+
+// untilC is what a hold that ends on Until waits for; nil for any other hold.
+func (t *Toxic) untilC(st *connState) <-chan struct{} {
+	if !st.holding || !st.untilFired {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.triggerC()
 }
 
 // Pipe moves whole requests from the stub's input to its output, acting on the matching one.
@@ -121,6 +178,14 @@ func (t *Toxic) Pipe(stub *toxics.ToxicStub) {
 		select {
 		case <-stub.Interrupt:
 			return
+		case <-t.untilC(st):
+			if !t.release(stub, st) {
+				return
+			}
+			if st.eof {
+				stub.Close()
+				return
+			}
 		case <-release:
 			if !t.release(stub, st) {
 				return
@@ -172,7 +237,16 @@ func (t *Toxic) take(stub *toxics.ToxicStub, st *connState, c *stream.StreamChun
 		switch {
 		case st.holding:
 			st.held = append(st.held, frame...)
-		case !t.matches(int16(binary.BigEndian.Uint16(frame[4:6]))):
+		case t.triggers(frame):
+			if t.Delay <= 0 {
+				if !send(stub, frame, c.Timestamp) {
+					return false
+				}
+				continue
+			}
+			st.holding, st.held = true, frame
+			st.release = time.NewTimer(time.Duration(t.Delay) * time.Millisecond)
+		case !t.matches(frame):
 			if !send(stub, frame, c.Timestamp) {
 				return false
 			}
@@ -181,6 +255,8 @@ func (t *Toxic) take(stub *toxics.ToxicStub, st *connState, c *stream.StreamChun
 			send(stub, frame, c.Timestamp)
 			stub.Close()
 			return false
+		case t.Action == Hold && t.UntilKey != nil:
+			st.holding, st.held, st.untilFired = true, frame, true
 		case t.Action == Hold:
 			st.holding, st.held = true, frame
 			if t.Delay > 0 {
@@ -197,7 +273,7 @@ func (t *Toxic) release(stub *toxics.ToxicStub, st *connState) bool {
 	if st.release != nil {
 		st.release.Stop()
 	}
-	st.holding, st.held, st.release = false, nil, nil
+	st.holding, st.held, st.release, st.untilFired = false, nil, nil, false
 	if len(held) == 0 {
 		return true
 	}
@@ -221,6 +297,102 @@ func (t *Toxic) Cleanup(stub *toxics.ToxicStub) {
 // send writes data as one chunk; false when the output no longer takes it.
 func send(stub *toxics.ToxicStub, data []byte, at time.Time) bool {
 	return stub.WriteOutput(&stream.StreamChunk{Data: data, Timestamp: at}, 5*time.Second) == nil
+}
+
+// End is which end of a transaction an EndTxn request asks for.
+type End string
+
+// Ends of a transaction; "" is either.
+const (
+	EndCommit End = "commit"
+	EndAbort  End = "abort"
+)
+
+// Request names requests: an API key and, for EndTxn, which end.
+type Request struct {
+	Key int16
+	End End
+}
+
+// String is the request's name as ParseRequest reads it.
+func (r Request) String() string {
+	if r.End != "" {
+		return fmt.Sprintf("%s(%s)", kmsg.NameForKey(r.Key), r.End)
+	}
+	return kmsg.NameForKey(r.Key)
+}
+
+// ParseRequest reads a request's name: a Kafka API as ParseAPI reads it, or EndTxn(commit) or
+// EndTxn(abort) for one end of a transaction.
+func ParseRequest(name string) (Request, error) {
+	api, end, narrowed := strings.Cut(name, "(")
+	k, err := ParseAPI(api)
+	if err != nil || !narrowed {
+		return Request{Key: k}, err
+	}
+	e := End(strings.TrimSuffix(end, ")"))
+	if k != int16(kmsg.EndTxn) || !strings.HasSuffix(end, ")") || (e != EndCommit && e != EndAbort) {
+		return Request{}, fmt.Errorf("Kafka request %q: only EndTxn is narrowed, to EndTxn(commit) or EndTxn(abort)", name)
+	}
+	return Request{Key: k, End: e}, nil
+}
+
+// is says whether frame (a whole request with its size) has API key key and, when end is set,
+// is an EndTxn asking for that end. An EndTxn it cannot read is neither end.
+func is(frame []byte, key int16, end End) bool {
+	if int16(binary.BigEndian.Uint16(frame[4:6])) != key {
+		return false
+	}
+	if end == "" {
+		return true
+	}
+	got, ok := endOf(frame)
+	return ok && got == end
+}
+
+// endOf reads which end an EndTxn request asks for: its header (key, version, correlation id,
+// client id, and tagged fields from the flexible versions on), then its body.
+func endOf(frame []byte) (End, bool) {
+	if len(frame) < 14 || int16(binary.BigEndian.Uint16(frame[4:6])) != int16(kmsg.EndTxn) {
+		return "", false
+	}
+	req := kmsg.NewPtrEndTxnRequest()
+	req.Version = int16(binary.BigEndian.Uint16(frame[6:8]))
+	b := frame[12:]
+	if n := int(int16(binary.BigEndian.Uint16(b))); n > 0 {
+		if len(b) < 2+n {
+			return "", false
+		}
+		b = b[2+n:]
+	} else {
+		b = b[2:]
+	}
+	if req.IsFlexible() {
+		tags, n := binary.Uvarint(b)
+		if n <= 0 {
+			return "", false
+		}
+		b = b[n:]
+		for range tags {
+			_, n := binary.Uvarint(b)
+			if n <= 0 {
+				return "", false
+			}
+			b = b[n:]
+			size, m := binary.Uvarint(b)
+			if m <= 0 || uint64(len(b)-m) < size {
+				return "", false
+			}
+			b = b[m+int(size):]
+		}
+	}
+	if err := req.ReadFrom(b); err != nil {
+		return "", false
+	}
+	if req.Commit {
+		return EndCommit, true
+	}
+	return EndAbort, true
 }
 
 // ParseAPI reads a Kafka API's name as Kafka's protocol spells it ("Produce", "EndTxn",

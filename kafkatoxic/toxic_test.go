@@ -3,6 +3,7 @@ package kafkatoxic
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"slices"
 	"testing"
 	"time"
@@ -210,5 +211,112 @@ func TestParseAPI(t *testing.T) {
 	}
 	if _, err := ParseAPI("endtxn"); err == nil {
 		t.Error("a misspelt API was taken")
+	}
+}
+
+func endTxnV(t *testing.T, c int32, version int16, commit bool) []byte {
+	r := kmsg.NewPtrEndTxnRequest()
+	r.Version, r.TransactionalID, r.ProducerID, r.ProducerEpoch, r.Commit = version, "txn-1", 42, 3, commit
+	return frame(t, r, c)
+}
+
+// Every version of EndTxn, flexible or not, says which end it asks for.
+func TestEndOfEveryEndTxnVersion(t *testing.T) {
+	for v := int16(0); v <= kmsg.NewPtrEndTxnRequest().MaxVersion(); v++ {
+		for _, commit := range []bool{true, false} {
+			want := EndAbort
+			if commit {
+				want = EndCommit
+			}
+			if got, ok := endOf(endTxnV(t, 1, v, commit)); !ok || got != want {
+				t.Errorf("EndTxn v%d commit=%v: %q, %v", v, commit, got, ok)
+			}
+		}
+	}
+	if _, ok := endOf(produce(t, 1)); ok {
+		t.Error("a Produce read as an EndTxn")
+	}
+	if _, ok := endOf(endTxnV(t, 1, 3, true)[:16]); ok {
+		t.Error("a torn EndTxn was read")
+	}
+}
+
+// A hold narrowed to commits lets aborts pass, and a hold that ends on another request lets the
+// held one go first, the other after its delay: the held commit overtakes the abort.
+func TestHoldUntilAnotherRequestOvertakesIt(t *testing.T) {
+	abort := int16(kmsg.EndTxn)
+	tx := &Toxic{APIKey: int16(kmsg.EndTxn), End: EndCommit, Nth: 1, Action: Hold, Delay: 200, UntilKey: &abort, UntilEnd: EndAbort}
+	first, second := start(tx), start(tx)
+	first.write(endTxnV(t, 1, 3, true), 4096)
+	if got := first.read(30 * time.Millisecond); len(got) != 0 {
+		t.Fatalf("the commit went on before the abort came: %v", correlations(t, got))
+	}
+	second.write(endTxnV(t, 2, 3, true), 4096) // a commit again (a retry): not the nth, passes
+	if got := correlations(t, second.read(30*time.Millisecond)); !slices.Equal(got, []int32{2}) {
+		t.Fatalf("the retried commit: %v, want it through at once", got)
+	}
+	second.write(endTxnV(t, 3, 3, false), 4096) // the abort ends the hold
+	if got := correlations(t, first.read(50*time.Millisecond)); !slices.Equal(got, []int32{1}) {
+		t.Fatalf("after the abort came: %v, want the held commit", got)
+	}
+	if got := second.read(30 * time.Millisecond); len(got) != 0 {
+		t.Fatalf("the abort did not wait its delay: %v", correlations(t, got))
+	}
+	if got := correlations(t, second.read(400*time.Millisecond)); !slices.Equal(got, []int32{3}) {
+		t.Errorf("after the delay: %v, want the abort", got)
+	}
+	second.write(endTxnV(t, 4, 3, false), 4096) // the trigger fires once
+	if got := correlations(t, second.read(30*time.Millisecond)); !slices.Equal(got, []int32{4}) {
+		t.Errorf("a later abort: %v, want it through at once", got)
+	}
+}
+
+// An abort before any commit was held does not end a hold that has not begun.
+func TestUntilCountsOnlyAfterTheHold(t *testing.T) {
+	abort := int16(kmsg.EndTxn)
+	tx := &Toxic{APIKey: int16(kmsg.EndTxn), End: EndCommit, Nth: 1, Action: Hold, Delay: 200, UntilKey: &abort, UntilEnd: EndAbort}
+	p := start(tx)
+	p.write(endTxnV(t, 1, 3, false), 4096)
+	if got := correlations(t, p.read(30*time.Millisecond)); !slices.Equal(got, []int32{1}) {
+		t.Fatalf("an abort before the hold: %v, want it through at once", got)
+	}
+	p.write(endTxnV(t, 2, 3, true), 4096)
+	if got := p.read(100 * time.Millisecond); len(got) != 0 {
+		t.Errorf("the commit was not held: %v", correlations(t, got))
+	}
+}
+
+func TestParseRequest(t *testing.T) {
+	for name, want := range map[string]Request{"EndTxn": {Key: int16(kmsg.EndTxn)}, "EndTxn(commit)": {Key: int16(kmsg.EndTxn), End: EndCommit},
+		"EndTxn(abort)": {Key: int16(kmsg.EndTxn), End: EndAbort}, "Produce": {Key: int16(kmsg.Produce)}} {
+		if got, err := ParseRequest(name); err != nil || got != want || got.String() != name {
+			t.Errorf("ParseRequest(%q) = %+v (%s), %v", name, got, got, err)
+		}
+	}
+	for _, bad := range []string{"Produce(commit)", "EndTxn(commit", "EndTxn(maybe)", "endtxn(abort)"} {
+		if _, err := ParseRequest(bad); err == nil {
+			t.Errorf("ParseRequest(%q) took it", bad)
+		}
+	}
+}
+
+// The attributes Toxiproxy's API gets are the toxic's own settings, read back the same.
+func TestAttributesRoundTrip(t *testing.T) {
+	abort := int16(kmsg.EndTxn)
+	in := &Toxic{APIKey: int16(kmsg.EndTxn), End: EndCommit, Nth: 1, Action: Hold, Delay: 1000, UntilKey: &abort, UntilEnd: EndAbort}
+	b, err := json.Marshal(in.Attributes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out Toxic
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.APIKey != in.APIKey || out.End != in.End || out.Nth != 1 || out.Action != Hold || out.Delay != 1000 ||
+		out.UntilKey == nil || *out.UntilKey != abort || out.UntilEnd != EndAbort {
+		t.Errorf("read back key %d end %q nth %d action %q delay %d until %v %q", out.APIKey, out.End, out.Nth, out.Action, out.Delay, out.UntilKey, out.UntilEnd)
+	}
+	if _, ok := (&Toxic{APIKey: 0, Action: Drop}).Attributes()["until_api_key"]; ok {
+		t.Error("a toxic without Until names one")
 	}
 }

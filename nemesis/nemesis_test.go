@@ -416,7 +416,7 @@ func TestAvailable(t *testing.T) {
 	require.Error(t, DiskLoss{Node(1)}.Available(one))
 	require.ErrorContains(t, PowerLoss{Node(1)}.Available(three), "lazy filesystem")
 	// The request toxic needs a Toxiproxy image that has it (Verity's stand-in).
-	drop := DropRequest(ClientLinksTo(Node(1)), 0, 1)
+	drop := DropRequest(ClientLinksTo(Node(1)), kafkatoxic.Request{Key: 0}, 1)
 	require.ErrorIs(t, drop.Available(three), harness.ErrNoRequestToxic)
 	three.images.Toxics = []string{kafkatoxic.Type}
 	require.NoError(t, drop.Available(three))

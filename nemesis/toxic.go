@@ -61,23 +61,33 @@ func LimitData(links LinkSet, n int64) LinkToxic {
 	return LinkToxic{Kind: "limit-data", Links: links, Toxics: []harness.Toxic{harness.LimitData("downstream", n)}}
 }
 
-// DropRequest drops the nth request (from 1, counted per proxy; 0: every one) with Kafka API key
-// api that crosses links towards their far end: its sender waits for an answer that never comes.
-func DropRequest(links LinkSet, api int16, nth int) LinkToxic {
-	return LinkToxic{Kind: "drop-request", Links: links, Toxics: []harness.Toxic{harness.KafkaRequest(kafkatoxic.Drop, api, nth, 0)}}
+// DropRequest drops the nth request (from 1, counted per proxy; 0: every one) that req names
+// crossing links towards their far end: its sender waits for an answer that never comes.
+func DropRequest(links LinkSet, req kafkatoxic.Request, nth int) LinkToxic {
+	return requestToxic("drop-request", links, &kafkatoxic.Toxic{Action: kafkatoxic.Drop, APIKey: req.Key, End: req.End, Nth: nth})
 }
 
-// HoldRequest holds the nth request with API key api crossing links, and what follows it on its
+// HoldRequest holds the nth request that req names crossing links, and what follows it on its
 // connection, for d (0: until healed); then it reaches the broker, even if its sender gave up.
-func HoldRequest(links LinkSet, api int16, nth int, d time.Duration) LinkToxic {
-	return LinkToxic{Kind: "hold-request", Links: links, Toxics: []harness.Toxic{harness.KafkaRequest(kafkatoxic.Hold, api, nth, d)}}
+// With until, the hold ends instead when a request until names crosses another connection of
+// the proxy: that request waits d, so the held one reaches the broker before it.
+func HoldRequest(links LinkSet, req kafkatoxic.Request, nth int, d time.Duration, until *kafkatoxic.Request) LinkToxic {
+	t := &kafkatoxic.Toxic{Action: kafkatoxic.Hold, APIKey: req.Key, End: req.End, Nth: nth, Delay: d.Milliseconds()}
+	if until != nil {
+		t.UntilKey, t.UntilEnd = &until.Key, until.End
+	}
+	return requestToxic("hold-request", links, t)
 }
 
-// DropResponse lets the nth request with API key api crossing links reach the broker and
-// closes its connection right behind it: the broker carries it out, and its sender never learns
-// the outcome (its connection is gone).
-func DropResponse(links LinkSet, api int16, nth int) LinkToxic {
-	return LinkToxic{Kind: "drop-response", Links: links, Toxics: []harness.Toxic{harness.KafkaRequest(kafkatoxic.DropResponse, api, nth, 0)}}
+// DropResponse lets the nth request that req names crossing links reach the broker and closes
+// its connection right behind it: the broker carries it out, and its sender never learns the
+// outcome (its connection is gone).
+func DropResponse(links LinkSet, req kafkatoxic.Request, nth int) LinkToxic {
+	return requestToxic("drop-response", links, &kafkatoxic.Toxic{Action: kafkatoxic.DropResponse, APIKey: req.Key, End: req.End, Nth: nth})
+}
+
+func requestToxic(kind string, links LinkSet, t *kafkatoxic.Toxic) LinkToxic {
+	return LinkToxic{Kind: kind, Links: links, Toxics: []harness.Toxic{harness.KafkaRequest(t)}}
 }
 
 func (f LinkToxic) Name() string { return f.Kind }

@@ -855,17 +855,22 @@ func regressKIP890HangingTxn() Scenario {
 // escapes it on its own, since from v1.21.6 it bumps the epoch (InitProducerID) after an EndTxn
 // whose outcome it did not learn.
 func regressKafka17754() Scenario {
-	s := txnRegression(base("regress-kafka-17754", "An EndTxn held past its client's timeout, then released while the producer's next "+
-		"transaction is open: clean on transaction protocol v2 (franz-go), transactions ended early on v1 (sarama).", "KAFKA-17754, KIP-890"), 3)
+	s := txnRegression(base("regress-kafka-17754", "An EndTxn(commit) held past its client's timeout, then let through just ahead of the "+
+		"producer's next abort, while that transaction is open: clean on transaction protocol v2 (franz-go), the aborted "+
+		"transaction committed on v1 (sarama).", "KAFKA-17754, KIP-890"), 3)
 	s.Tags = []Tag{TagRegression, TagTransactions, TagSlow}
-	// The short request timeout (txnRegression) lets the client give up on the held EndTxn, and
-	// retry it, well within the hold; half the transactions abort, so that a released commit
-	// often lands in a transaction its client means to abort.
+	// The short request timeout (txnRegression) lets the client give up on the held commit,
+	// retry it and go on. The held commit is let through when the client's next EndTxn(abort)
+	// comes, which waits a second behind it: the late commit meets a transaction that is open
+	// and meant to be aborted, whatever the seed (released at a heal instead, it met one only
+	// when the heal fell inside a transaction, so a run could miss the bug). Half the
+	// transactions abort, so the abort comes soon after the retry.
 	s.Client.Transactions = Transactions{AbortProbability: 0.5}
 	s.Workload.Producers = []ProducerGroup{{Count: 1, Topic: "txn", Rate: 20}}
 	s.Faults = Schedule{Kind: SchedulePeriodic, Periodic: &Periodic{
-		Interval: sec(10), Hold: sec(9), Start: sec(10), Quiet: 0.1,
-		Set: []Fault{{Name: FaultHoldRequest, Target: &Target{Role: RoleTxnCoordinator}, Params: Params{API: "EndTxn", Nth: 1}}},
+		Interval: sec(20), Hold: sec(18), Start: sec(10), Quiet: 0.1,
+		Set: []Fault{{Name: FaultHoldRequest, Target: &Target{Role: RoleTxnCoordinator},
+			Params: Params{API: "EndTxn(commit)", Nth: 1, Until: "EndTxn(abort)", Delay: sec(1)}}},
 	}}
 	s.Duration = sec(180)
 	s.Regression = &Regression{Bug: "KAFKA-17754, KIP-890", Knob: "client", Bad: string(kafkaconf.Sarama), Fixed: string(kafkaconf.FranzGo),

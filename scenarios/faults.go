@@ -98,6 +98,7 @@ const (
 	ParamService  = "service"
 	ParamAPI      = "api"
 	ParamNth      = "nth"
+	ParamUntil    = "until"
 	ParamFeature  = "feature"
 	ParamLevel    = "level"
 	ParamVersion  = "version"
@@ -326,21 +327,26 @@ func FaultSpecs() []FaultSpec {
 			Required: []string{ParamAPI}, Heals: true,
 			Doc: "drop the nth request (from 1, per proxy; 0: every one) of Kafka API `api` (Produce, EndTxn, …) on its way to the target over the target's links: its sender waits for an answer that never comes (needs Verity's Toxiproxy image)",
 			Build: toxic(func(ls nemesis.LinkSet, p Params) nemesis.Fault {
-				return nemesis.DropRequest(ls, p.apiKey(), p.Nth)
+				return nemesis.DropRequest(ls, p.request(), p.Nth)
 			}),
 			Preset: preset(func(p *Params) { p.API, p.Nth = "Produce", 1 })},
-		{Name: FaultHoldRequest, Kind: KindToxic, Target: TargetRequired, Roles: nodeRoles(), Params: toxicParams(ParamAPI, ParamNth, ParamDelay),
+		{Name: FaultHoldRequest, Kind: KindToxic, Target: TargetRequired, Roles: nodeRoles(), Params: toxicParams(ParamAPI, ParamNth, ParamDelay, ParamUntil),
 			Required: []string{ParamAPI}, Heals: true,
-			Doc: "hold the nth request of Kafka API `api`, and what follows it on its connection, for delay (0: until healed); then it reaches the target even if its sender gave up (needs Verity's Toxiproxy image)",
+			Doc: "hold the nth request of Kafka API `api`, and what follows it on its connection, for delay (0: until healed), or, with `until`, until a request `until` names crosses another connection (which then waits delay); then it reaches the target even if its sender gave up (needs Verity's Toxiproxy image)",
 			Build: toxic(func(ls nemesis.LinkSet, p Params) nemesis.Fault {
-				return nemesis.HoldRequest(ls, p.apiKey(), p.Nth, p.Delay.Std())
+				var until *kafkatoxic.Request
+				if p.Until != "" {
+					r, _ := kafkatoxic.ParseRequest(p.Until)
+					until = &r
+				}
+				return nemesis.HoldRequest(ls, p.request(), p.Nth, p.Delay.Std(), until)
 			}),
 			Preset: preset(func(p *Params) { p.API, p.Nth = "EndTxn", 1 })},
 		{Name: FaultDropResponse, Kind: KindToxic, Target: TargetRequired, Roles: nodeRoles(), Params: toxicParams(ParamAPI, ParamNth),
 			Required: []string{ParamAPI}, Heals: true,
 			Doc: "let the nth request of Kafka API `api` reach the target over the target's links and close its connection right behind it: the target carries it out and its sender never learns the outcome (needs Verity's Toxiproxy image)",
 			Build: toxic(func(ls nemesis.LinkSet, p Params) nemesis.Fault {
-				return nemesis.DropResponse(ls, p.apiKey(), p.Nth)
+				return nemesis.DropResponse(ls, p.request(), p.Nth)
 			}),
 			Preset: preset(func(p *Params) { p.API, p.Nth = "EndTxn", 1 })},
 		{Name: FaultSetFeature, Kind: KindFeature, Target: TargetNone, Params: []string{ParamFeature, ParamLevel},
@@ -483,10 +489,10 @@ func toxic(make func(nemesis.LinkSet, Params) nemesis.Fault) func(Fault, Refs) (
 	}
 }
 
-// apiKey is the Kafka API key p.API names (validated).
-func (p Params) apiKey() int16 {
-	k, _ := kafkatoxic.ParseAPI(p.API)
-	return k
+// request is the Kafka request p.API names (validated).
+func (p Params) request() kafkatoxic.Request {
+	r, _ := kafkatoxic.ParseRequest(p.API)
+	return r
 }
 
 // serviceEndpoint is the harness endpoint of the service p names (default PostgreSQL).

@@ -36,7 +36,7 @@ func TestFaultCatalogueHasTheIssueList(t *testing.T) {
 // Every spec is consistent: known roles and params, required params among the accepted ones,
 // a target need that matches its roles.
 func TestFaultSpecsConsistent(t *testing.T) {
-	params := []string{ParamLinks, ParamCut, ParamDelay, ParamJitter, ParamRateKBps, ParamAfter, ParamBytes, ParamHold, ParamTo, ParamGate, ParamService, ParamAPI, ParamNth, ParamFeature, ParamLevel, ParamVersion}
+	params := []string{ParamLinks, ParamCut, ParamDelay, ParamJitter, ParamRateKBps, ParamAfter, ParamBytes, ParamHold, ParamTo, ParamGate, ParamService, ParamAPI, ParamNth, ParamUntil, ParamFeature, ParamLevel, ParamVersion}
 	kinds := []string{KindProcess, KindNetwork, KindToxic, KindAckLoss, KindService, KindFeature, KindClient, KindCompound, KindNone}
 	for _, s := range FaultSpecs() {
 		if s.Doc == "" || !slices.Contains(kinds, s.Kind) {

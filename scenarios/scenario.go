@@ -421,10 +421,14 @@ type Params struct {
 	// ledger.
 	Service string `yaml:"service,omitempty" json:"service,omitempty"`
 	// API is the Kafka request a request fault acts on, as Kafka names it (Produce, EndTxn,
-	// AddPartitionsToTxn, TxnOffsetCommit, WriteTxnMarkers, Fetch, …); Nth which one (from 1,
-	// per proxy; 0: every one).
+	// AddPartitionsToTxn, TxnOffsetCommit, WriteTxnMarkers, Fetch, …; EndTxn(commit) and
+	// EndTxn(abort) for one end of a transaction); Nth which one (from 1, per proxy; 0: every
+	// one).
 	API string `yaml:"api,omitempty" json:"api,omitempty"`
 	Nth int    `yaml:"nth,omitempty" json:"nth,omitempty"`
+	// Until ends hold-request's hold when a request it names (as API does) crosses another
+	// connection: the held request goes on first, that one after Delay.
+	Until string `yaml:"until,omitempty" json:"until,omitempty"`
 	// Feature and Level: set-feature brings the cluster's Feature (a settable one,
 	// kafkaconf.SettableFeatures) to Level.
 	Feature kafkaconf.Feature `yaml:"feature,omitempty" json:"feature,omitempty"`

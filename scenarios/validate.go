@@ -788,7 +788,7 @@ func (c *checker) params(path string, f Fault, spec FaultSpec) {
 		ParamLinks: p.Links != "", ParamCut: p.Cut != "", ParamDelay: p.Delay != 0, ParamJitter: p.Jitter != 0,
 		ParamRateKBps: p.RateKBps != 0, ParamAfter: p.After != 0, ParamBytes: p.Bytes != 0, ParamHold: p.Hold,
 		ParamTo: p.To != nil, ParamGate: p.Gate != 0, ParamService: p.Service != "",
-		ParamAPI: p.API != "", ParamNth: p.Nth != 0, ParamFeature: p.Feature != "", ParamLevel: p.Level != nil,
+		ParamAPI: p.API != "", ParamNth: p.Nth != 0, ParamUntil: p.Until != "", ParamFeature: p.Feature != "", ParamLevel: p.Level != nil,
 		ParamVersion: p.Version != "",
 	}
 	for _, name := range slices.Sorted(maps.Keys(set)) {
@@ -821,12 +821,20 @@ func (c *checker) params(path string, f Fault, spec FaultSpec) {
 		c.addf(path+".service", "%q: want postgres or ledger", p.Service)
 	}
 	if p.API != "" {
-		if _, err := kafkatoxic.ParseAPI(p.API); err != nil {
+		if _, err := kafkatoxic.ParseRequest(p.API); err != nil {
 			c.addf(path+".api", "%v", err)
 		}
 	}
 	if p.Nth < 0 {
 		c.addf(path+".nth", "%d: want 0 (every one) or more", p.Nth)
+	}
+	if p.Until != "" {
+		if _, err := kafkatoxic.ParseRequest(p.Until); err != nil {
+			c.addf(path+".until", "%v", err)
+		}
+		if p.Nth < 1 {
+			c.addf(path+".until", "until ends the hold of one request: set nth to 1 or more (nth 0 holds every one)")
+		}
 	}
 	if p.Feature != "" {
 		if _, err := kafkaconf.ParseFeature(string(p.Feature)); err != nil {
