@@ -247,3 +247,28 @@ func TestParseClientRef(t *testing.T) {
 		}
 	}
 }
+
+func TestUsesOf(t *testing.T) {
+	for _, c := range []struct {
+		count map[RoleName]int
+		want  Uses
+	}{
+		{nil, Uses{}},
+		{map[RoleName]int{RoleProducer: 3, RoleConsumer: 1}, Uses{}},
+		{map[RoleName]int{RoleTxnProducer: 1}, Uses{Transactions: true}},
+		{map[RoleName]int{RoleProcessor: 2}, Uses{Transactions: true, Groups: true}},
+		{map[RoleName]int{RoleGroupConsumer: 1, RoleTxnProducer: 0}, Uses{Groups: true}},
+		{map[RoleName]int{RoleSink: 2, RoleProducer: 1}, Uses{Groups: true}},
+	} {
+		if got := UsesOf(c.count); got != c.want {
+			t.Errorf("UsesOf(%v) = %+v, want %+v", c.count, got, c.want)
+		}
+	}
+	names := map[RoleName]bool{}
+	for _, r := range Roles() {
+		if names[r.Name] || (!r.Reads && !r.Writes) {
+			t.Errorf("role %s: listed twice, or neither reads nor writes", r.Name)
+		}
+		names[r.Name] = true
+	}
+}

@@ -148,10 +148,12 @@ func compile(s scenarios.Resolved, tag string) (*plan, error) {
 		}
 	}
 	for _, sk := range s.Workload.Sinks {
+		group := tag + "-sink-" + sk.Name
+		refs.Group = cmp.Or(refs.Group, group) // a group-coordinator fault aims at the first sink's without another group
 		ws.Sinks = append(ws.Sinks, workloads.SinkConfig{Name: sk.Name, Mode: sk.Mode, Topic: sk.Topic,
-			Group: tag + "-sink-" + sk.Name, Instances: sk.Count, CrashEvery: sk.CrashEvery.Std(), Outbox: sk.Outbox})
+			Group: group, Instances: sk.Count, CrashEvery: sk.CrashEvery.Std(), Outbox: sk.Outbox})
 	}
-	if s.Workload.Transactional.Count > 0 || pr.Count > 0 {
+	if s.Workload.Uses().Transactions {
 		pl.txnTopics = map[string]int32{}
 		written := slices.Clone(s.Workload.Transactional.Topics)
 		if pr.Count > 0 {

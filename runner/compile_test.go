@@ -50,6 +50,26 @@ func TestEveryBuiltinCompiles(t *testing.T) {
 	}
 }
 
+// A scenario and the workloads it compiles to agree on what they ask of the cluster: both
+// read kafkaconf's role table, each from its own shape of the workload.
+func TestScenarioAndCompiledWorkloadUseTheSame(t *testing.T) {
+	kinds := map[kafkaconf.Uses]bool{}
+	for _, s := range builtins(t) {
+		pl, err := compile(s, "verity")
+		if err != nil {
+			t.Fatalf("%s: %v", s.Name, err)
+		}
+		want, got := s.Workload.Uses(), pl.workloads.Uses()
+		if got != want {
+			t.Errorf("%s: the scenario uses %+v, its compiled workloads %+v", s.Name, want, got)
+		}
+		kinds[got] = true
+	}
+	if len(kinds) < 3 {
+		t.Errorf("the built-ins show %d kinds of use (%v): the test compares too little", len(kinds), kinds)
+	}
+}
+
 func TestCompileDefault(t *testing.T) {
 	pl, err := compile(builtin(t, "default"), "verity-x")
 	if err != nil {
@@ -129,6 +149,19 @@ func TestCompileTransactionsAndGroups(t *testing.T) {
 	cs := pl.workloads.Consumers
 	if len(cs) != 3 || cs[0].Group != "tag-verity-group" || cs[0].Mode != "subscribe" || cs[0].RestartEvery != 10*time.Second {
 		t.Errorf("group consumers %+v", cs)
+	}
+	// A sink's group is a group too: a group-coordinator fault aims at it.
+	s := builtin(t, "sink-naive")
+	s.Faults = scenarios.Schedule{Kind: scenarios.ScheduleTimeline, Timeline: []scenarios.Step{{At: scenarios.Duration(5 * time.Second),
+		For: scenarios.Duration(5 * time.Second), Fault: scenarios.Fault{Name: scenarios.FaultKill, Target: &scenarios.Target{Role: scenarios.RoleGroupCoordinator}}}}}
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if pl, err = compile(s, "tag"); err != nil {
+		t.Fatal(err)
+	}
+	if str := pl.schedule.String(); !strings.Contains(str, `group coordinator of "tag-sink-`) {
+		t.Errorf("schedule %s: want the coordinator of the sink's group", str)
 	}
 }
 

@@ -230,6 +230,23 @@ type Sink struct {
 	Outbox string `yaml:"outbox,omitempty" json:"outbox,omitempty"`
 }
 
+// Uses is what the workload asks of the cluster, by kafkaconf's role table.
+func (w Workload) Uses() kafkaconf.Uses {
+	count := map[kafkaconf.RoleName]int{
+		kafkaconf.RoleTxnProducer:   w.Transactional.Count,
+		kafkaconf.RoleProcessor:     w.Processors.Count,
+		kafkaconf.RoleConsumer:      w.Consumers.ReadCommitted + w.Consumers.ReadUncommitted,
+		kafkaconf.RoleGroupConsumer: w.Group.Count,
+	}
+	for _, g := range w.Producers {
+		count[kafkaconf.RoleProducer] += max(g.Count, 1)
+	}
+	for _, s := range w.Sinks {
+		count[kafkaconf.RoleSink] += max(s.Count, 1)
+	}
+	return kafkaconf.UsesOf(count)
+}
+
 // Downstream reports whether sink i consumes another sink's outbox topic.
 func (w Workload) Downstream(i int) bool {
 	return slices.ContainsFunc(w.Sinks, func(o Sink) bool { return o.Outbox != "" && o.Outbox == w.Sinks[i].Topic })

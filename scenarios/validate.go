@@ -389,7 +389,7 @@ func (c *checker) client() {
 			c.addf("client.version", "%v", err)
 		}
 	}
-	transactional := c.s.Workload.Transactional.Count > 0 || c.s.Workload.Processors.Count > 0
+	transactional := c.s.Workload.Uses().Transactions
 	if cl.TxnProtocol != "" && known && !slices.Contains(kc.TxnProtocols, cl.TxnProtocol) {
 		c.addf("client.txn_protocol", "%s: %s speaks transaction protocol %s only", cl.TxnProtocol, cl.Name, protocolList(kc.TxnProtocols))
 	}
@@ -772,12 +772,12 @@ func (c *checker) target(path string, t Target, spec FaultSpec) {
 			c.addf(path+".node", "%d: want %s", n, want)
 		}
 	case RoleTxnCoordinator:
-		if w.Transactional.Count == 0 && w.Processors.Count == 0 {
+		if !w.Uses().Transactions {
 			c.addf(path+".role", "txn-coordinator: the workload has no transactional producer or processor")
 		}
 	case RoleGroupCoordinator:
-		if w.Group.Count == 0 && w.Processors.Count == 0 && t.Group == "" {
-			c.addf(path+".role", "group-coordinator: the workload has no consumer group")
+		if !w.Uses().Groups && t.Group == "" {
+			c.addf(path+".role", "group-coordinator: the workload has no consumer group (a group, a processor or a sink)")
 		}
 	}
 }

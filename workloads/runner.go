@@ -358,11 +358,33 @@ func HeaderConfig(spec Spec, brokers int, controllers []int, deviations []string
 	return headerConfig(spec, pl, brokers, controllers, deviations, txn)
 }
 
+// Uses is what the spec's workloads ask of the cluster, by kafkaconf's role table.
+func (spec Spec) Uses() kafkaconf.Uses {
+	count := map[kafkaconf.RoleName]int{
+		kafkaconf.RoleTxnProducer: len(spec.Transactional),
+		kafkaconf.RoleProcessor:   len(spec.Processors),
+	}
+	for _, p := range spec.Producers {
+		count[kafkaconf.RoleProducer] += max(p.Instances, 1)
+	}
+	for _, c := range spec.Consumers {
+		if c.Mode == Subscribe {
+			count[kafkaconf.RoleGroupConsumer]++
+		} else {
+			count[kafkaconf.RoleConsumer]++
+		}
+	}
+	for _, s := range spec.Sinks {
+		count[kafkaconf.RoleSink] += max(s.Instances, 1)
+	}
+	return kafkaconf.UsesOf(count)
+}
+
 // PredictTxnProtocol is the transaction protocol spec's transactional clients will speak on a
 // cluster that supports both (Kafka 4.3 finalises transaction.version 2 on a new cluster): the
 // client's preferred one within the spec's cap; "" when the spec has none.
 func PredictTxnProtocol(spec Spec) kafkaconf.TxnProtocol {
-	if len(spec.Transactional) == 0 && len(spec.Processors) == 0 {
+	if !spec.Uses().Transactions {
 		return ""
 	}
 	c, err := spec.client()
