@@ -22,11 +22,16 @@ import (
 // Every release Verity runs starts from its image, logs (reload4j on 3.x, log4j2 on 4.x), says
 // its feature levels, takes a transaction from Verity's sarama client speaking no newer protocol
 // than the release's, and moves transaction.version where it has one.
+//
+// The releases' single-node clusters, and TestUpgrade's, run two at a time (-parallel,
+// GOMAXPROCS by default): a one-node cluster's start is mostly waiting.
 func TestReleases(t *testing.T) {
 	harnesstest.RequireDocker(t)
+	t.Parallel()
 	ctx := withTimeout(t, 12*time.Minute)
 	for _, r := range kafkaconf.Releases() {
 		t.Run(string(r.Version), func(t *testing.T) {
+			t.Parallel()
 			c := harnesstest.Start(t, harness.Spec{Nodes: 1, KafkaVersion: r.Version})
 			require.Equal(t, r.Version, c.KafkaVersion())
 			_, standIn := harness.KafkaImages(r.Version)
@@ -85,6 +90,7 @@ func TestReleases(t *testing.T) {
 // cluster's metadata.version can then be raised to the new release's.
 func TestUpgrade(t *testing.T) {
 	harnesstest.RequireDocker(t)
+	t.Parallel()
 	ctx := withTimeout(t, 5*time.Minute)
 	c := harnesstest.Start(t, harness.Spec{Nodes: 1, KafkaVersion: "4.2.2"})
 	cfg := c.SaramaConfig("verity-upgrade")

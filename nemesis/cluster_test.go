@@ -620,13 +620,14 @@ func TestFaultsOnCluster(t *testing.T) {
 				heal(t, ctx, r, inj)
 			}
 		}
-		// Three of each check that every kind injects and heals; -figures takes enough for
-		// the percentiles (docs/nightly.md keeps such measurements out of CI).
+		// One of each checks that every kind injects and heals again after the subtests above
+		// (which check what each does); -figures takes enough for the percentiles
+		// (docs/nightly.md keeps such measurements out of CI).
 		n := func(k int) int {
 			if *fullFigures {
 				return k
 			}
-			return 3
+			return 1
 		}
 		cycle("network", nemesis.Isolate{Target: nemesis.FollowerOf(topic, 1)}, n(15))
 		cycle("network", nemesis.ClientCut{Target: nemesis.RandomBroker()}, n(10))
@@ -641,7 +642,7 @@ func TestFaultsOnCluster(t *testing.T) {
 			figs.mu.Unlock()
 		}
 		// Kill a follower and heal at once: healthy once it has booted and answers.
-		for range 2 {
+		for range n(2) {
 			inject(t, ctx, r, "process", nemesis.Kill{Target: nemesis.FollowerOf(topic, 1)})
 			healed("kill, heal-all at once")
 		}

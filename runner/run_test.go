@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verity-kafka/verity/harness"
 	"github.com/verity-kafka/verity/harness/harnesstest"
 	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/kafkaconf"
@@ -128,56 +129,63 @@ func TestRunDefault(t *testing.T) {
 	}
 }
 
-// TestPositiveControlDuplicates: non-idempotent producers with retries while the leader's
-// acknowledgements are lost must append retried records twice, and the checker must find
-// them (permitted for this configuration, so the verdict stays pass). A checker that never
-// finds duplicates fails this test.
-func TestPositiveControlDuplicates(t *testing.T) {
-	s, err := scenarios.Builtin("plain-ack-loss")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// One ack-loss window of the two, to keep the test short.
-	s.Duration = scenarios.Duration(25 * time.Second)
-	s.Faults.Timeline = s.Faults.Timeline[:1]
-	o := runtest.Run(t, s, runtest.Options{Out: t.TempDir()})
-	dup := o.Results.Anomalies[guarantee.Duplicate]
-	t.Logf("duplicates: %d (%s); verdict %s", dup.Count, dup.Judgement, o.Verdict())
-	if dup.Count == 0 {
-		t.Fatal("no duplicate found: the positive control did not fire")
-	}
-	if dup.Judgement != guarantee.Permitted || len(dup.Examples) == 0 || len(dup.Examples[0].Ops) < 2 {
-		t.Errorf("duplicate %+v: want permitted, with the ops that prove it", dup)
-	}
-}
+// TestPositiveControls: each of them fires an anomaly the checker must find (permitted for the
+// scenario's settings, so the verdict stays pass); a checker that never finds it fails the test.
+// They share one cluster, each with names of its own.
+func TestPositiveControls(t *testing.T) {
+	c := harnesstest.Start(t, harness.Spec{Nodes: 3})
 
-// TestPositiveControlLostWrites: acks=1 producers lose acknowledged writes when the leader dies
-// while its followers lag, and the checker must find them with the ops that prove it (an
-// acknowledgement, then a final read without the record), judged permitted for acks=1. A
-// checker that never finds a lost write fails this test.
-func TestPositiveControlLostWrites(t *testing.T) {
-	s, err := scenarios.Builtin("acks1-leader-loss")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The built-in's sequence, shortened: followers' fetches slowed by 1 s from 5 s, the
-	// leader SIGKILLed 10 s later, started again after 10 s.
-	s.Duration = scenarios.Duration(35 * time.Second)
-	s.Faults.Timeline[0].At, s.Faults.Timeline[0].For = scenarios.Duration(5*time.Second), scenarios.Duration(25*time.Second)
-	s.Faults.Timeline[1].At, s.Faults.Timeline[1].For = scenarios.Duration(15*time.Second), scenarios.Duration(10*time.Second)
-	o := runtest.Run(t, s, runtest.Options{Out: t.TempDir()})
-	lost := o.Results.Anomalies[guarantee.LostWrite]
-	t.Logf("lost writes: %d (%s); verdict %s", lost.Count, lost.Judgement, o.Verdict())
-	if lost.Count == 0 {
-		t.Fatal("no lost write found: the positive control did not fire")
-	}
-	if lost.Judgement != guarantee.Permitted || !strings.Contains(lost.Why, "acks=1") {
-		t.Errorf("lost-write judged %s (%s): want permitted for acks=1", lost.Judgement, lost.Why)
-	}
-	ex := lost.Examples[0]
-	if len(ex.Ops) < 3 || ex.Topic == "" || ex.Partition == nil || len(ex.Offsets) == 0 || !strings.Contains(ex.Note, "absent from the final read") {
-		t.Errorf("example %+v: want the send, its acknowledgement and the final read that lacks it", ex)
-	}
+	// Non-idempotent producers with retries while the leader's acknowledgements are lost
+	// append retried records twice.
+	t.Run("duplicates", func(t *testing.T) {
+		s, err := scenarios.Builtin("plain-ack-loss")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// One ack-loss window of the two, to keep the test short.
+		s.Duration = scenarios.Duration(25 * time.Second)
+		s.Faults.Timeline = s.Faults.Timeline[:1]
+		o := runtest.Run(t, s, runtest.Options{Out: t.TempDir(), Cluster: c})
+		dup := o.Results.Anomalies[guarantee.Duplicate]
+		t.Logf("duplicates: %d (%s); verdict %s", dup.Count, dup.Judgement, o.Verdict())
+		if dup.Count == 0 {
+			t.Fatal("no duplicate found: the positive control did not fire")
+		}
+		if dup.Judgement != guarantee.Permitted || len(dup.Examples) == 0 || len(dup.Examples[0].Ops) < 2 {
+			t.Errorf("duplicate %+v: want permitted, with the ops that prove it", dup)
+		}
+	})
+
+	// acks=1 producers lose acknowledged writes when the leader dies while its followers lag;
+	// the checker finds them with the ops that prove it (an acknowledgement, then a final read
+	// without the record), judged permitted for acks=1.
+	t.Run("lost writes", func(t *testing.T) {
+		s, err := scenarios.Builtin("acks1-leader-loss")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The built-in's sequence, shortened: followers' fetches slowed by 1 s from 5 s, the
+		// leader SIGKILLed 10 s later, started again after 10 s.
+		s.Duration = scenarios.Duration(35 * time.Second)
+		s.Faults.Timeline[0].At, s.Faults.Timeline[0].For = scenarios.Duration(5*time.Second), scenarios.Duration(25*time.Second)
+		s.Faults.Timeline[1].At, s.Faults.Timeline[1].For = scenarios.Duration(15*time.Second), scenarios.Duration(10*time.Second)
+		o := runtest.Run(t, s, runtest.Options{Out: t.TempDir(), Cluster: c})
+		lost := o.Results.Anomalies[guarantee.LostWrite]
+		t.Logf("lost writes: %d (%s); verdict %s", lost.Count, lost.Judgement, o.Verdict())
+		if lost.Count == 0 {
+			t.Fatal("no lost write found: the positive control did not fire")
+		}
+		if lost.Judgement != guarantee.Permitted || !strings.Contains(lost.Why, "acks=1") {
+			t.Errorf("lost-write judged %s (%s): want permitted for acks=1", lost.Judgement, lost.Why)
+		}
+		ex := lost.Examples[0]
+		if len(ex.Ops) < 3 || ex.Topic == "" || ex.Partition == nil || len(ex.Offsets) == 0 || !strings.Contains(ex.Note, "absent from the final read") {
+			t.Errorf("example %+v: want the send, its acknowledgement and the final read that lacks it", ex)
+		}
+		if !strings.HasPrefix(ex.Topic, scenarios.DefaultTopic+"-t") {
+			t.Errorf("topic %s: a run on a shared cluster writes topics of its own", ex.Topic)
+		}
+	})
 }
 
 // TestSinkUnderServiceFaults runs sink-naive shortened, on a real PostgreSQL: its members crash

@@ -137,15 +137,25 @@ func (w testLog) Write(p []byte) (int, error) {
 // has crashed as many times as need says (keyOf names the key of a crash op; false for a crash
 // of none) and the run has lasted least.
 func crashedUntil(least time.Duration, need map[string]int, keyOf func(history.Op) (string, bool)) func(history.Op) bool {
-	crashes := map[string]int{}
-	return func(op history.Op) bool {
-		if op.F == history.FCrash {
-			if k, ok := keyOf(op); ok {
-				crashes[k]++
-			}
+	return countedUntil(least, need, func(op history.Op, add func(string, int)) {
+		if k, ok := keyOf(op); ok && op.F == history.FCrash {
+			add(k, 1)
 		}
+	})
+}
+
+// countedUntil is a Spec.Until that waits for what a test counts instead of assuming a loaded
+// machine does it within a fixed time: true once every key of need has counted up to what need
+// says (count adds what an op counts for, under its keys) and the run has lasted least. The
+// spec's Duration is then a deadline, and the test's assertions say what was seen when it
+// passed.
+func countedUntil(least time.Duration, need map[string]int, count func(op history.Op, add func(key string, n int))) func(history.Op) bool {
+	seen := map[string]int{}
+	add := func(k string, n int) { seen[k] += n }
+	return func(op history.Op) bool {
+		count(op, add)
 		for k, n := range need {
-			if crashes[k] < n {
+			if seen[k] < n {
 				return false
 			}
 		}
@@ -243,16 +253,33 @@ func (v *view) requireComplete(t *testing.T, topics []harness.TopicSpec, isolati
 	}
 }
 
+// What the mixed run must have done before it ends (mixedCount counts it as the run goes).
+var mixedNeed = map[string]int{"processor crash": 1, "send ok": 2001, "txn ok": 21, "txn aborted": 6, "rpw ok": 11, "rpw inputs": 1001}
+
+func mixedCount(op history.Op, add func(string, int)) {
+	switch {
+	case op.F == history.FCrash && strings.Contains(string(op.Value.Raw), "crash_every"):
+		add("processor crash", 1)
+	case op.F == history.FSend && op.Type == history.OK:
+		add("send ok", 1)
+	case op.F == history.FTxn && op.Type == history.OK:
+		add("txn ok", 1)
+	case op.F == history.FTxn && op.Type == history.Fail && op.Value.Txn != nil && op.Value.Txn.Intent == history.IntentAbort:
+		add("txn aborted", 1)
+	case op.F == history.FRPW && op.Type == history.OK && op.Value.RPW != nil:
+		add("rpw ok", 1)
+		add("rpw inputs", len(op.Value.RPW.Input))
+	}
+}
+
 func testMixed(t *testing.T, c *harness.Cluster, log *slog.Logger) {
 	ctx := withTimeout(t, 8*time.Minute)
 	topics := []harness.TopicSpec{topic("mix-data", 3), topic("mix-in", 3), topic("mix-txn-a", 2), topic("mix-txn-b", 2), topic("mix-out", 3)}
 	spec := Spec{
-		// 60 s at least, then until the processor has crashed (checked below); 4 minutes is a
-		// deadline a loaded machine cannot miss.
+		// 60 s at least, then until the processor has crashed and each workload has done what
+		// the checks below count on; 4 minutes is a deadline a loaded machine cannot miss.
 		Name: "mixed-healthy", Seed: 20260517, Duration: 4 * time.Minute, Topics: topics,
-		Until: crashedUntil(time.Minute, map[string]int{"processor": 1}, func(op history.Op) (string, bool) {
-			return "processor", strings.Contains(string(op.Value.Raw), "crash_every")
-		}),
+		Until: countedUntil(time.Minute, mixedNeed, mixedCount),
 		Producers: []ProducerSpec{
 			// One at a time, key -> partition.
 			{ProducerConfig: ProducerConfig{Topics: []string{"mix-data"}, Partitioning: PartitionKey, Rate: 250}},
@@ -379,11 +406,11 @@ func testMixed(t *testing.T, c *harness.Cluster, log *slog.Logger) {
 	}
 	t.Logf("checked: %d ok sends in both final reads, %d committed and %d aborted transactions, %d committed and %d failed rpw steps (%d inputs)",
 		okSends, committed, aborted, rpwOK, rpwFail, len(processed))
-	require.Greater(t, okSends, 2000)
-	require.Greater(t, committed, 20)
-	require.Greater(t, aborted, 5)
-	require.Greater(t, rpwOK, 10)
-	require.Greater(t, len(processed), 1000)
+	require.GreaterOrEqual(t, okSends, mixedNeed["send ok"], "acknowledged sends by the deadline")
+	require.GreaterOrEqual(t, committed, mixedNeed["txn ok"], "committed transactions by the deadline")
+	require.GreaterOrEqual(t, aborted, mixedNeed["txn aborted"], "transactions aborted on purpose by the deadline")
+	require.GreaterOrEqual(t, rpwOK, mixedNeed["rpw ok"], "committed read-process-write steps by the deadline")
+	require.GreaterOrEqual(t, len(processed), mixedNeed["rpw inputs"], "inputs of committed steps by the deadline")
 	require.Positive(t, v.counts["poll/ok"])
 	require.Positive(t, v.counts["crash/ok"], "the processor was crashed and restarted mid-stream")
 	require.Positive(t, v.counts["assign/ok"])

@@ -27,14 +27,17 @@ import (
 	"github.com/verity-kafka/verity/verify/results"
 )
 
+// fpRefused: a refused producer's checks need more failed sends than this; its runs wait for them.
+const fpRefused = 10
+
 // fpSends are a history's send ops of one process: completions by type, invokes by value.
 // fpRequireRefused: a producer sending one at a time with two application resends, every send
-// refused with code: none unknown (noInfo says why), more than 10 failed, none in the log, no
-// value sent more than three times and some resent.
+// refused with code: none unknown (noInfo says why), more than fpRefused failed, none in the
+// log, no value sent more than three times and some resent.
 func fpRequireRefused(t *testing.T, s *fpSends, inLog map[string]bool, code, noInfo string) {
 	t.Helper()
 	require.Empty(t, s.byType[history.Info], noInfo)
-	require.Greater(t, len(s.byType[history.Fail]), 10)
+	require.Greater(t, len(s.byType[history.Fail]), fpRefused, "refused sends by the deadline")
 	for _, o := range s.byType[history.Fail] {
 		require.Contains(t, o.Error, code, "op %d", o.Index)
 	}
@@ -141,7 +144,7 @@ func testFranzProducers(t *testing.T, c *harness.Cluster, log *slog.Logger) {
 		{Name: "fp-small", Partitions: 1, RF: 3, MinISR: 2, Config: map[string]string{"max.message.bytes": "32"}}}
 	data, small := []string{"fp-data"}, []string{"fp-small"}
 	spec := Spec{
-		Name: "franz-producers", Seed: 20260601, Client: kafkaconf.FranzGo, Duration: 12 * time.Second, Topics: topics,
+		Name: "franz-producers", Seed: 20260601, Client: kafkaconf.FranzGo, Duration: 2 * time.Minute, Topics: topics,
 		Producers: []ProducerSpec{
 			// 0: Kafka's default producer, one send at a time.
 			{ProducerConfig: ProducerConfig{Topics: data, Rate: 50}},
@@ -164,6 +167,18 @@ func testFranzProducers(t *testing.T, c *harness.Cluster, log *slog.Logger) {
 		},
 		Log: log,
 	}
+	// The run lasts until each producer on fp-data has more than fpAcked sends acknowledged and
+	// each refused one has failed: a loaded machine takes longer, 2 minutes is the deadline.
+	const fpAcked = 20
+	need := map[string]int{"fail 5": fpRefused + 1, "fail 6": 1}
+	for p := range 5 {
+		need[fmt.Sprintf("ok %d", p)] = fpAcked + 1
+	}
+	spec.Until = countedUntil(12*time.Second, need, func(op history.Op, add func(string, int)) {
+		if op.F == history.FSend && (op.Type == history.OK || op.Type == history.Fail) {
+			add(fmt.Sprintf("%s %s", op.Type, op.Process), 1)
+		}
+	})
 	path := filepath.Join(t.TempDir(), "history.jsonl")
 	began := time.Now()
 	res, err := Run(ctx, c, path, spec)
@@ -207,7 +222,7 @@ func testFranzProducers(t *testing.T, c *harness.Cluster, log *slog.Logger) {
 	// A healthy cluster acknowledges every send of the producers on fp-data.
 	for p := range 5 {
 		s := sends[p]
-		require.Greater(t, len(s.byType[history.OK]), 20, "process %d", p)
+		require.Greater(t, len(s.byType[history.OK]), fpAcked, "process %d: acknowledged sends by the deadline", p)
 		require.Empty(t, s.byType[history.Fail], "process %d", p)
 		require.Empty(t, s.byType[history.Info], "process %d", p)
 	}
@@ -321,9 +336,16 @@ func testFranzRefusals(t *testing.T, c *harness.Cluster, log *slog.Logger) {
 			seeds = append(seeds, c.Bootstrap()[i])
 		}
 	}
-	env := Env{Brokers: seeds, Recorder: w, Seed: spec.Seed, Client: kafkaconf.FranzGo, Log: log}
-	wctx, stop := context.WithTimeout(ctx, 8*time.Second)
+	// The producers run until the one-at-a-time producer has had enough refusals for the checks
+	// below and the retrying one an unknown outcome; 90 s is the deadline on a loaded machine.
+	wctx, stop := context.WithTimeout(ctx, 90*time.Second)
 	defer stop()
+	until := countedUntil(8*time.Second, map[string]int{"fail 0": fpRefused + 1, "info 1": 1}, func(op history.Op, add func(string, int)) {
+		if op.F == history.FSend && op.Type != history.Invoke {
+			add(fmt.Sprintf("%s %s", op.Type, op.Process), 1)
+		}
+	})
+	env := Env{Brokers: seeds, Recorder: &untilRecorder{Recorder: w, until: until, stop: stop}, Seed: spec.Seed, Client: kafkaconf.FranzGo, Log: log}
 	var wg sync.WaitGroup
 	stats := make([]ProducerStats, len(pl.producers))
 	errs := make([]error, len(pl.producers))

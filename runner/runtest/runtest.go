@@ -13,6 +13,7 @@ package runtest
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"strings"
 	"testing"
@@ -30,8 +31,9 @@ import (
 type Options struct {
 	// Out receives the artifacts; default t.ArtifactDir() (kept with go test -artifacts).
 	Out string
-	// Cluster, when set, is reused (it must have the scenario's shape); by default the run
-	// starts its own and removes it.
+	// Cluster, when set, is reused (it must have the scenario's shape), with topics, groups
+	// and transactional.ids of the run's own (named after the test); by default the run
+	// starts its own cluster and removes it.
 	Cluster *harness.Cluster
 	// AllowUnknown keeps an unknown verdict (the run could not be fully judged: the cluster
 	// did not recover, a final read did not finish) from failing the test.
@@ -67,7 +69,15 @@ func Run(t testing.TB, s scenarios.Scenario, opts ...Options) *runner.Outcome {
 	ctx, cancel := context.WithTimeout(context.Background(), o.Timeout)
 	defer cancel()
 	log := slog.New(slog.NewTextHandler(logWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	out, err := runner.Run(ctx, r, runner.Options{Out: o.Out, Cluster: o.Cluster, Log: log,
+	var fresh string
+	if o.Cluster != nil {
+		// Another run on the cluster may have used the scenario's names: its records would be
+		// read back into this run's history.
+		h := fnv.New32a()
+		h.Write([]byte(t.Name()))
+		fresh = fmt.Sprintf("-t%08x", h.Sum32())
+	}
+	out, err := runner.Run(ctx, r, runner.Options{Out: o.Out, Cluster: o.Cluster, Fresh: fresh, Log: log,
 		Harness: harness.Spec{Logger: log}, Progress: logWriter{t}, ProgressEvery: 15 * time.Second})
 	if err != nil {
 		t.Fatalf("scenario %s (seed %d) could not run: %v", s.Name, s.Seed, err)
