@@ -598,9 +598,6 @@ func testOverhead(t *testing.T, c *harness.Cluster, client kafkaconf.ClientName)
 	quiet := slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	round, warmRounds := 4*time.Second, 3
 	pattern := []bool{true, false, false, true, true, false, false, true, true, false, false, true}
-	if !*fullFigures {
-		round, warmRounds, pattern = 2*time.Second, 1, pattern[:2]
-	}
 	for _, mode := range []struct {
 		name   string
 		async  bool
