@@ -94,7 +94,7 @@ type connState struct {
 	held        []byte
 	holding     bool
 	release     *time.Timer // ends a hold with a delay; nil: held until removed
-	untilFired  bool        // the hold ends when the Until request comes
+	onUntil     bool        // the hold ends when the Until request comes, not by a delay
 	passthrough bool
 	eof         bool // the client closed its side while a request was held
 }
@@ -150,7 +150,7 @@ func (t *Toxic) triggerC() chan struct{} {
 
 // untilC is what a hold that ends on Until waits for; nil for any other hold.
 func (t *Toxic) untilC(st *connState) <-chan struct{} {
-	if !st.holding || !st.untilFired {
+	if !st.holding || !st.onUntil {
 		return nil
 	}
 	t.mu.Lock()
@@ -256,7 +256,7 @@ func (t *Toxic) take(stub *toxics.ToxicStub, st *connState, c *stream.StreamChun
 			stub.Close()
 			return false
 		case t.Action == Hold && t.UntilKey != nil:
-			st.holding, st.held, st.untilFired = true, frame, true
+			st.holding, st.held, st.onUntil = true, frame, true
 		case t.Action == Hold:
 			st.holding, st.held = true, frame
 			if t.Delay > 0 {
@@ -273,7 +273,7 @@ func (t *Toxic) release(stub *toxics.ToxicStub, st *connState) bool {
 	if st.release != nil {
 		st.release.Stop()
 	}
-	st.holding, st.held, st.release, st.untilFired = false, nil, nil, false
+	st.holding, st.held, st.release, st.onUntil = false, nil, nil, false
 	if len(held) == 0 {
 		return true
 	}
