@@ -144,7 +144,7 @@ func transact(t *testing.T, c *harness.Cluster, cfg *sarama.Config) string {
 	require.Eventually(t, func() bool {
 		o, err := c.Offsets(ctx, topic, 0)
 		return err == nil && o.LastStable == 2 // the record and the commit marker
-	}, 30*time.Second, 200*time.Millisecond, "the committed transaction's marker moves the last stable offset past it")
+	}, 2*time.Minute, 200*time.Millisecond, "the committed transaction's marker moves the last stable offset past it")
 	return topic
 }
 

@@ -602,7 +602,7 @@ func testFranzDataLoss(t *testing.T, c *harness.Cluster, log *slog.Logger) {
 	}
 	t.Logf("%s-0 after the kill: leader %d epoch %d isr %v", name, st.Leader, st.LeaderEpoch, st.ISR)
 	require.NoError(t, c.HealAll(ctx))
-	octx, ocancel := context.WithTimeout(ctx, 30*time.Second)
+	octx, ocancel := context.WithTimeout(ctx, 2*time.Minute)
 	o, err := c.WaitOffsets(octx, name, 0, func(o harness.Offsets) bool { return o.HighWatermark >= lostFrom })
 	ocancel()
 	require.NoError(t, err)
