@@ -324,7 +324,8 @@ func planRun(spec Spec) (runPlan, error) {
 		}
 	}
 	pl.next = p
-	if (len(pl.txns) > 0 || len(pl.procs) > 0) && spec.TxnProtocol != "" && !slices.Contains(client.TxnProtocols, spec.TxnProtocol) {
+	transactional := spec.Uses().Transactions
+	if transactional && spec.TxnProtocol != "" && !slices.Contains(client.TxnProtocols, spec.TxnProtocol) {
 		return pl, fmt.Errorf("run: %s speaks transaction protocol %s only, not %s", client.Name, joinProtocols(client.TxnProtocols), spec.TxnProtocol)
 	}
 	fr := spec.FinalRead
@@ -333,7 +334,7 @@ func planRun(spec Spec) (runPlan, error) {
 			fr.Topics = append(fr.Topics, t.Name)
 		}
 	}
-	if len(fr.Isolations) == 0 && len(pl.txns) == 0 && len(pl.procs) == 0 {
+	if len(fr.Isolations) == 0 && !transactional {
 		fr.Isolations = []kafkaconf.Isolation{kafkaconf.ReadUncommitted}
 	}
 	if pl.final, err = fr.withDefaults(); err != nil {
