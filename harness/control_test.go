@@ -293,13 +293,13 @@ func TestNodeAndLinkControls(t *testing.T) {
 		link := harness.Link{From: harness.ClientEndpoint, To: int(p.Leader)}
 		produce := int16(0) // Kafka's ApiKey of Produce
 
-		name, err := c.AddToxic(ctx, link, harness.KafkaRequest(&kafkatoxic.Toxic{Action: kafkatoxic.Drop, APIKey: produce, Nth: 1}))
+		name, err := c.AddToxic(ctx, link, harness.KafkaRequest(&kafkatoxic.Toxic{Action: kafkatoxic.Drop, Request: kafkatoxic.Request{Key: produce}, Nth: 1}))
 		require.NoError(t, err)
 		require.Error(t, send("dropped"), "the broker never saw the request: no answer")
 		require.NoError(t, send("after-drop"), "only the first Produce is dropped")
 		require.NoError(t, c.RemoveToxic(ctx, link, name))
 
-		name, err = c.AddToxic(ctx, link, harness.KafkaRequest(&kafkatoxic.Toxic{Action: kafkatoxic.Hold, APIKey: produce, Nth: 1}))
+		name, err = c.AddToxic(ctx, link, harness.KafkaRequest(&kafkatoxic.Toxic{Action: kafkatoxic.Hold, Request: kafkatoxic.Request{Key: produce}, Nth: 1}))
 		require.NoError(t, err)
 		require.Error(t, send("held"), "the client gives up on a held request")
 		require.NoError(t, c.RemoveToxic(ctx, link, name), "removing the toxic releases the request")
@@ -311,7 +311,7 @@ func TestNodeAndLinkControls(t *testing.T) {
 
 		// drop-response: the broker carries the request out, and the connection that would have
 		// brought its answer is closed behind it.
-		name, err = c.AddToxic(ctx, link, harness.KafkaRequest(&kafkatoxic.Toxic{Action: kafkatoxic.DropResponse, APIKey: produce, Nth: 1}))
+		name, err = c.AddToxic(ctx, link, harness.KafkaRequest(&kafkatoxic.Toxic{Action: kafkatoxic.DropResponse, Request: kafkatoxic.Request{Key: produce}, Nth: 1}))
 		require.NoError(t, err)
 		require.Error(t, send("unanswered"), "the client hears nothing back: its connection closes")
 		require.NoError(t, c.RemoveToxic(ctx, link, name))
@@ -346,7 +346,7 @@ func TestNodeAndLinkControls(t *testing.T) {
 		send("t1")
 		link := harness.Link{From: harness.ClientEndpoint, To: int(coord.ID())}
 		endTxn := int16(26) // Kafka's ApiKey of EndTxn
-		name, err := c.AddToxic(ctx, link, harness.KafkaRequest(&kafkatoxic.Toxic{Action: kafkatoxic.Hold, APIKey: endTxn, Nth: 1}))
+		name, err := c.AddToxic(ctx, link, harness.KafkaRequest(&kafkatoxic.Toxic{Action: kafkatoxic.Hold, Request: kafkatoxic.Request{Key: endTxn}, Nth: 1}))
 		require.NoError(t, err)
 		require.NoError(t, prod.CommitTxn(), "the client gives up on the held EndTxn and commits with its retry")
 		require.NoError(t, prod.BeginTxn())

@@ -21,19 +21,17 @@ type Role struct {
 	Transactional bool
 	// Group: it is a member of a consumer group (a group coordinator).
 	Group bool
-	// Reads and Writes: it consumes, it produces.
-	Reads, Writes bool
 }
 
 // Roles lists every workload role.
 func Roles() []Role {
 	return []Role{
-		{Name: RoleProducer, Writes: true},
-		{Name: RoleTxnProducer, Transactional: true, Writes: true},
-		{Name: RoleProcessor, Transactional: true, Group: true, Reads: true, Writes: true},
-		{Name: RoleConsumer, Reads: true},
-		{Name: RoleGroupConsumer, Group: true, Reads: true},
-		{Name: RoleSink, Group: true, Reads: true},
+		{Name: RoleProducer},
+		{Name: RoleTxnProducer, Transactional: true},
+		{Name: RoleProcessor, Transactional: true, Group: true},
+		{Name: RoleConsumer},
+		{Name: RoleGroupConsumer, Group: true},
+		{Name: RoleSink, Group: true},
 	}
 }
 

@@ -50,25 +50,22 @@ const (
 // protocol (TLS, SASL handshake bytes), which then passes untouched.
 const maxFrame = 100 << 20
 
-// Toxic acts on the Nth request with API key APIKey (and End, for EndTxn) among those of every
-// connection of its proxy's stream (counted from 1, in the order they complete; 0: every one).
-// Its attributes are what Toxiproxy's API takes as JSON.
+// Toxic acts on the Nth request that its Request names among those of every connection of its
+// proxy's stream (counted from 1, in the order they complete; 0: every one). Its attributes are
+// what Toxiproxy's API takes as JSON.
 type Toxic struct {
-	APIKey int16 `json:"api_key"`
-	// End narrows an EndTxn to its commits (EndCommit) or its aborts (EndAbort).
-	End    End    `json:"end,omitempty"`
+	Request
 	Nth    int    `json:"nth"`
 	Action string `json:"action"`
 	// Delay, in milliseconds, ends a hold; 0 holds until the toxic is removed. With Until it is
 	// how long the request that ended the hold waits instead.
 	Delay int64 `json:"delay"`
-	// UntilKey and UntilEnd end a hold of the Nth request when a request they name crosses
-	// another connection of the proxy after it: what was held goes on at once, and that request
-	// waits Delay on its own connection, so that the held one reaches the broker first. A
-	// request overtakes its successor, as when a client's retry and next request go over new
-	// connections while the first attempt is still in the network (KAFKA-17754).
-	UntilKey *int16 `json:"until_api_key,omitempty"`
-	UntilEnd End    `json:"until_end,omitempty"`
+	// Until ends a hold of the Nth request when a request it names crosses another connection
+	// of the proxy after it: what was held goes on at once, and that request waits Delay on its
+	// own connection, so that the held one reaches the broker first. A request overtakes its
+	// successor, as when a client's retry and next request go over new connections while the
+	// first attempt is still in the network (KAFKA-17754).
+	Until *Request `json:"until,omitempty"`
 
 	mu      sync.Mutex
 	seen    int
@@ -109,9 +106,10 @@ func (t *Toxic) Hits() int {
 	return t.hits
 }
 
-// matches counts a request of the toxic's API key (and end) and says whether to act on it.
-func (t *Toxic) matches(frame []byte) bool {
-	if !is(frame, t.APIKey, t.End) || (t.Action != Drop && t.Action != Hold && t.Action != DropResponse) {
+// matches counts a request (got, as requestOf reads it) that the toxic names and says whether
+// to act on it.
+func (t *Toxic) matches(got Request) bool {
+	if !t.Request.names(got) || (t.Action != Drop && t.Action != Hold && t.Action != DropResponse) {
 		return false
 	}
 	t.mu.Lock()
@@ -124,10 +122,10 @@ func (t *Toxic) matches(frame []byte) bool {
 	return false
 }
 
-// triggers says whether frame ends the hold (Until): the first request it names after a hold
+// triggers says whether got ends the hold (Until): the first request Until names after a hold
 // began.
-func (t *Toxic) triggers(frame []byte) bool {
-	if t.UntilKey == nil || t.Action != Hold || !is(frame, *t.UntilKey, t.UntilEnd) {
+func (t *Toxic) triggers(got Request) bool {
+	if t.Until == nil || t.Action != Hold || !t.Until.names(got) {
 		return false
 	}
 	t.mu.Lock()
@@ -234,10 +232,13 @@ func (t *Toxic) take(stub *toxics.ToxicStub, st *connState, c *stream.StreamChun
 		}
 		frame := bytes.Clone(st.buf[:4+size])
 		st.buf = st.buf[4+size:]
-		switch {
-		case st.holding:
+		if st.holding {
 			st.held = append(st.held, frame...)
-		case t.triggers(frame):
+			continue
+		}
+		got := requestOf(frame)
+		switch {
+		case t.triggers(got):
 			if t.Delay <= 0 {
 				if !send(stub, frame, c.Timestamp) {
 					return false
@@ -246,7 +247,7 @@ func (t *Toxic) take(stub *toxics.ToxicStub, st *connState, c *stream.StreamChun
 			}
 			st.holding, st.held = true, frame
 			st.release = time.NewTimer(time.Duration(t.Delay) * time.Millisecond)
-		case !t.matches(frame):
+		case !t.matches(got):
 			if !send(stub, frame, c.Timestamp) {
 				return false
 			}
@@ -255,7 +256,7 @@ func (t *Toxic) take(stub *toxics.ToxicStub, st *connState, c *stream.StreamChun
 			send(stub, frame, c.Timestamp)
 			stub.Close()
 			return false
-		case t.Action == Hold && t.UntilKey != nil:
+		case t.Action == Hold && t.Until != nil:
 			st.holding, st.held, st.onUntil = true, frame, true
 		case t.Action == Hold:
 			st.holding, st.held = true, frame
@@ -308,10 +309,15 @@ const (
 	EndAbort  End = "abort"
 )
 
-// Request names requests: an API key and, for EndTxn, which end.
+// Request names requests: an API key and, for EndTxn, which end ("": either).
 type Request struct {
-	Key int16
-	End End
+	Key int16 `json:"api_key"`
+	End End   `json:"end,omitempty"`
+}
+
+// names says whether r names got, a request as requestOf read it.
+func (r Request) names(got Request) bool {
+	return r.Key == got.Key && (r.End == "" || r.End == got.End)
 }
 
 // String is the request's name as ParseRequest reads it.
@@ -337,17 +343,14 @@ func ParseRequest(name string) (Request, error) {
 	return Request{Key: k, End: e}, nil
 }
 
-// is says whether frame (a whole request with its size) has API key key and, when end is set,
-// is an EndTxn asking for that end. An EndTxn it cannot read is neither end.
-func is(frame []byte, key int16, end End) bool {
-	if int16(binary.BigEndian.Uint16(frame[4:6])) != key {
-		return false
+// requestOf reads a whole request (with its size): its API key and, for an EndTxn it can read,
+// its end.
+func requestOf(frame []byte) Request {
+	r := Request{Key: int16(binary.BigEndian.Uint16(frame[4:6]))}
+	if r.Key == int16(kmsg.EndTxn) {
+		r.End, _ = endOf(frame)
 	}
-	if end == "" {
-		return true
-	}
-	got, ok := endOf(frame)
-	return ok && got == end
+	return r
 }
 
 // endOf reads which end an EndTxn request asks for: its header (key, version, correlation id,

@@ -92,7 +92,7 @@ func (p *pipe) read(quiet time.Duration) []byte {
 
 func TestDropsTheNthRequestOfItsKey(t *testing.T) {
 	for _, chunk := range []int{1, 7, 4096} { // a request split over reads, or several in one
-		tx := &Toxic{APIKey: int16(kmsg.Produce), Nth: 2, Action: Drop}
+		tx := &Toxic{Request: Request{Key: int16(kmsg.Produce)}, Nth: 2, Action: Drop}
 		p := start(tx)
 		var all []byte
 		for c := int32(1); c <= 4; c++ {
@@ -112,7 +112,7 @@ func TestDropsTheNthRequestOfItsKey(t *testing.T) {
 }
 
 func TestHoldsUntilRemovedAndKeepsTheOrder(t *testing.T) {
-	tx := &Toxic{APIKey: int16(kmsg.EndTxn), Nth: 1, Action: Hold}
+	tx := &Toxic{Request: Request{Key: int16(kmsg.EndTxn)}, Nth: 1, Action: Hold}
 	p := start(tx)
 	p.write(append(append(produce(t, 1), endTxn(t, 2)...), produce(t, 3)...), 4096)
 	if got := correlations(t, p.read(50*time.Millisecond)); !slices.Equal(got, []int32{1}) {
@@ -128,7 +128,7 @@ func TestHoldsUntilRemovedAndKeepsTheOrder(t *testing.T) {
 }
 
 func TestHoldEndsAfterItsDelay(t *testing.T) {
-	tx := &Toxic{APIKey: int16(kmsg.EndTxn), Nth: 0, Action: Hold, Delay: 100}
+	tx := &Toxic{Request: Request{Key: int16(kmsg.EndTxn)}, Nth: 0, Action: Hold, Delay: 100}
 	p := start(tx)
 	p.write(endTxn(t, 1), 4096)
 	if got := p.read(30 * time.Millisecond); len(got) != 0 {
@@ -141,7 +141,7 @@ func TestHoldEndsAfterItsDelay(t *testing.T) {
 
 // Bytes that are not Kafka's framing (a TLS record: 0x16 0x03 …) pass untouched.
 func TestOtherBytesPass(t *testing.T) {
-	tx := &Toxic{APIKey: int16(kmsg.Produce), Action: Drop}
+	tx := &Toxic{Request: Request{Key: int16(kmsg.Produce)}, Action: Drop}
 	p := start(tx)
 	tls := append([]byte{0x16, 0x03, 0x01, 0x02, 0x00}, bytes.Repeat([]byte{1}, 600)...)
 	p.write(tls, 100)
@@ -153,7 +153,7 @@ func TestOtherBytesPass(t *testing.T) {
 // A client that gives up and closes its connection does not take the held request with it: it
 // reaches the broker when the hold ends, and then the connection closes.
 func TestHeldRequestOutlivesItsClient(t *testing.T) {
-	tx := &Toxic{APIKey: int16(kmsg.EndTxn), Nth: 1, Action: Hold, Delay: 100}
+	tx := &Toxic{Request: Request{Key: int16(kmsg.EndTxn)}, Nth: 1, Action: Hold, Delay: 100}
 	p := start(tx)
 	p.write(endTxn(t, 7), 4096)
 	close(p.in)
@@ -174,7 +174,7 @@ func TestHeldRequestOutlivesItsClient(t *testing.T) {
 // it: the bytes behind it on the connection never go, and the output is closed.
 func TestDropResponseClosesBehindTheRequest(t *testing.T) {
 	for _, chunk := range []int{1, 4096} {
-		tx := &Toxic{APIKey: int16(kmsg.EndTxn), Nth: 1, Action: DropResponse}
+		tx := &Toxic{Request: Request{Key: int16(kmsg.EndTxn)}, Nth: 1, Action: DropResponse}
 		p := start(tx)
 		wrote := make(chan struct{})
 		go func() {
@@ -244,8 +244,7 @@ func TestEndOfEveryEndTxnVersion(t *testing.T) {
 // A hold narrowed to commits lets aborts pass, and a hold that ends on another request lets the
 // held one go first, the other after its delay: the held commit overtakes the abort.
 func TestHoldUntilAnotherRequestOvertakesIt(t *testing.T) {
-	abort := int16(kmsg.EndTxn)
-	tx := &Toxic{APIKey: int16(kmsg.EndTxn), End: EndCommit, Nth: 1, Action: Hold, Delay: 200, UntilKey: &abort, UntilEnd: EndAbort}
+	tx := &Toxic{Request: Request{Key: int16(kmsg.EndTxn), End: EndCommit}, Nth: 1, Action: Hold, Delay: 200, Until: &Request{Key: int16(kmsg.EndTxn), End: EndAbort}}
 	first, second := start(tx), start(tx)
 	first.write(endTxnV(t, 1, 3, true), 4096)
 	if got := first.read(30 * time.Millisecond); len(got) != 0 {
@@ -273,8 +272,7 @@ func TestHoldUntilAnotherRequestOvertakesIt(t *testing.T) {
 
 // An abort before any commit was held does not end a hold that has not begun.
 func TestUntilCountsOnlyAfterTheHold(t *testing.T) {
-	abort := int16(kmsg.EndTxn)
-	tx := &Toxic{APIKey: int16(kmsg.EndTxn), End: EndCommit, Nth: 1, Action: Hold, Delay: 200, UntilKey: &abort, UntilEnd: EndAbort}
+	tx := &Toxic{Request: Request{Key: int16(kmsg.EndTxn), End: EndCommit}, Nth: 1, Action: Hold, Delay: 200, Until: &Request{Key: int16(kmsg.EndTxn), End: EndAbort}}
 	p := start(tx)
 	p.write(endTxnV(t, 1, 3, false), 4096)
 	if got := correlations(t, p.read(30*time.Millisecond)); !slices.Equal(got, []int32{1}) {
@@ -302,8 +300,7 @@ func TestParseRequest(t *testing.T) {
 
 // The attributes Toxiproxy's API gets are the toxic's own settings, read back the same.
 func TestAttributesRoundTrip(t *testing.T) {
-	abort := int16(kmsg.EndTxn)
-	in := &Toxic{APIKey: int16(kmsg.EndTxn), End: EndCommit, Nth: 1, Action: Hold, Delay: 1000, UntilKey: &abort, UntilEnd: EndAbort}
+	in := &Toxic{Request: Request{Key: int16(kmsg.EndTxn), End: EndCommit}, Nth: 1, Action: Hold, Delay: 1000, Until: &Request{Key: int16(kmsg.EndTxn), End: EndAbort}}
 	b, err := json.Marshal(in.Attributes())
 	if err != nil {
 		t.Fatal(err)
@@ -312,11 +309,10 @@ func TestAttributesRoundTrip(t *testing.T) {
 	if err := json.Unmarshal(b, &out); err != nil {
 		t.Fatal(err)
 	}
-	if out.APIKey != in.APIKey || out.End != in.End || out.Nth != 1 || out.Action != Hold || out.Delay != 1000 ||
-		out.UntilKey == nil || *out.UntilKey != abort || out.UntilEnd != EndAbort {
-		t.Errorf("read back key %d end %q nth %d action %q delay %d until %v %q", out.APIKey, out.End, out.Nth, out.Action, out.Delay, out.UntilKey, out.UntilEnd)
+	if out.Request != in.Request || out.Nth != 1 || out.Action != Hold || out.Delay != 1000 || out.Until == nil || *out.Until != *in.Until {
+		t.Errorf("read back %s nth %d action %q delay %d until %v", out.Request, out.Nth, out.Action, out.Delay, out.Until)
 	}
-	if _, ok := (&Toxic{APIKey: 0, Action: Drop}).Attributes()["until_api_key"]; ok {
+	if _, ok := (&Toxic{Action: Drop}).Attributes()["until"]; ok {
 		t.Error("a toxic without Until names one")
 	}
 }

@@ -64,7 +64,7 @@ func LimitData(links LinkSet, n int64) LinkToxic {
 // DropRequest drops the nth request (from 1, counted per proxy; 0: every one) that req names
 // crossing links towards their far end: its sender waits for an answer that never comes.
 func DropRequest(links LinkSet, req kafkatoxic.Request, nth int) LinkToxic {
-	return requestToxic("drop-request", links, &kafkatoxic.Toxic{Action: kafkatoxic.Drop, APIKey: req.Key, End: req.End, Nth: nth})
+	return requestToxic("drop-request", links, &kafkatoxic.Toxic{Request: req, Action: kafkatoxic.Drop, Nth: nth})
 }
 
 // HoldRequest holds the nth request that req names crossing links, and what follows it on its
@@ -72,18 +72,14 @@ func DropRequest(links LinkSet, req kafkatoxic.Request, nth int) LinkToxic {
 // With until, the hold ends instead when a request until names crosses another connection of
 // the proxy: that request waits d, so the held one reaches the broker before it.
 func HoldRequest(links LinkSet, req kafkatoxic.Request, nth int, d time.Duration, until *kafkatoxic.Request) LinkToxic {
-	t := &kafkatoxic.Toxic{Action: kafkatoxic.Hold, APIKey: req.Key, End: req.End, Nth: nth, Delay: d.Milliseconds()}
-	if until != nil {
-		t.UntilKey, t.UntilEnd = &until.Key, until.End
-	}
-	return requestToxic("hold-request", links, t)
+	return requestToxic("hold-request", links, &kafkatoxic.Toxic{Request: req, Action: kafkatoxic.Hold, Nth: nth, Delay: d.Milliseconds(), Until: until})
 }
 
 // DropResponse lets the nth request that req names crossing links reach the broker and closes
 // its connection right behind it: the broker carries it out, and its sender never learns the
 // outcome (its connection is gone).
 func DropResponse(links LinkSet, req kafkatoxic.Request, nth int) LinkToxic {
-	return requestToxic("drop-response", links, &kafkatoxic.Toxic{Action: kafkatoxic.DropResponse, APIKey: req.Key, End: req.End, Nth: nth})
+	return requestToxic("drop-response", links, &kafkatoxic.Toxic{Request: req, Action: kafkatoxic.DropResponse, Nth: nth})
 }
 
 func requestToxic(kind string, links LinkSet, t *kafkatoxic.Toxic) LinkToxic {

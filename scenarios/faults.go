@@ -334,12 +334,7 @@ func FaultSpecs() []FaultSpec {
 			Required: []string{ParamAPI}, Heals: true,
 			Doc: "hold the nth request of Kafka API `api`, and what follows it on its connection, for delay (0: until healed), or, with `until`, until a request `until` names crosses another connection (which then waits delay); then it reaches the target even if its sender gave up (needs Verity's Toxiproxy image)",
 			Build: toxic(func(ls nemesis.LinkSet, p Params) nemesis.Fault {
-				var until *kafkatoxic.Request
-				if p.Until != "" {
-					r, _ := kafkatoxic.ParseRequest(p.Until)
-					until = &r
-				}
-				return nemesis.HoldRequest(ls, p.request(), p.Nth, p.Delay.Std(), until)
+				return nemesis.HoldRequest(ls, p.request(), p.Nth, p.Delay.Std(), p.until())
 			}),
 			Preset: preset(func(p *Params) { p.API, p.Nth = "EndTxn", 1 })},
 		{Name: FaultDropResponse, Kind: KindToxic, Target: TargetRequired, Roles: nodeRoles(), Params: toxicParams(ParamAPI, ParamNth),
@@ -493,6 +488,15 @@ func toxic(make func(nemesis.LinkSet, Params) nemesis.Fault) func(Fault, Refs) (
 func (p Params) request() kafkatoxic.Request {
 	r, _ := kafkatoxic.ParseRequest(p.API)
 	return r
+}
+
+// until is the request p.Until names (validated); nil without one.
+func (p Params) until() *kafkatoxic.Request {
+	if p.Until == "" {
+		return nil
+	}
+	r, _ := kafkatoxic.ParseRequest(p.Until)
+	return &r
 }
 
 // serviceEndpoint is the harness endpoint of the service p names (default PostgreSQL).

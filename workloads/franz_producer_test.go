@@ -30,6 +30,14 @@ import (
 // fpRefused: a refused producer's checks need more failed sends than this; its runs wait for them.
 const fpRefused = 10
 
+// sendOutcomes counts, for countedUntil, each send's completion under "<type> <process>"
+// ("ok 3", "fail 5", "info 1").
+func sendOutcomes(op history.Op, add func(string, int)) {
+	if op.F == history.FSend && op.Type != history.Invoke {
+		add(fmt.Sprintf("%s %s", op.Type, op.Process), 1)
+	}
+}
+
 // fpSends are a history's send ops of one process: completions by type, invokes by value.
 // fpRequireRefused: a producer sending one at a time with two application resends, every send
 // refused with code: none unknown (noInfo says why), more than fpRefused failed, none in the
@@ -174,11 +182,7 @@ func testFranzProducers(t *testing.T, c *harness.Cluster, log *slog.Logger) {
 	for p := range 5 {
 		need[fmt.Sprintf("ok %d", p)] = fpAcked + 1
 	}
-	spec.Until = countedUntil(12*time.Second, need, func(op history.Op, add func(string, int)) {
-		if op.F == history.FSend && (op.Type == history.OK || op.Type == history.Fail) {
-			add(fmt.Sprintf("%s %s", op.Type, op.Process), 1)
-		}
-	})
+	spec.Until = countedUntil(12*time.Second, need, sendOutcomes)
 	path := filepath.Join(t.TempDir(), "history.jsonl")
 	began := time.Now()
 	res, err := Run(ctx, c, path, spec)
@@ -340,11 +344,7 @@ func testFranzRefusals(t *testing.T, c *harness.Cluster, log *slog.Logger) {
 	// below and the retrying one an unknown outcome; 90 s is the deadline on a loaded machine.
 	wctx, stop := context.WithTimeout(ctx, 90*time.Second)
 	defer stop()
-	until := countedUntil(8*time.Second, map[string]int{"fail 0": fpRefused + 1, "info 1": 1}, func(op history.Op, add func(string, int)) {
-		if op.F == history.FSend && op.Type != history.Invoke {
-			add(fmt.Sprintf("%s %s", op.Type, op.Process), 1)
-		}
-	})
+	until := countedUntil(8*time.Second, map[string]int{"fail 0": fpRefused + 1, "info 1": 1}, sendOutcomes)
 	env := Env{Brokers: seeds, Recorder: &untilRecorder{Recorder: w, until: until, stop: stop}, Seed: spec.Seed, Client: kafkaconf.FranzGo, Log: log}
 	var wg sync.WaitGroup
 	stats := make([]ProducerStats, len(pl.producers))
