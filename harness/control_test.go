@@ -151,7 +151,9 @@ func TestNodeAndLinkControls(t *testing.T) {
 		require.NoError(t, err, "node %d started again should rejoin the ISR", victim)
 	})
 
-	t.Run("a stop cut short by its context ends as a kill, and the node starts again; a whole stop refuses too", func(t *testing.T) {
+	// A whole clean stop, and that it keeps the node's links accepting, is nemesis' clean-stop
+	// step on its cluster: under load one clean shutdown took from 10 to 40 s.
+	t.Run("a stop cut short by its context ends as a kill, and the node starts again", func(t *testing.T) {
 		victim := fs[1]
 		short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 		defer cancel()
@@ -161,14 +163,7 @@ func TestNodeAndLinkControls(t *testing.T) {
 		require.NoError(t, c.Start(ctx, victim))
 		_, err = c.WaitPartition(ctx, tp, 0, func(p harness.PartitionState) bool { return has(p.ISR, victim) })
 		require.NoError(t, err, "node %d started again should rejoin the ISR", victim)
-		// A clean stop keeps the links into the node accepting (disabling a proxy whose
-		// container is gone can hang): only a kill makes them refuse.
-		require.NoError(t, c.Stop(ctx, victim))
 		refusedInto(t, victim, false)
-		require.NoError(t, c.Start(ctx, victim))
-		refusedInto(t, victim, false)
-		_, err = c.WaitPartition(ctx, tp, 0, func(p harness.PartitionState) bool { return has(p.ISR, victim) })
-		require.NoError(t, err, "node %d stopped and started should rejoin the ISR", victim)
 		// The latency subtest next measures a baseline: it starts on a settled cluster.
 		require.NoError(t, c.WaitHealthy(ctx))
 	})

@@ -50,7 +50,7 @@ func TestOnCluster(t *testing.T) {
 		})
 		failed.run(t, "sarama", func(t *testing.T) {
 			t.Parallel()
-			failed.run(t, "mixed 60s healthy", func(t *testing.T) { testMixed(t, c, log) })
+			failed.run(t, "mixed healthy", func(t *testing.T) { testMixed(t, c, log) })
 			failed.run(t, "zombie is fenced", func(t *testing.T) { testZombie(t, c, kafkaconf.Sarama, "sarama", "") })
 			failed.run(t, "fenced from outside: crash and new instance", func(t *testing.T) {
 				testFencedRestart(t, c, kafkaconf.Sarama, "sarama", "")
@@ -280,10 +280,11 @@ func testMixed(t *testing.T, c *harness.Cluster, log *slog.Logger) {
 	ctx := withTimeout(t, 8*time.Minute)
 	topics := []harness.TopicSpec{topic("mix-data", 3), topic("mix-in", 3), topic("mix-txn-a", 2), topic("mix-txn-b", 2), topic("mix-out", 3)}
 	spec := Spec{
-		// 60 s at least, then until the processor has crashed and each workload has done what
-		// the checks below count on; 4 minutes is a deadline a loaded machine cannot miss.
+		// 25 s at least (the processor crashes every 20 s), then until it has crashed and each
+		// workload has done what the checks below count on; 4 minutes is a deadline a loaded
+		// machine cannot miss.
 		Name: "mixed-healthy", Seed: 20260517, Duration: 4 * time.Minute, Topics: topics,
-		Until: countedUntil(time.Minute, mixedNeed, mixedCount),
+		Until: countedUntil(25*time.Second, mixedNeed, mixedCount),
 		Producers: []ProducerSpec{
 			// One at a time, key -> partition.
 			{ProducerConfig: ProducerConfig{Topics: []string{"mix-data"}, Partitioning: PartitionKey, Rate: 250}},
@@ -306,7 +307,7 @@ func testMixed(t *testing.T, c *harness.Cluster, log *slog.Logger) {
 	res, err := Run(ctx, c, path, spec)
 	require.NoError(t, err)
 	require.True(t, res.FinalRead.AllComplete(), "final read: %+v", res.FinalRead)
-	t.Logf("60s mixed run: %d events, %d bytes (%.0f bytes/event), workloads %s", res.Ops, res.Bytes,
+	t.Logf("mixed run: %d events, %d bytes (%.0f bytes/event), workloads %s", res.Ops, res.Bytes,
 		float64(res.Bytes)/float64(res.Ops), res.Elapsed.Round(time.Millisecond))
 	for _, s := range res.Producers {
 		t.Logf("producer %d: ok %d fail %d info %d (%.0f sends/s)", s.Process, s.OK, s.Fail, s.Info, s.SendsPerSecond)

@@ -294,7 +294,7 @@ func testConsumers(t *testing.T, c *harness.Cluster, log *slog.Logger, client ka
 		return ConsumerConfig{Topics: topics, Mode: Subscribe, Group: group, Isolation: iso, RestartEvery: every}
 	}
 	spec := Spec{
-		Name: string(client) + "-consumers", Seed: 20260601, Duration: 45 * time.Second, Topics: topics,
+		Name: string(client) + "-consumers", Seed: 20260601, Duration: 25 * time.Second, Topics: topics,
 		Producers: []ProducerSpec{{ProducerConfig: ProducerConfig{Topics: []string{data}, Partitioning: PartitionKey, Rate: 150}}},
 		Transactional: []TxnConfig{{Topics: []string{txnA, txnB}, TxnID: prefix + "-txn", MaxRecords: 4, AbortProbability: 0.3,
 			Gap: 20 * time.Millisecond}},
@@ -309,7 +309,7 @@ func testConsumers(t *testing.T, c *harness.Cluster, log *slog.Logger, client ka
 		},
 	}
 	r := newMixedRun(t, ctx, c, spec, log)
-	// 45 s at least, then until every group's members restarted twice (each restart is a
+	// 25 s at least, then until every group's members restarted twice (each restart is a
 	// rebalance): the checks below need restarts, and a loaded machine may be slow to make
 	// them. The deadline is one a loaded machine cannot miss.
 	groupOf := map[int]string{}
@@ -430,7 +430,7 @@ func testConsumers(t *testing.T, c *harness.Cluster, log *slog.Logger, client ka
 	for g, members := range groups {
 		requireCovered(t, v, "group "+g, members[0].cfg.Isolation, members)
 		// The group as a whole must have restarted: CI met a member that recorded no restart
-		// in the 45 s run although restart_every is 12 s (its instance outlived its deadline;
+		// in a 45 s run although restart_every is 12 s (its instance outlived its deadline;
 		// not traced further), while the group's others did.
 		crashes := 0
 		for _, cv := range members {

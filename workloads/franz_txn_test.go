@@ -458,12 +458,12 @@ func testFranzProcessor(t *testing.T, c *harness.Cluster, name string, capP, wan
 	}
 	wl := newWireLog(t)
 	env, w, path := franzEnv(t, c, 5, capP, wl)
-	// 40 s at least, then until the processors have done what the checks below count on (a
+	// 15 s at least (a processor crashes every 10 s), then until the processors have done what the checks below count on (a
 	// crash mid-transaction, a rebalance, committed and aborted steps); 3 minutes is a deadline
 	// a loaded machine cannot miss.
 	rctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
-	env.Recorder = &untilRecorder{Recorder: env.Recorder, stop: cancel, until: countedUntil(40*time.Second, processorNeed, processorCount)}
+	env.Recorder = &untilRecorder{Recorder: env.Recorder, stop: cancel, until: countedUntil(15*time.Second, processorNeed, processorCount)}
 	var wg sync.WaitGroup
 	var fed int
 	var feedErr error
