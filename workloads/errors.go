@@ -13,6 +13,7 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/workloads/kclient"
 )
 
 // SendErrorRule is one row of the send-error table: what an error that a produce ends with says
@@ -101,62 +102,19 @@ func SendErrorTable() []SendErrorRule {
 	}...)
 }
 
-// brokerAnswers are what the produce-response codes that both clients pass on only as the
-// broker's answer about a batch say about its append: Kafka's fact, the same whichever client
-// carried the request, written once with franz-go's error values (kerr); each client's table
-// reads it through its own. Codes a client also uses for other things (franz-go fails batches
-// with LEADER_NOT_AVAILABLE after a metadata load) are in that client's table instead.
+// brokerAnswers are kclient.BrokerAnswers as rows matched by Kafka's error code: Err is the
+// code's franz-go value (kerr), which each client's table turns into its own.
 func brokerAnswers() []SendErrorRule {
-	return []SendErrorRule{
-		{Err: kerr.NotEnoughReplicas, Name: "NOT_ENOUGH_REPLICAS", Once: history.Fail,
-			Why: "the leader compares the ISR with min.insync.replicas before it appends, and refused the batch"},
-		{Err: kerr.NotEnoughReplicasAfterAppend, Name: "NOT_ENOUGH_REPLICAS_AFTER_APPEND", Once: history.Info,
-			Why: "the leader appended the batch, then the ISR shrank below min.insync.replicas: the record is in the leader's log and may survive"},
-		{Err: kerr.RequestTimedOut, Name: "REQUEST_TIMED_OUT", Once: history.Info,
-			Why: "the leader appended the batch but the followers did not confirm within the request timeout"},
-		{Err: kerr.NotLeaderForPartition, Name: "NOT_LEADER_OR_FOLLOWER", Once: history.Fail, OnceAcksAll: history.Info,
-			Why: "a broker that is not the leader appends nothing; but with acks=all the leader may have appended and then lost leadership while it waited for the followers"},
-		{Err: kerr.FencedLeaderEpoch, Name: "FENCED_LEADER_EPOCH", Once: history.Fail,
-			Why: "the request named an old leader epoch and was refused before any append"},
-		{Err: kerr.KafkaStorageError, Name: "KAFKA_STORAGE_ERROR", Once: history.Info,
-			Why: "the log directory failed, possibly during the append"},
-		{Err: kerr.CorruptMessage, Name: "CORRUPT_MESSAGE", Once: history.Fail,
-			Why: "the broker checks the CRC before it appends"},
-		{Err: kerr.MessageTooLarge, Name: "MESSAGE_TOO_LARGE", Once: history.Fail, Deterministic: true,
-			Why: "the batch exceeds the topic's max.message.bytes; every attempt is refused before the append"},
-		{Err: kerr.RecordListTooLarge, Name: "RECORD_LIST_TOO_LARGE", Once: history.Fail, Deterministic: true,
-			Why: "the batch exceeds the segment size; refused before the append"},
-		{Err: kerr.InvalidRecord, Name: "INVALID_RECORD", Once: history.Fail, Deterministic: true,
-			Why: "the broker validates records before it appends"},
-		{Err: kerr.InvalidTimestamp, Name: "INVALID_TIMESTAMP", Once: history.Fail, Deterministic: true,
-			Why: "the timestamp is outside message.timestamp.*.max.ms; refused before the append"},
-		{Err: kerr.InvalidRequiredAcks, Name: "INVALID_REQUIRED_ACKS", Once: history.Fail, Deterministic: true,
-			Why: "invalid producer configuration; refused before the append"},
-		{Err: kerr.UnsupportedCompressionType, Name: "UNSUPPORTED_COMPRESSION_TYPE", Once: history.Fail, Deterministic: true,
-			Why: "invalid producer configuration; refused before the append"},
-		{Err: kerr.TopicAuthorizationFailed, Name: "TOPIC_AUTHORIZATION_FAILED", Once: history.Fail, Deterministic: true,
-			Why: "not authorised; refused before the append"},
-		{Err: kerr.ClusterAuthorizationFailed, Name: "CLUSTER_AUTHORIZATION_FAILED", Once: history.Fail, Deterministic: true,
-			Why: "not authorised (to write idempotently); refused before the append"},
-		{Err: kerr.InvalidTopicException, Name: "INVALID_TOPIC_EXCEPTION", Once: history.Fail, Deterministic: true,
-			Why: "the topic name is invalid or internal; refused before the append"},
-		{Err: kerr.UnsupportedVersion, Name: "UNSUPPORTED_VERSION", Once: history.Fail, Deterministic: true,
-			Why: "the broker does not speak the request's version; nothing appended"},
-		{Err: kerr.OutOfOrderSequenceNumber, Name: "OUT_OF_ORDER_SEQUENCE_NUMBER", Once: history.Fail,
-			Why: "the idempotent producer's sequence has a gap at the leader, which refused this batch"},
-		{Err: kerr.InvalidProducerEpoch, Name: "INVALID_PRODUCER_EPOCH", Once: history.Fail,
-			Why: "a newer epoch of this producer id exists (fenced); the batch was refused"},
-		{Err: kerr.UnknownProducerID, Name: "UNKNOWN_PRODUCER_ID", Once: history.Fail,
-			Why: "the leader has no state for this producer id and refused the batch"},
+	var rows []SendErrorRule
+	for _, a := range kclient.BrokerAnswers() {
+		rows = append(rows, SendErrorRule{Err: kerr.ErrorForCode(a.Code), Name: a.Name, Once: a.Once, OnceAcksAll: a.OnceAcksAll,
+			Deterministic: a.Deterministic, Why: a.Why})
 	}
+	return rows
 }
 
 // Outcome is a classified send result.
-type Outcome struct {
-	Type history.Type
-	Rule string // the table row's Name, "" for ok and for errors the table does not list
-	Why  string
-}
+type Outcome = kclient.Outcome
 
 // SendContext is what ClassifySend needs to know besides the error.
 type SendContext struct {
@@ -281,19 +239,9 @@ func kafkaErrorName(k sarama.KError) string {
 	return "KAFKA_ERROR_" + strconv.Itoa(int(k))
 }
 
-// Transaction outcomes. A transaction is committed only by an EndTxn(commit) that the
-// coordinator accepts, so:
-//
-//   - ok: CommitTxn returned nil.
-//   - fail: the commit was never requested (the intent was abort; a record of the transaction
-//     failed, leaving sarama in an error state in which CommitTxn sends nothing; the instance
-//     crashed before committing), or the commit failed and then the coordinator accepted
-//     EndTxn(abort) for the same transaction — which it refuses once a commit has been prepared.
-//   - info: CommitTxn returned an error (timeout, fenced, coordinator moved, offsets not
-//     added) and no abort was confirmed after it: the EndTxn(commit) may have been prepared
-//     before the error, and a prepared commit completes even if the instance is fenced.
+// The transaction outcomes' texts (kclient says what each means).
 const (
-	txnAborted        = "aborted"
-	txnNotSent        = "commit not requested: "
-	txnAbortConfirmed = "commit failed, then the coordinator accepted the abort: "
+	txnAborted        = kclient.TxnAborted
+	txnNotSent        = kclient.TxnNotSent
+	txnAbortConfirmed = kclient.TxnAbortConfirmed
 )

@@ -14,7 +14,9 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/workloads/kclient"
 )
 
 func TestSendErrorTableIsWellFormed(t *testing.T) {
@@ -32,6 +34,20 @@ func TestSendErrorTableIsWellFormed(t *testing.T) {
 		if r.Deterministic {
 			require.Equal(t, history.Fail, r.Once, "%s: a deterministic error that may have written the record makes no sense", r.Name)
 		}
+	}
+}
+
+// The broker answers are written by code: each code is the error both clients name so (franz-go
+// keeps code 6's name from before KIP-392).
+func TestBrokerAnswersNameTheClientsErrors(t *testing.T) {
+	formerly := map[int16]string{6: "NOT_LEADER_FOR_PARTITION"}
+	for _, a := range kclient.BrokerAnswers() {
+		want := a.Name
+		if n, ok := formerly[a.Code]; ok {
+			want = n
+		}
+		require.Equal(t, want, kerr.ErrorForCode(a.Code).(*kerr.Error).Message, "code %d", a.Code)
+		require.Equal(t, a.Name, kafkaErrorName(sarama.KError(a.Code)), "code %d", a.Code)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/kafkaconf"
+	"github.com/verity-kafka/verity/workloads/kclient"
 )
 
 // Partitioning says how a producer picks each record's partition. The workload always picks it
@@ -24,7 +25,7 @@ const (
 	// PartitionRandom: a seeded uniform choice among the topic's partitions (the default).
 	PartitionRandom Partitioning = "random"
 	// PartitionKey: a key drawn from Keys keys, partition = murmur2(key) mod partitions, as the
-	// Java client's default partitioner maps keys (sarama.NewMurmur2Partitioner).
+	// Java client's default partitioner maps keys (kclient.KeyPartition).
 	PartitionKey Partitioning = "key"
 	// PartitionFixed: every record to Partition.
 	PartitionFixed Partitioning = "fixed"
@@ -218,11 +219,10 @@ type chooser struct {
 	topics []string
 	parts  map[string]int32
 	rr     int
-	hash   sarama.Partitioner
 }
 
 func newChooser(rng *rand.Rand, cfg ProducerConfig, parts map[string]int32) *chooser {
-	return &chooser{rng: rng, cfg: cfg, topics: cfg.Topics, parts: parts, hash: sarama.NewMurmur2Partitioner("")}
+	return &chooser{rng: rng, cfg: cfg, topics: cfg.Topics, parts: parts}
 }
 
 func (ch *chooser) next() (target, error) {
@@ -245,11 +245,7 @@ func (ch *chooser) next() (target, error) {
 		ch.rr++
 	case PartitionKey:
 		t.key = "k" + strconv.Itoa(ch.rng.IntN(ch.cfg.Keys))
-		p, err := ch.hash.Partition(&sarama.ProducerMessage{Key: sarama.StringEncoder(t.key)}, n)
-		if err != nil {
-			return t, err
-		}
-		t.partition = p
+		t.partition = kclient.KeyPartition([]byte(t.key), n)
 	default:
 		t.partition = int32(ch.rng.IntN(int(n)))
 	}
