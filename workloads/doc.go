@@ -12,7 +12,7 @@
 //     batching, compression, partition choice), one send at a time or many in flight (async),
 //     optionally re-sending a value after an unknown or failed outcome (application resend).
 //     Each client is an adapter behind producerClient; the recording is shared. Outcomes come
-//     from the client's table, SendErrorTable (sarama) or FranzSendErrorTable (franz-go), the one
+//     from the client's table, kclient/sarama.SendTable or kclient/franz.SendTable, the one
 //     place per client that says which errors prove a record was not written.
 //   - RunTxnProducer: transactions of 1..k records over at least two topics, committed or
 //     aborted as the seed says; a fenced or broken instance is replaced (a crash op, then a new

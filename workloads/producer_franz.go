@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	kfranz "github.com/verity-kafka/verity/workloads/kclient/franz"
+
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/verity-kafka/verity/kafkaconf"
@@ -114,7 +116,7 @@ func openFranzProducer(ctx context.Context, env Env, p int, cfg ProducerConfig, 
 //
 // franz-go retries a batch internally and says only how it ended, and it fails every batch
 // of a partition with the error of the first (failAllRecords), batches in flight included.
-// What the adapter notes to tell how often a record may have gone out (FranzSendContext):
+// What the adapter notes to tell how often a record may have gone out (kfranz.SendContext):
 // whether franz-go buffered it at all (HookProduceRecordPartitioned), whether it was the first
 // unanswered record of its partition when handed over (then its batch is the partition's first,
 // and an error is about that batch), and how many produce requests the client wrote between
@@ -223,13 +225,13 @@ func (f *franzProducer) ready() <-chan struct{}             { return f.q.signal 
 func (f *franzProducer) take(buf []sendAnswer) []sendAnswer { return f.q.take(buf) }
 func (f *franzProducer) retries() int64                     { return f.hooks.failedWrites.Load() }
 func (f *franzProducer) outcome(a sendAnswer) Outcome {
-	return ClassifyFranzSend(a.err, f.sendContext(a))
+	return kfranz.ClassifySend(a.err, f.sendContext(a))
 }
 
 // sendContext is what the adapter knows of how a's record went out. The writes are counted when
 // the workload classifies the answer, not when franz-go gave it: later only counts more.
-func (f *franzProducer) sendContext(a sendAnswer) FranzSendContext {
-	return FranzSendContext{AcksAll: f.acksAll, Buffered: !a.unbuffered, Head: a.op.mark.head,
+func (f *franzProducer) sendContext(a sendAnswer) kfranz.SendContext {
+	return kfranz.SendContext{AcksAll: f.acksAll, Buffered: !a.unbuffered, Head: a.op.mark.head,
 		Writes: f.hooks.writes.Load() - a.op.mark.count}
 }
 

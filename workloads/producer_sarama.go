@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	ksarama "github.com/verity-kafka/verity/workloads/kclient/sarama"
+
 	"github.com/IBM/sarama"
 	"github.com/verity-kafka/verity/kafkaconf"
 )
@@ -24,7 +26,7 @@ func requiredAcks(a kafkaconf.Acks) sarama.RequiredAcks {
 
 // saramaConfig applies a resolved c to base. retries counts sarama's retry backoffs: sarama
 // calls Producer.Retry.BackoffFunc before every retry of a batch, so a send whose count did not
-// move while it was in flight went to the brokers at most once (see SendErrorTable).
+// move while it was in flight went to the brokers at most once (see ksarama.SendTable).
 func (c ProducerConfig) saramaConfig(base *sarama.Config, retries *atomic.Int64) (*sarama.Config, error) {
 	cfg := base
 	cfg.Producer.RequiredAcks = requiredAcks(*c.Acks)
@@ -197,9 +199,11 @@ func (s *saramaProducer) hand(ctx context.Context, op *sendOp) bool {
 func (s *saramaProducer) ready() <-chan struct{}             { return s.q.signal }
 func (s *saramaProducer) take(buf []sendAnswer) []sendAnswer { return s.q.take(buf) }
 func (s *saramaProducer) retries() int64                     { return s.count.Load() }
-func (s *saramaProducer) outcome(a sendAnswer) Outcome       { return ClassifySend(a.err, s.sendContext(a)) }
-func (s *saramaProducer) sendContext(a sendAnswer) SendContext {
-	return SendContext{AcksAll: s.acksAll, Once: s.once(a)}
+func (s *saramaProducer) outcome(a sendAnswer) Outcome {
+	return ksarama.ClassifySend(a.err, s.sendContext(a))
+}
+func (s *saramaProducer) sendContext(a sendAnswer) ksarama.SendContext {
+	return ksarama.SendContext{AcksAll: s.acksAll, Once: s.once(a)}
 }
 func (s *saramaProducer) once(a sendAnswer) bool {
 	return s.noRetry || s.count.Load() == a.op.mark.count

@@ -1,6 +1,14 @@
 package kclient
 
-import "github.com/verity-kafka/verity/history"
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"syscall"
+
+	"github.com/verity-kafka/verity/history"
+)
 
 // Outcome is a classified send result.
 type Outcome struct {
@@ -78,4 +86,67 @@ func BrokerAnswers() []BrokerAnswer {
 		{Code: 59, Name: "UNKNOWN_PRODUCER_ID", Once: history.Fail,
 			Why: "the leader has no state for this producer id and refused the batch"},
 	}
+}
+
+// SendRule is one row of a client's send table: what an error that a produce ends with says
+// about whether its record was written.
+type SendRule struct {
+	// Err is matched with errors.Is (the client's own value for the error: a broker error, a
+	// sentinel). Nil rows match by Match instead.
+	Err error
+	// Match, when set, decides instead of Err (for error types rather than values).
+	Match func(error) bool
+	// Name is how the error is known: Kafka's protocol name for broker errors.
+	Name string
+	// Once is the outcome when the record went to the brokers at most once: Fail when that
+	// attempt certainly appended nothing, Info when it may have.
+	Once history.Type
+	// OnceAcksAll, when set, replaces Once for acks=all producers. A broker answers some
+	// errors either at once (nothing appended) or after the append, while it waited for the
+	// followers; only acks=all waits.
+	OnceAcksAll history.Type
+	// Deterministic errors come from the record itself or from settings that no retry
+	// changes (its size, the producer's configuration): every attempt met the same answer, so
+	// none of them appended the record and Once holds even after retries.
+	Deterministic bool
+	// Idle errors are the client's own verdicts (timeouts, retry
+	// limits, cancellation), given a partition's first batch only while no request carries it:
+	// when no produce request at all was written while the record was in the client, and its
+	// batch was the first, nothing carried it.
+	Idle bool
+	// Why says, for the reader of this table and of a history, why the outcome follows.
+	Why string
+}
+
+// Matches says whether the row is about err.
+func (r SendRule) Matches(err error) bool {
+	if r.Match != nil {
+		return r.Match(err)
+	}
+	return errors.Is(err, r.Err)
+}
+
+// BrokerRules are BrokerAnswers as rows of a client's table: errOf gives the client's own error
+// value for a Kafka error code.
+func BrokerRules(errOf func(code int16) error) []SendRule {
+	var rows []SendRule
+	for _, a := range BrokerAnswers() {
+		rows = append(rows, SendRule{Err: errOf(a.Code), Name: a.Name, Once: a.Once, OnceAcksAll: a.OnceAcksAll,
+			Deterministic: a.Deterministic, Why: a.Why})
+	}
+	return rows
+}
+
+// Unlisted is the outcome of a send that ended with an error no row lists.
+func Unlisted() Outcome {
+	return Outcome{Type: history.Info, Why: "an error this table does not list: the record may have been written"}
+}
+
+// IsNetworkError says whether err is a broken or timed-out connection: the request may have
+// reached the broker, whichever client sent it.
+func IsNetworkError(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, net.ErrClosed)
 }

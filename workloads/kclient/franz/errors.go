@@ -1,16 +1,21 @@
-package workloads
+// Package franz is the twmb/franz-go client behind Verity's client seam (package kclient).
+package franz
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/workloads/kclient"
 )
 
-// FranzSendContext is what ClassifyFranzSend needs to know besides the error: what the
-// franz-go adapter saw of the record while the client had it.
-type FranzSendContext struct {
+// SendContext is what ClassifySend needs to know besides the error: what the
+// franz-go producer saw of the record while the client had it.
+type SendContext struct {
 	// AcksAll: the producer waits for the ISR (acks=all / -1).
 	AcksAll bool
 	// Buffered: franz-go put the record into a batch (HookProduceRecordPartitioned). A record
@@ -26,8 +31,8 @@ type FranzSendContext struct {
 	Writes int64
 }
 
-// FranzSendErrorTable is where Verity decides what a failed franz-go produce means, with the
-// principle of SendErrorTable: fail only when the record was certainly not written, info when
+// SendTable is where Verity decides what a failed franz-go produce means, with the
+// principle of sarama's SendTable: fail only when the record was certainly not written, info when
 // it may have been (the default for anything not listed). franz-go needs more care than sarama:
 //
 //   - it retries a batch until RecordRetries or RecordDeliveryTimeout and returns only how the
@@ -36,7 +41,7 @@ type FranzSendContext struct {
 //     record is in it: at most one means the record went out at most once;
 //   - it fails every buffered batch of a partition with the error that ended the first one
 //     (failAllRecords), batches already in flight included, so an error is about a record's
-//     batch only when that batch was its partition's first (FranzSendContext.Head);
+//     batch only when that batch was its partition's first (SendContext.Head);
 //   - it fails batches with errors from metadata loads too (a leader not available), even
 //     while a non-idempotent batch is in flight, so such codes prove nothing about the
 //     record's requests, and a broker answer counts only as franz-go passes it on: the bare
@@ -47,21 +52,21 @@ type FranzSendContext struct {
 // only from produce responses) when that batch went out at most once; unset, franz-go can also
 // fail a record with the error for another reason (a metadata load, a limit of its own), which
 // says nothing of what its requests did. Deterministic errors prove the record unwritten only
-// when its batch is the one the error is about (FranzSendContext.Head). Idle errors are
+// when its batch is the one the error is about (SendContext.Head). Idle errors are
 // franz-go's own verdicts, which it gives a partition's first batch only while no request
 // carries it.
 //
 // A record franz-go failed before buffering it (a full buffer with TryProduce, a cancelled wait
 // in Produce, a record too large for a batch) is fail whatever the error. Connection errors,
 // kgo.ErrClientClosed (which also fails batches in flight) and everything unlisted are info.
-func FranzSendErrorTable() []SendErrorRule {
-	rows := brokerAnswers()
+func SendTable() []kclient.SendRule {
+	rows := kclient.BrokerRules(kerr.ErrorForCode)
 	for i := range rows {
 		if rows[i].Deterministic {
 			rows[i].Once, rows[i].OnceAcksAll = "", "" // decided by Head, whatever the attempts
 		}
 	}
-	return append(rows, []SendErrorRule{
+	return append(rows, []kclient.SendRule{
 		{Err: kerr.LeaderNotAvailable, Name: "LEADER_NOT_AVAILABLE",
 			Why: "also a metadata load error, with which franz-go fails a partition's batches even while one is in flight (without idempotence)"},
 		{Err: kerr.UnknownTopicOrPartition, Name: "UNKNOWN_TOPIC_OR_PARTITION",
@@ -82,30 +87,30 @@ func FranzSendErrorTable() []SendErrorRule {
 			Why: "the client was full and would not wait (TryProduce, manual flushing): the record was never buffered"},
 		{Err: kgo.ErrClientClosed, Name: "client: client closed",
 			Why: "the client closed; franz-go fails every buffered record with it, those in flight too"},
-		{Match: isNetworkError, Name: "network error or timeout",
+		{Match: kclient.IsNetworkError, Name: "network error or timeout",
 			Why: "the connection failed or timed out after the request may have reached the broker"},
 	}...)
 }
 
-// franzSendErrorTable is FranzSendErrorTable built once: ClassifyFranzSend runs on every
+// sendTable is SendTable built once: ClassifySend runs on every
 // failed send.
-var franzSendErrorTable = FranzSendErrorTable()
+var sendTable = SendTable()
 
-// ClassifyFranzSend decides the outcome of a franz-go send that ended with err, by
-// FranzSendErrorTable.
-func ClassifyFranzSend(err error, sc FranzSendContext) Outcome {
+// ClassifySend decides the outcome of a franz-go send that ended with err, by
+// SendTable.
+func ClassifySend(err error, sc SendContext) kclient.Outcome {
 	if err == nil {
-		return Outcome{Type: history.OK}
+		return kclient.Outcome{Type: history.OK}
 	}
 	if !sc.Buffered {
-		return Outcome{Type: history.Fail, Rule: "client: never buffered",
+		return kclient.Outcome{Type: history.Fail, Rule: "client: never buffered",
 			Why: "franz-go failed the record before it joined a batch: no request carried it"}
 	}
-	for _, r := range franzSendErrorTable {
-		if !r.matches(err) {
+	for _, r := range sendTable {
+		if !r.Matches(err) {
 			continue
 		}
-		o := Outcome{Type: history.Info, Rule: r.Name, Why: r.Why}
+		o := kclient.Outcome{Type: history.Info, Rule: r.Name, Why: r.Why}
 		once := r.Once
 		if sc.AcksAll && r.OnceAcksAll != "" {
 			once = r.OnceAcksAll
@@ -129,5 +134,19 @@ func ClassifyFranzSend(err error, sc FranzSendContext) Outcome {
 		}
 		return o
 	}
-	return Outcome{Type: history.Info, Why: "an error this table does not list: the record may have been written"}
+	return kclient.Unlisted()
+}
+
+// ErrorText is the history's "error" text for an error that is or wraps a *kerr.Error: franz-go's
+// message, which names the broker error with Kafka's protocol name, marked as the broker's; false
+// for any other error.
+func ErrorText(err error) (string, bool) {
+	ke, ok := errors.AsType[*kerr.Error](err)
+	if !ok {
+		return "", false
+	}
+	if text := err.Error(); !strings.HasPrefix(text, ke.Message) {
+		return fmt.Sprintf("%s (kafka server: %s)", text, ke.Message), true
+	}
+	return "kafka server: " + err.Error(), true
 }
