@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/verity-kafka/verity/harness"
@@ -53,10 +54,17 @@ func specShape(spec harness.Spec) clusterShape {
 	if spec.Ledger {
 		stores = append(stores, sink.Ledger)
 	}
+	var broker []string
+	for _, k := range slices.Sorted(maps.Keys(spec.BrokerConfig)) {
+		broker = append(broker, k+"="+spec.BrokerConfig[k])
+	}
+	var names []string
+	for _, st := range slices.Sorted(slices.Values(stores)) {
+		names = append(names, string(st))
+	}
 	return clusterShape{Nodes: spec.Nodes, DedicatedControllers: spec.DedicatedControllers,
-		PowerLoss: spec.PowerLoss, Broker: fmt.Sprint(spec.BrokerConfig), // fmt prints maps sorted by key
-		Stores: fmt.Sprint(slices.Sorted(slices.Values(stores))),
-		Kafka:  string(spec.KafkaVersion.Or()) + " " + spec.Features.String()}
+		PowerLoss: spec.PowerLoss, Broker: strings.Join(broker, ", "), Stores: strings.Join(names, ", "),
+		Kafka: string(spec.KafkaVersion.Or()) + " " + spec.Features.String()}
 }
 
 // clusterSpec is base (the caller's harness options) with the cluster s asks for.

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verity-kafka/verity/harness"
 	"github.com/verity-kafka/verity/kafkaconf"
 	"github.com/verity-kafka/verity/nemesis"
 	"github.com/verity-kafka/verity/scenarios"
@@ -189,5 +190,18 @@ func TestFreshNames(t *testing.T) {
 		if s.Topics[0].Name == f.Topics[0].Name {
 			t.Errorf("%s: freshNames changed nothing", s.Name)
 		}
+	}
+}
+
+// A shape reads as settings, in the suite's and the matrix's progress lines and errors.
+func TestDescribeShape(t *testing.T) {
+	s := specShape(harness.Spec{Nodes: 3, Postgres: true, Ledger: true,
+		BrokerConfig: map[string]string{"transaction.partition.verification.enable": "true", "log.segment.bytes": "1048576"}})
+	want := "3 brokers, stores ledger, postgres, Kafka 4.3.1, broker settings log.segment.bytes=1048576, transaction.partition.verification.enable=true"
+	if got := describeShape(s); got != want {
+		t.Errorf("describeShape = %q, want %q", got, want)
+	}
+	if got := describeShape(specShape(harness.Spec{Nodes: 1})); strings.Contains(got, "stores") || strings.Contains(got, "settings") {
+		t.Errorf("a plain cluster's shape names no stores or settings: %q", got)
 	}
 }

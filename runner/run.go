@@ -451,14 +451,14 @@ func describeShape(s clusterShape) string {
 	if s.DedicatedControllers {
 		d += " + 3 dedicated controllers"
 	}
-	if s.Stores != "[]" && s.Stores != "" {
+	if s.Stores != "" {
 		d += ", stores " + s.Stores
 	}
 	if s.PowerLoss {
 		d += " on the lazy filesystem"
 	}
 	d += ", Kafka " + strings.TrimSpace(s.Kafka)
-	if s.Broker != "map[]" {
+	if s.Broker != "" {
 		d += ", broker settings " + s.Broker
 	}
 	return d
