@@ -679,3 +679,10 @@ func TestStrayRefusalIsAnOutcome(t *testing.T) {
 		require.Equal(t, history.Info, h.events(t)[1].Type)
 	})
 }
+
+// A toxic fault reads as settings in progress lines and fault lists, not as Go's map syntax.
+func TestToxicFaultReadsAsSettings(t *testing.T) {
+	got := Latency(FetchLinksOf("t", 0), 300*time.Millisecond, 0).String()
+	require.Contains(t, got, "latency downstream jitter=0 latency=300", got)
+	require.NotContains(t, got, "map[", got)
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/verity-kafka/verity/harness"
@@ -207,12 +208,17 @@ func toxicValue(ts []harness.Toxic) map[string]any {
 	return m
 }
 
+// toxicSummary is how a fault's toxics read in progress lines and fault lists: each one's type,
+// stream and attributes as key=value, sorted ("latency downstream jitter=0 latency=300").
 func toxicSummary(ts []harness.Toxic) string {
-	s := ""
+	var b strings.Builder
 	for _, t := range ts {
-		s += fmt.Sprintf(", %s %s %v", t.Type, t.Stream, t.Attributes)
+		fmt.Fprintf(&b, ", %s %s", t.Type, t.Stream)
+		for _, k := range slices.Sorted(maps.Keys(t.Attributes)) {
+			fmt.Fprintf(&b, " %s=%v", k, t.Attributes[k])
+		}
 	}
-	return s
+	return b.String()
 }
 
 func appendUnique(s []int, v int) []int {
