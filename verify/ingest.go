@@ -425,6 +425,15 @@ func (c *Checker) place(tp uint32, off int64, v, ord uint32, src source) {
 }
 
 func (c *Checker) conflict(tp uint32, off int64, s slot, v, ord uint32, src source) {
+	// What the final read shows at an offset where reports differ, whether or not a poll
+	// showed the same conflict first.
+	if src == srcFinal {
+		if part := c.parts.ps[tp]; part.finalAt == nil {
+			part.finalAt = map[int64]uint32{off: v}
+		} else if _, ok := part.finalAt[off]; !ok {
+			part.finalAt[off] = v
+		}
+	}
 	key := conflictKey{tp, off, v}
 	if _, seen := c.conflicts[key]; seen {
 		return
@@ -434,11 +443,6 @@ func (c *Checker) conflict(tp uint32, off int64, s slot, v, ord uint32, src sour
 		ops: [4]uint32{s.ord, ord, none, none}, proc: -1})
 	if src != srcFinal {
 		return
-	}
-	if part := c.parts.ps[tp]; part.finalAt == nil {
-		part.finalAt = map[int64]uint32{off: v}
-	} else if _, ok := part.finalAt[off]; !ok {
-		part.finalAt[off] = v
 	}
 	// A final read shows another record where a consumer saw this one: the observed record
 	// changed at its offset.

@@ -10,8 +10,9 @@ import (
 // reorder: one producer's acknowledged records, in the order it handed them to its client
 // (invoke order, then position within a transaction), must have increasing offsets within a
 // partition. Records sent more than once (an application resend) have no single send
-// position and are left out; so are records whose offset no ack or read reported, and records
-// the final log provably lacks (lost-write's findings).
+// position and are left out; so are records whose offset no ack or read reported, records
+// the final log provably lacks (lost-write's findings), and records whose offset the final log
+// shows holding another record (the log rolled back past them).
 
 type reorderKey struct {
 	proc int32
@@ -29,6 +30,12 @@ func (c *Checker) checkReorder() {
 		// no position in it: its acknowledged offset may since hold another record. lost-write
 		// reports it; comparing that offset with later ones would call the loss a reordering.
 		if _, absent := c.absentFromFinal(st); absent {
+			continue
+		}
+		// Nor has a record whose offset the final log shows holding another record: the copy
+		// there was lost when the log rolled back (an inconsistent offset), and the one the
+		// producer wrote again is elsewhere.
+		if v, ok := c.parts.ps[st.tp].finalAt[st.off]; ok && v != id {
 			continue
 		}
 		k := reorderKey{st.proc, st.tp}
