@@ -336,45 +336,43 @@ func TestFaultsOnCluster(t *testing.T) {
 
 	// The hard bounce only: the clean one differs in how each broker goes down, which the clean
 	// stop above shows on the cluster and the fake's bounce tests show in the events.
-	{
-		f := nemesis.RollingBounce{Hard: true, Gate: 2 * time.Minute}
-		step(f.Name()+": every broker restarts, one at a time", func(t *testing.T, ctx context.Context, r *run) {
-			starts := func() map[int]int {
-				m := map[int]int{}
-				for _, id := range c.Brokers() {
-					log, err := c.NodeLog(ctx, id)
-					require.NoError(t, err)
-					m[id] = strings.Count(log, "Kafka Server started")
-				}
-				return m
-			}
-			before := starts()
-			inj := inject(t, ctx, r, "process", f)
-			// The last broker is still starting when the bounce returns.
-			var after map[int]int
-			waitFor(ctx, time.Minute, 250*time.Millisecond, func() bool {
-				after = starts()
-				for _, id := range c.Brokers() {
-					if after[id] != before[id]+1 {
-						return false
-					}
-				}
-				return true
-			})
+	bounce := nemesis.RollingBounce{Hard: true, Gate: 2 * time.Minute}
+	step(bounce.Name()+": every broker restarts, one at a time", func(t *testing.T, ctx context.Context, r *run) {
+		starts := func() map[int]int {
+			m := map[int]int{}
 			for _, id := range c.Brokers() {
-				require.Equal(t, before[id]+1, after[id], "broker %d should have started once more", id)
+				log, err := c.NodeLog(ctx, id)
+				require.NoError(t, err)
+				m[id] = strings.Count(log, "Kafka Server started")
 			}
-			const down = "kill"
-			evs := r.nemesisEvents()
-			require.Len(t, evs, 6)
-			for i := 0; i < 6; i += 2 {
-				require.True(t, strings.HasPrefix(evs[i], "ok "+down+" "), evs)
-				require.Equal(t, strings.Replace(evs[i], down, "start", 1), evs[i+1], "each broker back before the next goes down")
+			return m
+		}
+		before := starts()
+		inj := inject(t, ctx, r, "process", bounce)
+		// The last broker is still starting when the bounce returns.
+		var after map[int]int
+		waitFor(ctx, time.Minute, 250*time.Millisecond, func() bool {
+			after = starts()
+			for _, id := range c.Brokers() {
+				if after[id] != before[id]+1 {
+					return false
+				}
 			}
-			t.Logf("%s took %s: %v", f.Name(), time.Since(inj.Called).Round(time.Millisecond), evs)
-			heal(t, ctx, r, inj)
+			return true
 		})
-	}
+		for _, id := range c.Brokers() {
+			require.Equal(t, before[id]+1, after[id], "broker %d should have started once more", id)
+		}
+		const down = "kill"
+		evs := r.nemesisEvents()
+		require.Len(t, evs, 6)
+		for i := 0; i < 6; i += 2 {
+			require.True(t, strings.HasPrefix(evs[i], "ok "+down+" "), evs)
+			require.Equal(t, strings.Replace(evs[i], down, "start", 1), evs[i+1], "each broker back before the next goes down")
+		}
+		t.Logf("%s took %s: %v", bounce.Name(), time.Since(inj.Called).Round(time.Millisecond), evs)
+		heal(t, ctx, r, inj)
+	})
 
 	step("split: the minority is fenced out of the ISR", func(t *testing.T, ctx context.Context, r *run) {
 		inj := inject(t, ctx, r, "network", nemesis.Split{})

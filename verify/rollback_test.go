@@ -8,9 +8,8 @@ import (
 )
 
 // A log that rolls back past a record a consumer saw, and the producer writing that record again
-// after it: the seed-2 catalogue pass met it under franz-go, when a power cut on every replica
-// emptied a partition while a send was in flight. The consumer's copy was lost with the log; the
-// final log holds the record once, in send order.
+// after it (a power cut on every replica while the send was in flight): the consumer's copy was
+// lost with the log, and the final log holds the record once, in send order.
 func TestRollbackAndRewrite(t *testing.T) {
 	first, later := rec("t", 0, "1-1"), rec("t", 0, "1-2")
 	other := rec("t", 0, "2-1")

@@ -25,10 +25,3 @@ func ErrorText(err error) string {
 	}
 	return err.Error()
 }
-
-// The transaction outcomes' texts (kclient says what each means).
-const (
-	txnAborted        = kclient.TxnAborted
-	txnNotSent        = kclient.TxnNotSent
-	txnAbortConfirmed = kclient.TxnAbortConfirmed
-)

@@ -16,6 +16,7 @@ import (
 	"github.com/verity-kafka/verity/harness"
 	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/kafkaconf"
+	"github.com/verity-kafka/verity/workloads/kclient"
 )
 
 // wireLog is a slog handler that counts the requests franz-go writes ("wrote EndTxn v4", at
@@ -232,7 +233,7 @@ func testFranzTxns(t *testing.T, c *harness.Cluster, name string, capP, want kaf
 			}
 		case o.Type == history.Fail && tx.Intent == history.IntentAbort:
 			nAborted++
-			require.Equal(t, txnAborted, o.Error)
+			require.Equal(t, kclient.TxnAborted, o.Error)
 			for _, r := range tx.Records {
 				require.NotNil(t, r.Offset, "an aborted transaction's records were acknowledged first")
 				require.Equal(t, r.Value, v.final[history.ReadUncommitted][at(r)], "aborted record %s is in the log", r.Value)
@@ -441,7 +442,7 @@ func processorCount(op history.Op, add func(string, int)) {
 	case op.F == history.FRPW && op.Type == history.OK && op.Value.RPW != nil:
 		add("rpw ok", 1)
 		add("rpw inputs", len(op.Value.RPW.Input))
-	case op.F == history.FRPW && op.Type == history.Fail && op.Error == txnAborted:
+	case op.F == history.FRPW && op.Type == history.Fail && op.Error == kclient.TxnAborted:
 		add("rpw aborted", 1)
 	}
 }
@@ -512,7 +513,7 @@ func testFranzProcessor(t *testing.T, c *harness.Cluster, name string, capP, wan
 				}
 			case history.Fail:
 				failed++
-				if o.Error == txnAborted {
+				if o.Error == kclient.TxnAborted {
 					aborted++
 				}
 				for _, res := range st.Output {

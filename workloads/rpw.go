@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/workloads/kclient"
 )
 
 // ProcessorConfig is a read-process-write processor: it consumes Input in a consumer group at
@@ -272,7 +273,7 @@ func (w *processor) step(m rpwMember, in []history.Record) error {
 			w.stats.InputsCommitted += int64(len(in))
 		case t == history.Fail:
 			w.stats.Failed++
-			if text == txnAborted {
+			if text == kclient.TxnAborted {
 				w.stats.Aborted++
 			}
 		default:
@@ -285,21 +286,21 @@ func (w *processor) step(m rpwMember, in []history.Record) error {
 	}
 
 	if err := m.begin(); err != nil {
-		if cerr := complete(history.Fail, txnNotSent+"begin: "+ErrorText(err)); cerr != nil {
+		if cerr := complete(history.Fail, kclient.TxnNotSent+"begin: "+ErrorText(err)); cerr != nil {
 			return cerr
 		}
 		return errCrash{reason: "begin transaction: " + ErrorText(err)}
 	}
 	if err := m.send(out, time.Now().Add(w.cfg.DeliveryTimeout)); err != nil {
 		aerr := m.abort()
-		if cerr := complete(history.Fail, txnNotSent+"an output failed: "+ErrorText(err)+abortNote(aerr)); cerr != nil {
+		if cerr := complete(history.Fail, kclient.TxnNotSent+"an output failed: "+ErrorText(err)+abortNote(aerr)); cerr != nil {
 			return cerr
 		}
 		return w.after(m, history.Fail)
 	}
 	if err := m.addOffsets(); err != nil {
 		aerr := m.abort()
-		if cerr := complete(history.Fail, txnNotSent+"adding offsets: "+ErrorText(err)+abortNote(aerr)); cerr != nil {
+		if cerr := complete(history.Fail, kclient.TxnNotSent+"adding offsets: "+ErrorText(err)+abortNote(aerr)); cerr != nil {
 			return cerr
 		}
 		return w.after(m, history.Fail)
@@ -308,14 +309,14 @@ func (w *processor) step(m rpwMember, in []history.Record) error {
 		// Crash mid-transaction: the commit is never requested. The next instance's
 		// initialisation of the transactional.id aborts the open transaction.
 		w.scheduleCrash()
-		if err := complete(history.Fail, txnNotSent+"the instance crashed before committing"); err != nil {
+		if err := complete(history.Fail, kclient.TxnNotSent+"the instance crashed before committing"); err != nil {
 			return err
 		}
 		return errCrash{reason: "crash mid-transaction (crash_every)"}
 	}
 	if abort {
 		aerr := m.abort()
-		if err := complete(history.Fail, txnAborted); err != nil {
+		if err := complete(history.Fail, kclient.TxnAborted); err != nil {
 			return err
 		}
 		if aerr != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/workloads/kclient"
 )
 
 // franzMember is the franz-go adapter of rpwMember: one kgo.GroupTransactSession, which is both
@@ -229,7 +230,7 @@ func (m *franzMember) endCtx() (context.Context, context.CancelFunc) {
 func (m *franzMember) commit() (history.Type, string) {
 	if m.acked == 0 {
 		aerr := m.abort()
-		return history.Fail, txnNotSent + "no output of the transaction was acknowledged" + abortNote(aerr)
+		return history.Fail, kclient.TxnNotSent + "no output of the transaction was acknowledged" + abortNote(aerr)
 	}
 	ctx, cancel := m.endCtx()
 	defer cancel()
@@ -250,9 +251,9 @@ func (m *franzMember) commit() (history.Type, string) {
 		}
 		return history.Info, "commit: EndTxn(commit) was sent, then franz-go reported an abort without an answer that confirms it"
 	case err != nil:
-		return history.Fail, txnNotSent + "the group transact session did not send the commit: " + ErrorText(err)
+		return history.Fail, kclient.TxnNotSent + "the group transact session did not send the commit: " + ErrorText(err)
 	}
-	return history.Fail, txnNotSent + "the group transact session aborted instead (a rebalance revoked the inputs, or their offsets could not be committed)"
+	return history.Fail, kclient.TxnNotSent + "the group transact session aborted instead (a rebalance revoked the inputs, or their offsets could not be committed)"
 }
 
 // abort ends the transaction with End(TryAbort): buffered outputs fail, EndTxn(abort), and the

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/workloads/kclient"
 )
 
 // TxnConfig is one transactional producer workload: transactions of 1..MaxRecords records spread
@@ -301,7 +302,7 @@ func (w *txnRun) transaction(ctx context.Context, inst *txnInstance, pl txnPlan,
 			switch {
 			case t == history.OK:
 				s.Committed++
-			case text == txnAborted:
+			case text == kclient.TxnAborted:
 				s.Aborted++
 			case t == history.Fail:
 				s.Failed++
@@ -317,7 +318,7 @@ func (w *txnRun) transaction(ctx context.Context, inst *txnInstance, pl txnPlan,
 
 	if err := inst.tc.begin(); err != nil {
 		// Nothing was sent: the transaction cannot have committed.
-		return inst, done(history.Fail, txnNotSent+"begin: "+ErrorText(err))
+		return inst, done(history.Fail, kclient.TxnNotSent+"begin: "+ErrorText(err))
 	}
 	fenceAt := len(recs)
 	if pl.fenceAt >= 0 {
@@ -357,12 +358,12 @@ func (w *txnRun) transaction(ctx context.Context, inst *txnInstance, pl txnPlan,
 			// error state; franz-go would commit the records that succeeded), so the
 			// transaction is certainly not committed; abort it.
 			aerr := inst.tc.abort()
-			return done(history.Fail, txnNotSent+"a record failed: "+ErrorText(sendErr)+abortNote(aerr))
+			return done(history.Fail, kclient.TxnNotSent+"a record failed: "+ErrorText(sendErr)+abortNote(aerr))
 		case pl.abort:
 			if aerr := inst.tc.abort(); aerr != nil {
 				w.log.Warn("aborting failed; the instance will be replaced", "process", inst.p, "err", aerr)
 			}
-			return done(history.Fail, txnAborted)
+			return done(history.Fail, kclient.TxnAborted)
 		}
 		t, text := inst.tc.commit()
 		return done(t, text)
@@ -409,10 +410,10 @@ func (w *txnRun) zombieEpilogue(inst *txnInstance) {
 	var t history.Type
 	var text string
 	if err := inst.tc.begin(); err != nil {
-		t, text = history.Fail, txnNotSent+"begin: "+ErrorText(err)
+		t, text = history.Fail, kclient.TxnNotSent+"begin: "+ErrorText(err)
 	} else if err := inst.tc.send(recs, time.Now().Add(w.cfg.DeliveryTimeout)); err != nil {
 		aerr := inst.tc.abort()
-		t, text = history.Fail, txnNotSent+"a record failed: "+ErrorText(err)+abortNote(aerr)
+		t, text = history.Fail, kclient.TxnNotSent+"a record failed: "+ErrorText(err)+abortNote(aerr)
 	} else {
 		t, text = inst.tc.commit()
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/kafkaconf"
+	"github.com/verity-kafka/verity/workloads/kclient"
 )
 
 // TxnClientConfig is what a transactional producer instance needs besides its transactional.id.
@@ -62,7 +63,7 @@ type txnProducer interface {
 	// records and returns the first error (a record still unanswered at the deadline is one).
 	send(recs []history.Record, deadline time.Time) error
 	// commit ends the current transaction with a commit, and says what is known of its
-	// outcome by the rules at txnAborted in errors.go: ok, fail or info, with the error text.
+	// outcome by the rules at kclient.TxnAborted in errors.go: ok, fail or info, with the error text.
 	commit() (history.Type, string)
 	// abort ends the current transaction with an abort.
 	abort() error
@@ -238,14 +239,14 @@ func (tc *txnClient) send(recs []history.Record, deadline time.Time) error {
 func (tc *txnClient) abort() error { return tc.prod.AbortTxn() }
 
 // commit commits the current transaction and says what is known of the outcome, by the rules
-// at txnAborted in errors.go: ok, fail (never requested, or aborted after a failed commit) or
+// at kclient.TxnAborted in errors.go: ok, fail (never requested, or aborted after a failed commit) or
 // info (a failed commit that may have been prepared).
 func (tc *txnClient) commit() (history.Type, string) {
 	if st := tc.prod.TxnStatus(); st&sarama.ProducerTxnFlagInError != 0 {
 		// In this state sarama's CommitTxn returns the earlier error without sending
 		// EndTxn: the coordinator was never asked to commit.
 		aerr := tc.abort()
-		return history.Fail, txnNotSent + "the producer was in error (" + st.String() + ")" + abortNote(aerr)
+		return history.Fail, kclient.TxnNotSent + "the producer was in error (" + st.String() + ")" + abortNote(aerr)
 	}
 	err := tc.prod.CommitTxn()
 	if err == nil {
@@ -255,7 +256,7 @@ func (tc *txnClient) commit() (history.Type, string) {
 	// already aborting): once a commit is prepared it answers INVALID_TXN_STATE. A confirmed
 	// abort therefore proves that the commit did not happen.
 	if aerr := tc.abort(); aerr == nil {
-		return history.Fail, txnAbortConfirmed + ErrorText(err)
+		return history.Fail, kclient.TxnAbortConfirmed + ErrorText(err)
 	}
 	return history.Info, "commit: " + ErrorText(err)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/workloads/kclient"
 )
 
 // franzTxn is the franz-go adapter of txnProducer: a kgo client with a transactional.id whose
@@ -106,7 +107,7 @@ func (f *franzTxn) commit() (history.Type, string) {
 		// no record was acknowledged (under KIP-890 it even aborts): never read that as a
 		// commit. The workloads commit only transactions whose records were all acknowledged.
 		aerr := f.abort()
-		return history.Fail, txnNotSent + "no record of the transaction was acknowledged" + abortNote(aerr)
+		return history.Fail, kclient.TxnNotSent + "no record of the transaction was acknowledged" + abortNote(aerr)
 	}
 	ctx, cancel := f.endCtx()
 	defer cancel()
@@ -114,7 +115,7 @@ func (f *franzTxn) commit() (history.Type, string) {
 	// contract still asks for a flush first.
 	if err := f.cl.Flush(ctx); err != nil {
 		aerr := f.abort()
-		return history.Fail, txnNotSent + "flushing: " + ErrorText(err) + abortNote(aerr)
+		return history.Fail, kclient.TxnNotSent + "flushing: " + ErrorText(err) + abortNote(aerr)
 	}
 	t, text := franzCommitOutcome(f.cl.EndTransaction(ctx, kgo.TryCommit))
 	if t == history.OK {
@@ -132,7 +133,7 @@ func (f *franzTxn) commit() (history.Type, string) {
 }
 
 // franzCommitOutcome maps what franz-go's EndTransaction(ctx, TryCommit) returned to the
-// history's outcome, by the rules at txnAborted (franz-go v1.22.3, pkg/kgo/txn.go):
+// history's outcome, by the rules at kclient.TxnAborted (franz-go v1.22.3, pkg/kgo/txn.go):
 //
 //   - nil: committed. EndTransaction also returns nil when it sent nothing (no transaction, or
 //     no partition added, which under KIP-890 it even turns into an abort); franzTxn.commit and
@@ -156,9 +157,9 @@ func franzCommitOutcome(err error) (history.Type, string) {
 	case err == nil:
 		return history.OK, ""
 	case errors.Is(err, kerr.OperationNotAttempted):
-		return history.Fail, txnNotSent + "franz-go sent no EndTxn: its producer ID had failed (" + ErrorText(err) + ")"
+		return history.Fail, kclient.TxnNotSent + "franz-go sent no EndTxn: its producer ID had failed (" + ErrorText(err) + ")"
 	case errors.Is(err, kerr.TransactionAbortable) && errors.Is(err, kerr.UnknownTopicID):
-		return history.Fail, txnNotSent + "franz-go refused to commit: " + ErrorText(err)
+		return history.Fail, kclient.TxnNotSent + "franz-go refused to commit: " + ErrorText(err)
 	}
 	return history.Info, "commit: " + ErrorText(err)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/workloads/kclient"
 )
 
 // TestFranzCommitOutcome: only an EndTransaction that certainly sent no EndTxn(commit) completes
@@ -47,7 +48,7 @@ func TestFranzCommitOutcome(t *testing.T) {
 			case history.OK:
 				require.Empty(t, text)
 			case history.Fail:
-				require.True(t, strings.HasPrefix(text, txnNotSent), text)
+				require.True(t, strings.HasPrefix(text, kclient.TxnNotSent), text)
 			case history.Info:
 				require.True(t, strings.HasPrefix(text, "commit: "), text)
 			}
