@@ -170,9 +170,24 @@ func (c *Cluster) Pause(ctx context.Context, id int) error {
 	// A pause right after a resume can find the container still frozen: the engine answers
 	// an unpause before its freezer has thawed (seen in make test: "is already paused" on a
 	// pause 10 ms after the heal). The node is paused then, as asked.
-	if _, err := c.eng.ContainerPause(ctx, n.container.GetContainerID(), client.ContainerPauseOptions{}); err != nil &&
-		!strings.Contains(err.Error(), "is already paused") {
-		return fmt.Errorf("pausing node %d: %w", id, err)
+	//
+	// On a loaded machine the kernel's freezer can fail to freeze every process of the container
+	// before runc gives up ("unable to freeze", seen in a loaded make test); runc thaws the
+	// cgroup again then, so the pause is asked again, a few times, a moment apart.
+	for attempt := 1; ; attempt++ {
+		_, err := c.eng.ContainerPause(ctx, n.container.GetContainerID(), client.ContainerPauseOptions{})
+		if err == nil || strings.Contains(err.Error(), "is already paused") {
+			break
+		}
+		if !strings.Contains(err.Error(), "unable to freeze") || attempt == freezeAttempts {
+			return fmt.Errorf("pausing node %d: %w", id, err)
+		}
+		c.log.Warn("the engine could not freeze the node; pausing it again", "node", id, "attempt", attempt, "err", err)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("pausing node %d: %w (after: %w)", id, ctx.Err(), err)
+		case <-time.After(time.Duration(attempt) * 200 * time.Millisecond):
+		}
 	}
 	c.mu.Lock()
 	n.pausedAt = time.Now()
@@ -180,6 +195,9 @@ func (c *Cluster) Pause(ctx context.Context, id int) error {
 	c.setNodeState(id, NodePaused)
 	return nil
 }
+
+// freezeAttempts bounds how often Pause asks again after the engine failed to freeze a node.
+const freezeAttempts = 5
 
 // pauseSettle is how long after a pause the engine may still learn of it. Docker marks a
 // container paused when the pause call returns and again when containerd's "paused" event
