@@ -30,6 +30,19 @@ func TestEveryClientHasEveryRole(t *testing.T) {
 			t.Errorf("adapters for %s, which kafkaconf.Clients does not list", name)
 		}
 	}
+	for name, build := range clients() {
+		if !listed[name] {
+			t.Errorf("a client %s, which kafkaconf.Clients does not list", name)
+		}
+		if got := build(Env{Brokers: []string{"b:9092"}}).Name(); got != name {
+			t.Errorf("the row for %s builds client %s", name, got)
+		}
+	}
+	for name := range listed {
+		if _, ok := clients()[name]; !ok {
+			t.Errorf("kafkaconf.Clients lists %s, which has no row in clients()", name)
+		}
+	}
 	if _, err := adaptersOf("librdkafka"); err == nil {
 		t.Error("adapters for an unknown client")
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/kafkaconf"
 	"github.com/verity-kafka/verity/sink"
+	ksarama "github.com/verity-kafka/verity/workloads/kclient/sarama"
 )
 
 func TestProducerDefaultsAreKafkas(t *testing.T) {
@@ -29,7 +30,7 @@ func TestProducerDefaultsAreKafkas(t *testing.T) {
 	require.Contains(t, warns[0], "max.in.flight.requests.per.connection=1, not 5")
 	require.Contains(t, warns[1], "retries unset: sarama's default 3")
 	var retries atomic.Int64
-	_, err = c.saramaConfig(harness.SaramaConfig("t"), &retries)
+	_, err = ksarama.ProducerConfig(harness.SaramaConfig("t"), c.spec("t", nil), &retries)
 	require.NoError(t, err, "sarama accepts the resolved configuration")
 }
 
@@ -69,7 +70,7 @@ func TestProducerConflictsAreErrors(t *testing.T) {
 	require.Equal(t, 5, *c.MaxInFlight)
 	require.Equal(t, 100, c.Window)
 	var retries atomic.Int64
-	sc, err := c.saramaConfig(harness.SaramaConfig("t"), &retries)
+	sc, err := ksarama.ProducerConfig(harness.SaramaConfig("t"), c.spec("t", nil), &retries)
 	require.NoError(t, err)
 	require.Equal(t, sarama.WaitForLocal, sc.Producer.RequiredAcks)
 	require.Equal(t, sarama.CompressionZSTD, sc.Producer.Compression)
@@ -80,7 +81,7 @@ func TestRetryBackoffsAreCounted(t *testing.T) {
 	c, _, err := ProducerConfig{Topics: []string{"t"}}.Resolved(Sarama())
 	require.NoError(t, err)
 	var retries atomic.Int64
-	sc, err := c.saramaConfig(harness.SaramaConfig("t"), &retries)
+	sc, err := ksarama.ProducerConfig(harness.SaramaConfig("t"), c.spec("t", nil), &retries)
 	require.NoError(t, err)
 	require.Equal(t, c.RetryBackoff, sc.Producer.Retry.BackoffFunc(1, 3), "the configured backoff")
 	sc.Producer.Retry.BackoffFunc(2, 3)

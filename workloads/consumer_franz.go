@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/kafkaconf"
+	kfranz "github.com/verity-kafka/verity/workloads/kclient/franz"
 )
 
 // franzCommitTimeout bounds a commit the group waits for: the one made when partitions are
@@ -72,7 +73,7 @@ func openFranzConsumer(ctx context.Context, env Env, st consumerStart, log *slog
 	// diverged from what the consumer read (its default rewinds by a minute of timestamps): the
 	// oldest offset re-reads rather than skips; with FromNewest the consumer wants the end.
 	opts := append(env.Franz(st.clientID),
-		kgo.WithLogger(newFranzLog(log, nil)),
+		kgo.WithLogger(kfranz.NewLog(log, nil)),
 		kgo.FetchIsolationLevel(franzIsolation(cfg.Isolation)),
 		kgo.ConsumeStartOffset(start),
 		kgo.ConsumeResetOffset(start),
@@ -148,7 +149,7 @@ func consumerPartitions(ctx context.Context, env Env, clientID string, cfg Consu
 		return nil, fmt.Errorf("consumer: creating a franz-go client for metadata: %w", err)
 	}
 	defer cl.Close()
-	found, err := franzPartitions(ctx, cl, ask)
+	found, err := kfranz.Partitions(ctx, cl, ask)
 	if err != nil {
 		return nil, fmt.Errorf("consumer: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/workloads/internal/kit"
 )
 
 // saramaConsumer is the consumer workload's sarama adapter. sarama delivers on goroutines of its
@@ -67,7 +68,7 @@ func (c *saramaConsumer) startGroup(ctx context.Context, env Env, st consumerSta
 		for ctx.Err() == nil {
 			if err := group.Consume(ctx, st.cfg.Topics, h); err != nil && ctx.Err() == nil {
 				log.Warn("consumer group session ended with an error; joining again", "err", err)
-				_ = sleepCtx(ctx, time.Second) // pace the rejoin
+				_ = kit.Sleep(ctx, time.Second) // pace the rejoin
 			}
 		}
 	})
@@ -92,7 +93,7 @@ func openSaramaGroup(ctx context.Context, env Env, name string, cfg *sarama.Conf
 			return group, nil
 		}
 		log.Warn("creating the consumer group member failed; retrying", "err", err)
-		if sleepCtx(ctx, min(time.Duration(attempt+1)*500*time.Millisecond, 5*time.Second)) != nil {
+		if kit.Sleep(ctx, min(time.Duration(attempt+1)*500*time.Millisecond, 5*time.Second)) != nil {
 			return nil, fmt.Errorf("consumer: joining group %s: %w (last error: %v)", name, ctx.Err(), err)
 		}
 	}
@@ -105,7 +106,7 @@ func (c *saramaConsumer) startAssign(ctx context.Context, env Env, st consumerSt
 		if cons, err = sarama.NewConsumer(env.Brokers, cfg); err == nil {
 			break
 		}
-		if sleepCtx(ctx, min(time.Duration(attempt+1)*500*time.Millisecond, 5*time.Second)) != nil {
+		if kit.Sleep(ctx, min(time.Duration(attempt+1)*500*time.Millisecond, 5*time.Second)) != nil {
 			return nil, fmt.Errorf("consumer: connecting: %w (last error: %v)", ctx.Err(), err)
 		}
 	}

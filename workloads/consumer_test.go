@@ -17,6 +17,7 @@ import (
 	"github.com/verity-kafka/verity/verify"
 	"github.com/verity-kafka/verity/verify/guarantee"
 	"github.com/verity-kafka/verity/verify/results"
+	"github.com/verity-kafka/verity/workloads/internal/kit"
 )
 
 // scriptedConsumer is a consumerClient that returns scripted polls and remembers what it was told.
@@ -28,7 +29,7 @@ type scriptedConsumer struct {
 
 func (s *scriptedConsumer) Poll(ctx context.Context, wait time.Duration, max int) []consumerEvent {
 	if len(s.polls) == 0 {
-		_ = sleepCtx(ctx, wait) // a poll that finds nothing waits its time out
+		_ = kit.Sleep(ctx, wait) // a poll that finds nothing waits its time out
 		return nil
 	}
 	p := s.polls[0]

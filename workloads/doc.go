@@ -11,14 +11,16 @@
 //   - RunProducer: a plain producer (acks 0/1/all, idempotence, in-flight, retries, timeouts,
 //     batching, compression, partition choice), one send at a time or many in flight (async),
 //     optionally re-sending a value after an unknown or failed outcome (application resend).
-//     Each client is an adapter behind producerClient; the recording is shared. Outcomes come
-//     from the client's table, kclient/sarama.SendTable or kclient/franz.SendTable, the one
-//     place per client that says which errors prove a record was not written.
+//     Each client opens its producers behind kclient.Producer (kclient/sarama/producer.go,
+//     kclient/franz/producer.go); the recording is the role's. Outcomes come from the client's
+//     table, kclient/sarama.SendTable or kclient/franz.SendTable, the one place per client that
+//     says which errors prove a record was not written.
 //   - RunTxnProducer: transactions of 1..k records over at least two topics, committed or
 //     aborted as the seed says; a fenced or broken instance is replaced (a crash op, then a new
 //     instance with the same transactional.id); zombie mode makes a second instance take the id
-//     in the middle of a transaction. Each client is an adapter behind txnProducer; the
-//     recording, zombies and restarts are shared.
+//     in the middle of a transaction. Each client opens its instances behind kclient.Txn
+//     (kclient/sarama/txn.go, kclient/franz/txn.go); the recording, zombies and restarts are
+//     the role's.
 //   - RunProcessor: read-process-write in a consumer group at read_committed, with the offsets
 //     committed in the transaction (KIP-447 group metadata) and a rewind to the committed
 //     offsets after every transaction that did not commit (sarama: a new group session;

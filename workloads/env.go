@@ -2,7 +2,6 @@ package workloads
 
 import (
 	"cmp"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,6 +13,8 @@ import (
 	"github.com/verity-kafka/verity/harness"
 	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/kafkaconf"
+	"github.com/verity-kafka/verity/workloads/kclient"
+	kfranz "github.com/verity-kafka/verity/workloads/kclient/franz"
 )
 
 // Recorder is where workloads record their ops: a *history.Writer, or anything with its
@@ -48,7 +49,7 @@ type Env struct {
 	// set the producer, consumer and transaction fields on top.
 	Sarama func(clientID string) *sarama.Config
 	// Franz returns the base options of a franz-go client for a client id (seed brokers,
-	// timeouts); default franzBase. Workloads add the producer, consumer and transaction
+	// timeouts); default kfranz.Base. Workloads add the producer, consumer and transaction
 	// options.
 	Franz func(clientID string) []kgo.Opt
 	// Log receives progress and warnings; default discards.
@@ -84,7 +85,7 @@ func (e Env) settled() (Env, error) {
 	}
 	if e.Franz == nil {
 		brokers := e.Brokers
-		e.Franz = func(clientID string) []kgo.Opt { return franzBase(brokers, clientID) }
+		e.Franz = func(clientID string) []kgo.Opt { return kfranz.Base(brokers, clientID) }
 	}
 	if e.Log == nil {
 		e.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -103,21 +104,9 @@ func (e Env) kafka() kafkaconf.Client {
 	return c
 }
 
-// franzBase are a franz-go client's options for the harness's clusters, as harness.SaramaConfig
-// is sarama's: the seed brokers, an id, and timeouts short enough for fault tests (a dial that
-// does not answer in 5 s is a cut link) but above the broker's ack timeout, so that an acks=all
-// produce waits for REQUEST_TIMED_OUT rather than dropping the connection as it arrives.
-func franzBase(brokers []string, clientID string) []kgo.Opt {
-	return []kgo.Opt{
-		kgo.SeedBrokers(brokers...),
-		kgo.ClientID(clientID),
-		kgo.DialTimeout(5 * time.Second),
-		kgo.RequestTimeoutOverhead(5 * time.Second),
-		kgo.MetadataMinAge(250 * time.Millisecond),
-		kgo.MetadataMaxAge(5 * time.Second),
-		kgo.RetryBackoffFn(func(tries int) time.Duration { return min(time.Duration(tries)*100*time.Millisecond, time.Second) }),
-	}
-}
+// WireLevel is the slog level of the clients' wire-level lines (franz-go's debug lines), below
+// slog's debug: verity run --debug shows them.
+const WireLevel = kclient.WireLevel
 
 // raw marshals a payload for ops whose value history.Payload keeps as raw JSON (assign,
 // subscribe, crash). The values are maps and slices of plain types: marshalling cannot fail.
@@ -127,48 +116,4 @@ func raw(v any) history.Payload {
 		b = []byte(`null`)
 	}
 	return history.Payload{Raw: b}
-}
-
-// waitUntil polls cond every interval until it holds, ctx ends or the deadline passes. It is
-// how workloads wait for a condition they cannot be told about (a partition's LSO to reach its
-// HW): never a bare sleep standing in for synchronisation.
-func waitUntil(ctx context.Context, deadline time.Time, interval time.Duration, cond func() (bool, error)) error {
-	t := time.NewTimer(0)
-	defer t.Stop()
-	var last error
-	for {
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w (last error: %v)", ctx.Err(), last)
-		case <-t.C:
-		}
-		ok, err := cond()
-		if ok {
-			return nil
-		}
-		last = err
-		if !time.Now().Before(deadline) {
-			if last != nil {
-				return fmt.Errorf("deadline passed: %w", last)
-			}
-			return fmt.Errorf("deadline passed")
-		}
-		t.Reset(min(interval, max(time.Until(deadline), time.Millisecond)))
-	}
-}
-
-// sleepCtx waits d or until ctx ends, whichever is first. It is used for pacing (a rate limit,
-// a backoff before retrying a refused request), never as synchronisation.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

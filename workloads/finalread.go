@@ -14,6 +14,7 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/kafkaconf"
+	"github.com/verity-kafka/verity/workloads/internal/kit"
 )
 
 // FinalReadConfig is the complete scan of a run's partitions, once the faults have healed.
@@ -112,7 +113,7 @@ func FinalRead(ctx context.Context, env Env, first int, cfg FinalReadConfig) (Fi
 	for _, iso := range cfg.Isolations {
 		for _, t := range cfg.Topics {
 			var parts []int32
-			err := waitUntil(ctx, deadline, 500*time.Millisecond, func() (bool, error) {
+			err := kit.WaitUntil(ctx, deadline, 500*time.Millisecond, func() (bool, error) {
 				if err := client.RefreshMetadata(t); err != nil {
 					return false, err
 				}
@@ -173,7 +174,7 @@ func FinalRead(ctx context.Context, env Env, first int, cfg FinalReadConfig) (Fi
 // connect opens a sarama client, retrying until the deadline.
 func connect(ctx context.Context, env Env, id string, deadline time.Time) (sarama.Client, error) {
 	var client sarama.Client
-	err := waitUntil(ctx, deadline, time.Second, func() (bool, error) {
+	err := kit.WaitUntil(ctx, deadline, time.Second, func() (bool, error) {
 		c, err := sarama.NewClient(env.Brokers, env.Sarama(id))
 		client = c
 		return err == nil, err
@@ -213,7 +214,7 @@ func (s *scanner) scan(ctx context.Context, j scanJob) (res scanResult, err erro
 		hw, lso, err = s.ends(j.topic, j.partition)
 		return err == nil, err
 	}
-	if err := waitUntil(ctx, s.deadline, 500*time.Millisecond, bounds); err != nil {
+	if err := kit.WaitUntil(ctx, s.deadline, 500*time.Millisecond, bounds); err != nil {
 		return res, s.unreached(j, &res, fmt.Sprintf("no offsets before the deadline: %v", err))
 	}
 	if iso == sarama.ReadCommitted && lso < hw {
@@ -223,7 +224,7 @@ func (s *scanner) scan(ctx context.Context, j scanJob) (res scanResult, err erro
 		if s.deadline.Before(stable) {
 			stable = s.deadline
 		}
-		_ = waitUntil(ctx, stable, 500*time.Millisecond, func() (bool, error) {
+		_ = kit.WaitUntil(ctx, stable, 500*time.Millisecond, func() (bool, error) {
 			ok, err := bounds()
 			return ok && lso >= hw, err
 		})
@@ -275,7 +276,7 @@ func (s *scanner) chunk(ctx context.Context, j scanJob, iso sarama.IsolationLeve
 			s.log.Debug("final read fetch failed; retrying", "topic", j.topic, "partition", j.partition, "offset", next, "err", err)
 			_ = s.client.RefreshMetadata(j.topic)
 			// Pace the retries: the partition may be between leaders.
-			_ = sleepCtx(ctx, 250*time.Millisecond)
+			_ = kit.Sleep(ctx, 250*time.Millisecond)
 			continue
 		}
 		next = n

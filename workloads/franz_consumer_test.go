@@ -22,6 +22,7 @@ import (
 	"github.com/verity-kafka/verity/verify"
 	"github.com/verity-kafka/verity/verify/guarantee"
 	"github.com/verity-kafka/verity/verify/results"
+	"github.com/verity-kafka/verity/workloads/internal/kit"
 )
 
 // mixedRun records a run whose producers are sarama's and whose consumers are franz-go's (or
@@ -575,7 +576,7 @@ func testFranzDataLoss(t *testing.T, c *harness.Cluster, log *slog.Logger) {
 	// broker), and it is a position the new leader's log no longer reaches.
 	admin, err := c.Admin()
 	require.NoError(t, err)
-	err = waitUntil(ctx, time.Now().Add(time.Minute), 200*time.Millisecond, func() (bool, error) {
+	err = kit.WaitUntil(ctx, time.Now().Add(time.Minute), 200*time.Millisecond, func() (bool, error) {
 		resp, err := admin.ListConsumerGroupOffsets(group, map[string][]int32{name: {0}})
 		if err != nil {
 			return false, err

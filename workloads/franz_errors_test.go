@@ -1,10 +1,7 @@
 package workloads
 
 import (
-	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -12,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/kafkaconf"
+	kfranz "github.com/verity-kafka/verity/workloads/kclient/franz"
 )
 
 func TestErrorTextNamesFranzErrors(t *testing.T) {
@@ -31,9 +28,9 @@ func TestFranzProducerOptions(t *testing.T) {
 		t.Helper()
 		c, _, err := c.Resolved(franz)
 		require.NoError(t, err)
-		popts, warns, err := c.franzProducerOpts()
+		popts, warns, err := kfranz.ProducerOpts(c.spec("t", nil))
 		require.NoError(t, err)
-		cl, err := kgo.NewClient(append(franzBase([]string{"127.0.0.1:1"}, "t"), popts...)...)
+		cl, err := kgo.NewClient(append(kfranz.Base([]string{"127.0.0.1:1"}, "t"), popts...)...)
 		require.NoError(t, err, "franz-go accepts the options")
 		t.Cleanup(cl.Close)
 		return cl, warns
@@ -47,7 +44,7 @@ func TestFranzProducerOptions(t *testing.T) {
 	require.Equal(t, int64(kafkaconf.DefaultRetries), cl.OptValue(kgo.RecordRetries))
 	require.Equal(t, 30*time.Second, cl.OptValue(kgo.RecordDeliveryTimeout))
 	require.Equal(t, 10*time.Second, cl.OptValue(kgo.ProduceRequestTimeout))
-	require.Equal(t, int64(franzMaxBuffered), cl.OptValue(kgo.MaxBufferedRecords))
+	require.Equal(t, int64(kfranz.MaxBuffered), cl.OptValue(kgo.MaxBufferedRecords))
 
 	cl, warns = opts(t, ProducerConfig{Topics: []string{"t"}, Delivery: kafkaconf.Delivery{Acks: new(kafkaconf.AcksLeader), Retries: new(0)},
 		Compression: "zstd", Linger: 5 * time.Millisecond, BatchBytes: 65536, BatchMessages: 10})
@@ -75,70 +72,6 @@ func TestFranzIdempotenceKeepsFiveInFlight(t *testing.T) {
 	require.Equal(t, 5, *c.MaxInFlight)
 	require.Len(t, warns, 1)
 	require.Contains(t, warns[0], "franz-go's idempotent producer always keeps 5")
-	_, _, err = c.franzProducerOpts()
+	_, _, err = kfranz.ProducerOpts(c.spec("t", nil))
 	require.NoError(t, err)
-}
-
-// The answer queue never blocks its pusher, and a take returns everything pushed, in order.
-func TestAnswerQueue(t *testing.T) {
-	q := newAnswerQueue()
-	ops := make([]*sendOp, 1000)
-	for i := range ops {
-		ops[i] = &sendOp{}
-		q.push(sendAnswer{op: ops[i], offset: int64(i)})
-	}
-	select {
-	case <-q.signal:
-	default:
-		t.Fatal("pushes signal the queue")
-	}
-	got := q.take(nil)
-	require.Len(t, got, 1000)
-	for i, a := range got {
-		require.Same(t, ops[i], a.op)
-	}
-	q.push(sendAnswer{offset: 7})
-	again := q.take(got[:0])
-	require.Len(t, again, 1)
-	require.Equal(t, int64(7), again[0].offset)
-	q.drop()
-	q.push(sendAnswer{offset: 8})
-	require.Empty(t, q.take(nil), "answers after drop are discarded")
-}
-
-// A franz-go client that is full makes Produce wait for answers that, with no broker reachable,
-// never come. The run's end interrupts the hand-over; franz-go then fails the record before
-// buffering it, and that answer comes like any other: fail, the record was never sent.
-func TestFranzHandOverIsInterruptedWhenTheClientIsFull(t *testing.T) {
-	f := newFranzProducer(true, 2, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	cl, err := kgo.NewClient(kgo.SeedBrokers("127.0.0.1:1"), kgo.MaxBufferedRecords(2), kgo.UnknownTopicRetries(-1),
-		kgo.RecordDeliveryTimeout(time.Hour), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.WithHooks(&f.hooks))
-	require.NoError(t, err)
-	f.cl = cl
-	defer f.close()
-	ops := []*sendOp{{rec: history.Record{Topic: "t", Value: "1-1"}}, {rec: history.Record{Topic: "t", Value: "1-2"}},
-		{rec: history.Record{Topic: "t", Value: "1-3"}}}
-	require.True(t, f.hand(t.Context(), ops[0]))
-	require.True(t, f.hand(t.Context(), ops[1]))
-	require.True(t, ops[0].mark.head)
-	require.False(t, ops[1].mark.head, "the first record of the partition is still unanswered")
-	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
-	defer cancel()
-	began := time.Now()
-	require.True(t, f.hand(ctx, ops[2]), "franz-go took the record, and answers it")
-	require.GreaterOrEqual(t, time.Since(began), 250*time.Millisecond, "the hand-over waited while the client was full")
-	deadline := time.NewTimer(10 * time.Second)
-	defer deadline.Stop()
-	select {
-	case <-f.ready():
-	case <-deadline.C:
-		t.Fatal("no answer for the interrupted record")
-	}
-	as := f.take(nil)
-	require.Len(t, as, 1, "only the interrupted record is answered; the others wait for a broker")
-	require.Same(t, ops[2], as[0].op)
-	require.ErrorIs(t, as[0].err, context.Canceled)
-	require.True(t, as[0].unbuffered)
-	o := f.outcome(as[0])
-	require.Equal(t, history.Fail, o.Type, "%s: %s", o.Rule, o.Why)
 }

@@ -25,6 +25,8 @@ import (
 	"github.com/verity-kafka/verity/kafkaconf"
 	"github.com/verity-kafka/verity/verify"
 	"github.com/verity-kafka/verity/verify/results"
+	"github.com/verity-kafka/verity/workloads/internal/kit"
+	kfranz "github.com/verity-kafka/verity/workloads/kclient/franz"
 )
 
 // fpRefused: a refused producer's checks need more failed sends than this; its runs wait for them.
@@ -319,7 +321,7 @@ func testFranzRefusals(t *testing.T, c *harness.Cluster, log *slog.Logger) {
 		}
 	}()
 	appendAhead(t, ctx, c, tp.Name)
-	require.NoError(t, waitUntil(ctx, time.Now().Add(90*time.Second), 250*time.Millisecond, func() (bool, error) {
+	require.NoError(t, kit.WaitUntil(ctx, time.Now().Add(90*time.Second), 250*time.Millisecond, func() (bool, error) {
 		return isr() == 2, nil
 	}), "the leader drops the paused follower from the ISR")
 	t.Logf("paused %d: the ISR of %s-0 is 2 of 3, below min.insync.replicas", follower, tp.Name)
@@ -360,7 +362,7 @@ func testFranzRefusals(t *testing.T, c *harness.Cluster, log *slog.Logger) {
 	}
 	require.NoError(t, c.Resume(ctx, int(follower)))
 	resumed = true
-	require.NoError(t, waitUntil(ctx, time.Now().Add(90*time.Second), 250*time.Millisecond, func() (bool, error) {
+	require.NoError(t, kit.WaitUntil(ctx, time.Now().Add(90*time.Second), 250*time.Millisecond, func() (bool, error) {
 		return isr() == 3, nil
 	}), "the follower rejoins the ISR")
 	fr, err := FinalRead(ctx, Env{Brokers: c.Bootstrap(), Recorder: w, Seed: spec.Seed, Log: log}, pl.next, FinalReadConfig{Topics: refuse})
@@ -390,7 +392,7 @@ func testFranzRefusals(t *testing.T, c *harness.Cluster, log *slog.Logger) {
 // puts the leader ahead of it. Its value is written by no op of the history, which the checks ignore.
 func appendAhead(t *testing.T, ctx context.Context, c *harness.Cluster, topic string) {
 	t.Helper()
-	cl, err := kgo.NewClient(append(franzBase(c.Bootstrap(), "append-ahead"),
+	cl, err := kgo.NewClient(append(kfranz.Base(c.Bootstrap(), "append-ahead"),
 		kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite(), kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
 	require.NoError(t, err)
 	defer cl.Close()
@@ -407,14 +409,14 @@ func appendAhead(t *testing.T, ctx context.Context, c *harness.Cluster, topic st
 // probe the leader takes stays in the log under a value no op sent, which the checks ignore.
 func requireLeaderRefuses(t *testing.T, ctx context.Context, c *harness.Cluster, topic string) {
 	t.Helper()
-	cl, err := kgo.NewClient(append(franzBase(c.Bootstrap(), "refusal-probe"),
+	cl, err := kgo.NewClient(append(kfranz.Base(c.Bootstrap(), "refusal-probe"),
 		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DisableIdempotentWrite(), kgo.RecordRetries(0),
 		kgo.ProduceRequestTimeout(2*time.Second), kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
 	require.NoError(t, err)
 	defer cl.Close()
 	probes, refusals := 0, 0
 	var last error
-	err = waitUntil(ctx, time.Now().Add(60*time.Second), 100*time.Millisecond, func() (bool, error) {
+	err = kit.WaitUntil(ctx, time.Now().Add(60*time.Second), 100*time.Millisecond, func() (bool, error) {
 		pctx, cancel := context.WithTimeout(ctx, 4*time.Second)
 		defer cancel()
 		probes++
@@ -506,7 +508,7 @@ func testFranzProducerCut(t *testing.T, c *harness.Cluster, log *slog.Logger) {
 	}
 	waitFor := func(what string, within time.Duration, cond func() bool) {
 		t.Helper()
-		require.NoError(t, waitUntil(ctx, time.Now().Add(within), 50*time.Millisecond, func() (bool, error) { return cond(), nil }),
+		require.NoError(t, kit.WaitUntil(ctx, time.Now().Add(within), 50*time.Millisecond, func() (bool, error) { return cond(), nil }),
 			"waiting for %s (ok %d, info %d)", what, rec.ok.Load(), rec.info.Load())
 	}
 	waitFor("the first acknowledgements", time.Minute, func() bool { return rec.ok.Load() >= 200 })

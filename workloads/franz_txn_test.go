@@ -17,6 +17,7 @@ import (
 	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/kafkaconf"
 	"github.com/verity-kafka/verity/workloads/kclient"
+	kfranz "github.com/verity-kafka/verity/workloads/kclient/franz"
 )
 
 // wireLog is a slog handler that counts the requests franz-go writes ("wrote EndTxn v4", at
@@ -169,12 +170,12 @@ func testFranzEndAnnounced(t *testing.T, c *harness.Cluster) {
 	require.NoError(t, c.CreateTopic(ctx, tp))
 	var mu sync.Mutex
 	var ends []bool
-	lg := newFranzLog(slog.New(newWireLog(t)), func(commit bool) {
+	lg := kfranz.NewLog(slog.New(newWireLog(t)), func(commit bool) {
 		mu.Lock()
 		defer mu.Unlock()
 		ends = append(ends, commit)
 	})
-	cl, err := kgo.NewClient(append(franzBase(c.Bootstrap(), "verity-announce"), kgo.TransactionalID("fz-announce"),
+	cl, err := kgo.NewClient(append(kfranz.Base(c.Bootstrap(), "verity-announce"), kgo.TransactionalID("fz-announce"),
 		kgo.WithLogger(lg), kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
 	require.NoError(t, err)
 	defer cl.Close()
@@ -361,7 +362,7 @@ func testFencedRestart(t *testing.T, c *harness.Cluster, client kafkaconf.Client
 	rec.await(t, ctx, "5 commits", func() bool { return rec.count("txn/ok") >= 5 })
 	outsider, err := openTxnProducer(ctx, env, 99, "outsider", cfg.TxnID, cfg.TxnClientConfig.withDefaults(), env.Log)
 	require.NoError(t, err)
-	outsider.close()
+	outsider.Close()
 	rec.await(t, ctx, "a crash op", func() bool { return rec.count("crash/ok") >= 1 })
 	before := rec.count("txn/ok")
 	rec.await(t, ctx, "5 commits by the new instance", func() bool { return rec.count("txn/ok") >= before+5 })
@@ -400,7 +401,7 @@ func testFencedRestart(t *testing.T, c *harness.Cluster, client kafkaconf.Client
 // feed writes values in-0, in-1, … to topic with a plain franz-go producer until ctx ends, about
 // rate a second, round robin over the partitions.
 func feed(ctx context.Context, brokers []string, topic string, rate int) (int, error) {
-	cl, err := kgo.NewClient(append(franzBase(brokers, "verity-feed"), kgo.DefaultProduceTopic(topic),
+	cl, err := kgo.NewClient(append(kfranz.Base(brokers, "verity-feed"), kgo.DefaultProduceTopic(topic),
 		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))...)
 	if err != nil {
 		return 0, fmt.Errorf("creating the feeder: %w", err)

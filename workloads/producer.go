@@ -7,10 +7,8 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"strconv"
-	"sync"
 	"time"
 
-	"github.com/IBM/sarama"
 	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/kafkaconf"
 	"github.com/verity-kafka/verity/workloads/kclient"
@@ -104,6 +102,15 @@ func settings(c kafkaconf.ProducerConfig, client kafkaconf.Client) (kafkaconf.Pr
 	return r.Producer, r.Departures, nil
 }
 
+// spec is what a client opens the resolved c with.
+func (c ProducerConfig) spec(clientID string, log *slog.Logger) kclient.ProducerSpec {
+	return kclient.ProducerSpec{ClientID: clientID,
+		Settings:     kafkaconf.Producer{Acks: *c.Acks, Idempotent: *c.Idempotence, MaxInFlight: *c.MaxInFlight, Retries: *c.Retries},
+		RetryBackoff: c.RetryBackoff, RequestTimeout: c.RequestTimeout, DeliveryTimeout: c.DeliveryTimeout,
+		Linger: c.Linger, BatchMessages: c.BatchMessages, BatchBytes: c.BatchBytes, Compression: c.Compression,
+		Topics: c.Topics, Log: log}
+}
+
 // Settings are the effective settings of a producer resolved for client (see Resolved).
 func (c ProducerConfig) Settings(client kafkaconf.Client) kafkaconf.Producer {
 	p, _, _ := settings(c.kafka(), client)
@@ -141,8 +148,8 @@ func (c ProducerConfig) Resolved(client kafkaconf.Client) (_ ProducerConfig, war
 	if c.Compression == "" {
 		c.Compression = kafkaconf.DefaultCompression
 	}
-	if _, err := compressionCodec(c.Compression); err != nil {
-		return c, nil, err
+	if _, err := kafkaconf.ParseCompression(string(c.Compression)); err != nil {
+		return c, nil, fmt.Errorf("producer: %w", err)
 	}
 	switch c.Partitioning {
 	case "":
@@ -169,23 +176,6 @@ func (c ProducerConfig) Resolved(client kafkaconf.Client) (_ ProducerConfig, war
 		return c, nil, errors.New("producer: rate, app_resend and max_sends must not be negative")
 	}
 	return c, warnings, nil
-}
-
-func compressionCodec(c kafkaconf.Compression) (sarama.CompressionCodec, error) {
-	switch c {
-	case kafkaconf.CompressionNone:
-		return sarama.CompressionNone, nil
-	case kafkaconf.CompressionGzip:
-		return sarama.CompressionGZIP, nil
-	case kafkaconf.CompressionSnappy:
-		return sarama.CompressionSnappy, nil
-	case kafkaconf.CompressionLZ4:
-		return sarama.CompressionLZ4, nil
-	case kafkaconf.CompressionZstd:
-		return sarama.CompressionZSTD, nil
-	}
-	_, err := kafkaconf.ParseCompression(string(c))
-	return 0, fmt.Errorf("producer: %w", err)
 }
 
 // ProducerStats counts a producer's outcomes.
@@ -252,108 +242,11 @@ func (ch *chooser) next() (target, error) {
 	return t, nil
 }
 
-// producerClient is what the producer workload needs of a Kafka client. Each client has an
-// adapter (saramaProducer, franzProducer); the recording (invokes in hand-off order, windows,
-// delivery timeouts, application resends, batched history writes) is producerRun's, the same
-// for every client.
-type producerClient interface {
-	// hand gives op's record to the client. Records handed over one after another keep that
-	// order in their partition. hand blocks while the client applies backpressure, but never
-	// stops answers from being queued meanwhile (the client may be waiting for its answers to
-	// be taken before it takes another record). It returns false, having handed nothing over,
-	// when ctx ends first.
-	hand(ctx context.Context, op *sendOp) bool
-	// ready is signalled when answers are waiting; take appends them all to buf. Every record
-	// handed over gets exactly one answer, in any order, even after its send completed by
-	// timeout (the workload drops those).
-	ready() <-chan struct{}
-	take(buf []sendAnswer) []sendAnswer
-	// outcome classifies an answer by the client's send-error table, with what the adapter
-	// knows of how often the record may have gone to the brokers.
-	outcome(a sendAnswer) Outcome
-	// retries is the client's retrying so far (ProducerStats.Retries).
-	retries() int64
-	// close shuts the client down, dropping answers that arrive later, and returns within a
-	// bound even when the cluster no longer answers.
-	close()
-}
-
-// sendAnswer is a client's answer for one record: where the broker put it, or the error.
-type sendAnswer struct {
-	op        *sendOp
-	partition int32
-	offset    int64
-	err       error
-	// unbuffered: the client failed the record before it joined any batch (franz-go), so it
-	// was never sent.
-	unbuffered bool
-}
-
-// handMark is what an adapter notes about a record when it hands it over, to tell from the
-// answer how often the record may have gone to the brokers.
-type handMark struct {
-	// count is the adapter's counter at the hand-off: sarama's retry backoffs, franz-go's
-	// produce requests written.
-	count int64
-	// head: no earlier record of the same partition was still unanswered by the client
-	// (franz-go), so the record's batch is the first its partition has to send.
-	head bool
-}
-
-// answerQueue is an adapter's unbounded queue of answers. The client's side pushes without ever
-// blocking, so that a client holding a record back until its earlier answers are taken (sarama's
-// full channels, franz-go's buffer limit) cannot deadlock with a workload that is waiting to hand
-// it that record; the workload takes everything waiting at once.
-type answerQueue struct {
-	mu      sync.Mutex
-	items   []sendAnswer
-	dropped bool
-	signal  chan struct{} // capacity 1: something was pushed since the last take
-}
-
-func newAnswerQueue() *answerQueue { return &answerQueue{signal: make(chan struct{}, 1)} }
-
-func (q *answerQueue) push(as ...sendAnswer) {
-	q.mu.Lock()
-	if !q.dropped {
-		q.items = append(q.items, as...)
-	}
-	q.mu.Unlock()
-	select {
-	case q.signal <- struct{}{}:
-	default:
-	}
-}
-
-// take appends every waiting answer to buf. The queue keeps buf's old array for the next
-// answers, so that two slices are reused alternately.
-func (q *answerQueue) take(buf []sendAnswer) []sendAnswer {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if len(buf) == 0 && len(q.items) > 0 {
-		buf, q.items = q.items, buf[:0]
-		return buf
-	}
-	buf = append(buf, q.items...)
-	clear(q.items)
-	q.items = q.items[:0]
-	return buf
-}
-
-// drop discards what is waiting and everything pushed later: the workload has stopped reading.
-func (q *answerQueue) drop() {
-	q.mu.Lock()
-	q.dropped = true
-	q.items = nil
-	q.mu.Unlock()
-}
-
 // sendOp is one send in flight: its invoke, and what decides its outcome.
 type sendOp struct {
 	inv      history.Op
 	rec      history.Record
-	attempt  int      // 0 for the first send of a value, n for its nth application resend
-	mark     handMark // the adapter's note at the hand-off
+	attempt  int // 0 for the first send of a value, n for its nth application resend
 	deadline time.Time
 	done     bool
 }
@@ -365,12 +258,12 @@ type producerRun struct {
 	log    *slog.Logger
 	values *Values
 	choose *chooser
-	cl     producerClient
+	cl     kclient.Producer
 
 	inflight   []*sendOp // in invoke order: the head has the earliest deadline
 	live       int       // inflight entries not yet done
 	resend     []*sendOp // values waiting to be sent again
-	answers    []sendAnswer
+	answers    []kclient.Answer
 	stats      ProducerStats
 	timer      *time.Timer  // pacing (Rate, drain deadline)
 	flushTimer *time.Timer  // writing outcomes waiting in done
@@ -417,11 +310,11 @@ func RunProducer(ctx context.Context, env Env, p int, cfg ProducerConfig) (Produ
 	}
 	w := &producerRun{env: env, cfg: cfg, p: history.Client(p), values: NewValues(p),
 		log: env.Log.With("process", p, "workload", "producer", "client", env.Client)}
-	var parts map[string]int32
+	var parts map[string][]int32
 	var more []string
-	a, err := adaptersOf(env.Client)
+	cl, err := env.client()
 	if err == nil {
-		w.cl, parts, more, err = a.producer(ctx, env, p, cfg, w.log)
+		w.cl, parts, more, err = cl.OpenProducer(ctx, cfg.spec(clientID(p, "producer"), w.log))
 	}
 	w.stats.Process, w.stats.Warnings = p, append(warnings, more...)
 	for _, warn := range w.stats.Warnings {
@@ -430,7 +323,7 @@ func RunProducer(ctx context.Context, env Env, p int, cfg ProducerConfig) (Produ
 	if err != nil {
 		return w.stats, fmt.Errorf("producer %d: %w", p, err)
 	}
-	w.choose = newChooser(NewRand(env.Seed, p), cfg, parts)
+	w.choose = newChooser(NewRand(env.Seed, p), cfg, kclient.Counts(parts))
 	return w.runAll(ctx)
 }
 
@@ -442,9 +335,9 @@ func (w *producerRun) runAll(ctx context.Context) (ProducerStats, error) {
 	began := time.Now()
 	runErr := w.run(ctx)
 	drainErr := w.drain(context.WithoutCancel(ctx))
-	w.cl.close()
+	w.cl.Close()
 	w.stats.Elapsed = time.Since(began)
-	w.stats.Retries = w.cl.retries()
+	w.stats.Retries = w.cl.Retries()
 	if s := w.stats.Elapsed.Seconds(); s > 0 {
 		w.stats.SendsPerSecond = float64(w.stats.OK+w.stats.Fail+w.stats.Info) / s
 	}
@@ -557,7 +450,7 @@ func (w *producerRun) send(ctx context.Context, ops []*sendOp) error {
 		w.live++
 	}
 	for i, op := range ops {
-		if w.cl.hand(ctx, op) {
+		if w.cl.Hand(ctx, kclient.Send{Record: op.rec, Tag: op}) {
 			continue
 		}
 		// Never handed to the client: certainly not written.
@@ -592,7 +485,7 @@ func (w *producerRun) await(ctx context.Context, until time.Time) error {
 		defer w.flushTimer.Stop()
 	}
 	select {
-	case <-w.cl.ready():
+	case <-w.cl.Ready():
 		return w.outcomes()
 	case <-w.tick.C:
 		return w.expire()
@@ -621,7 +514,7 @@ func resetTimer(t *time.Timer, d time.Duration) *time.Timer {
 // response acknowledges a whole batch) is recorded with one write. Recording them a few
 // microseconds after their arrival only widens each op's interval.
 func (w *producerRun) outcomes() error {
-	w.answers = w.cl.take(w.answers[:0])
+	w.answers = w.cl.Take(w.answers[:0])
 	for i := range w.answers {
 		if err := w.outcome(w.answers[i]); err != nil {
 			return err
@@ -657,17 +550,16 @@ func (w *producerRun) expire() error {
 }
 
 // outcome records the client's answer for one record.
-func (w *producerRun) outcome(a sendAnswer) error {
-	op := a.op
+func (w *producerRun) outcome(a kclient.Answer) error {
+	op, _ := a.Tag.(*sendOp)
 	if op == nil || op.done {
 		return nil // completed already, by its delivery timeout
 	}
-	o := w.cl.outcome(a)
-	off := a.offset
+	off := a.Offset
 	if *w.cfg.Acks == kafkaconf.AcksNone {
 		off = -1 // acks=0: the broker assigns an offset it never reports
 	}
-	return w.complete(op, o.Type, a.err, off, a.partition, "")
+	return w.complete(op, a.Outcome.Type, a.Err, off, a.Partition, "")
 }
 
 // complete records op's completion (ok with the broker's partition and offset) and queues an
@@ -731,21 +623,4 @@ func (w *producerRun) drain(ctx context.Context) error {
 		}
 	}
 	return w.flush()
-}
-
-// closeProducerWithin runs closeFn, waiting for it at most bound: a client closing against a cluster
-// that no longer answers is left to finish in the background, so that the workload returns.
-func closeProducerWithin(log *slog.Logger, what string, bound time.Duration, closeFn func()) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		closeFn()
-	}()
-	t := time.NewTimer(bound)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
-		log.Warn(what+" still closing; left to finish in the background", "waited", bound)
-	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/IBM/sarama/mocks"
 	"github.com/stretchr/testify/require"
 	"github.com/verity-kafka/verity/history"
+	ksarama "github.com/verity-kafka/verity/workloads/kclient/sarama"
 )
 
 // mockRun builds a producer workload around sarama's mock producer, recording into buf.
@@ -37,7 +38,7 @@ func saramaRun(t *testing.T, cfg ProducerConfig, buf *bytes.Buffer, prod sarama.
 	require.NoError(t, err)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	run := &producerRun{env: env, cfg: cfg, p: history.Client(4), values: NewValues(4),
-		cl: newSaramaProducer(prod, nil, new(atomic.Int64), cfg, log), log: log,
+		cl: ksarama.WrapProducer(prod, nil, new(atomic.Int64), cfg.spec("t", log)), log: log,
 		choose: newChooser(NewRand(1, 4), cfg, map[string]int32{"t": 3})}
 	run.stats.Process = 4
 	return run, w

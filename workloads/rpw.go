@@ -106,29 +106,18 @@ func (e errCrash) Error() string { return e.reason }
 // Only the goroutine that runs the processor calls its methods: a member hands over what the
 // client's own goroutines see (records, rebalances) through next.
 type rpwMember interface {
+	// The member's transactional producer; Close also leaves the group.
+	kclient.Txn
 	// next waits for the next event: a batch of inputs (at most BatchRecords, gathered for at
 	// most BatchWait from its first record) or a rebalance to note. It returns the zero event
 	// when ctx ends, and an error (errCrash to replace the instance) when it cannot go on.
 	next(ctx context.Context) (rpwEvent, error)
-	// begin starts a transaction.
-	begin() error
-	// send produces the outputs in the transaction and waits for their acknowledgements, as
-	// txnProducer.send.
-	send(out []history.Record, deadline time.Time) error
 	// addOffsets puts the offsets after the last batch's inputs into the transaction, with
 	// the group metadata of the session that consumed them.
 	addOffsets() error
-	// commit and abort end the transaction, as txnProducer's.
-	commit() (history.Type, string)
-	abort() error
 	// rewind, after a transaction that did not commit (outcome t), makes the next batch start
 	// at the group's committed offsets; errCrash when only a new instance can.
 	rewind(t history.Type) error
-	// ready and status, as txnProducer's.
-	ready() bool
-	status() string
-	// close leaves the group and closes the client without ending the transaction.
-	close()
 }
 
 // rpwEvent is what a member's next returns: assign, the payload of an assign op noting a
@@ -209,7 +198,7 @@ func (w *processor) fence(ctx context.Context) {
 		w.log.Warn("could not abort the crashed instance's transaction; the coordinator will after its timeout", "err", err)
 		return
 	}
-	tc.close()
+	tc.Close()
 }
 
 // open starts an instance of the run's client.
@@ -227,7 +216,7 @@ func (w *processor) instance(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer m.close()
+	defer m.Close()
 	for ctx.Err() == nil && !w.stepsDone() {
 		ev, err := m.next(ctx)
 		switch {
@@ -285,22 +274,22 @@ func (w *processor) step(m rpwMember, in []history.Record) error {
 		return nil
 	}
 
-	if err := m.begin(); err != nil {
+	if err := m.Begin(); err != nil {
 		if cerr := complete(history.Fail, kclient.TxnNotSent+"begin: "+ErrorText(err)); cerr != nil {
 			return cerr
 		}
 		return errCrash{reason: "begin transaction: " + ErrorText(err)}
 	}
-	if err := m.send(out, time.Now().Add(w.cfg.DeliveryTimeout)); err != nil {
-		aerr := m.abort()
-		if cerr := complete(history.Fail, kclient.TxnNotSent+"an output failed: "+ErrorText(err)+abortNote(aerr)); cerr != nil {
+	if err := m.Send(out, time.Now().Add(w.cfg.DeliveryTimeout)); err != nil {
+		aerr := m.Abort()
+		if cerr := complete(history.Fail, kclient.TxnNotSent+"an output failed: "+ErrorText(err)+kclient.AbortNote(ErrorText(aerr))); cerr != nil {
 			return cerr
 		}
 		return w.after(m, history.Fail)
 	}
 	if err := m.addOffsets(); err != nil {
-		aerr := m.abort()
-		if cerr := complete(history.Fail, kclient.TxnNotSent+"adding offsets: "+ErrorText(err)+abortNote(aerr)); cerr != nil {
+		aerr := m.Abort()
+		if cerr := complete(history.Fail, kclient.TxnNotSent+"adding offsets: "+ErrorText(err)+kclient.AbortNote(ErrorText(aerr))); cerr != nil {
 			return cerr
 		}
 		return w.after(m, history.Fail)
@@ -315,7 +304,7 @@ func (w *processor) step(m rpwMember, in []history.Record) error {
 		return errCrash{reason: "crash mid-transaction (crash_every)"}
 	}
 	if abort {
-		aerr := m.abort()
+		aerr := m.Abort()
 		if err := complete(history.Fail, kclient.TxnAborted); err != nil {
 			return err
 		}
@@ -324,7 +313,7 @@ func (w *processor) step(m rpwMember, in []history.Record) error {
 		}
 		return w.after(m, history.Fail)
 	}
-	t, text := m.commit()
+	t, text := m.Commit()
 	if err := complete(t, text); err != nil {
 		return err
 	}
@@ -341,8 +330,8 @@ func (w *processor) step(m rpwMember, in []history.Record) error {
 // after a step that did not commit (outcome t): rewind to the committed offsets, or replace the
 // instance when its producer can no longer be used.
 func (w *processor) after(m rpwMember, t history.Type) error {
-	if !m.ready() {
-		return errCrash{reason: "the producer is not ready for another transaction (" + m.status() + ")"}
+	if ok, why := m.Ready(); !ok {
+		return errCrash{reason: "the producer is not ready for another transaction (" + why + ")"}
 	}
 	return m.rewind(t)
 }

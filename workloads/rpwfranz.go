@@ -10,7 +10,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/workloads/internal/kit"
 	"github.com/verity-kafka/verity/workloads/kclient"
+	kfranz "github.com/verity-kafka/verity/workloads/kclient/franz"
 )
 
 // franzMember is the franz-go adapter of rpwMember: one kgo.GroupTransactSession, which is both
@@ -46,23 +48,22 @@ type franzMember struct {
 	// endErr is the last End's error: franz-go may have left the transaction open, or not
 	// rewound; the instance is then replaced.
 	endErr error
-	why    string
 }
 
 // openFranzMember opens the group transact session and initialises its transactional.id,
-// retrying the initialisation until ctx ends (as openTxnClient).
+// retrying the initialisation until ctx ends (as openTxnProducer).
 func openFranzMember(ctx context.Context, w *processor) (*franzMember, error) {
-	m, err := initWithRetry(ctx, w.log, w.cfg.TxnID, func() (*franzMember, bool, error) {
+	m, err := initWithRetry(ctx, w.log, w.cfg.TxnID, func() (*franzMember, error) {
 		m, err := newFranzMember(w)
 		if err != nil {
 			// A configuration franz-go refuses: no retry changes it.
-			return nil, false, fmt.Errorf("creating the group transact session: %w", err)
+			return nil, &kclient.PermanentError{Err: fmt.Errorf("creating the group transact session: %w", err)}
 		}
-		if err = franzInitProducerID(ctx, m.cl, w.cfg.Timeout); err != nil {
-			closeFranz(m.sess, w.log, w.cfg.TxnID)
-			return nil, true, err
+		if err = kfranz.InitProducerID(ctx, m.cl, w.cfg.Timeout); err != nil {
+			kfranz.CloseClient(m.sess, w.log, w.cfg.TxnID)
+			return nil, err
 		}
-		return m, true, nil
+		return m, nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("processor %d: %w", w.p, err)
@@ -74,7 +75,8 @@ func openFranzMember(ctx context.Context, w *processor) (*franzMember, error) {
 func newFranzMember(w *processor) (*franzMember, error) {
 	m := &franzMember{w: w}
 	c := w.cfg
-	opts := append(franzTxnOpts(w.env, w.p, "rpw", c.TxnID, c.TxnClientConfig, newFranzLog(w.log, m.ending)),
+	spec := txnSpec(w.env, w.p, "rpw", c.TxnID, c.TxnClientConfig, w.log)
+	opts := append(kfranz.New(w.env.Franz, w.env.TxnProtocol).TxnOpts(spec, kfranz.NewLog(w.log, m.ending)),
 		kgo.ConsumerGroup(c.Group),
 		kgo.ConsumeTopics(c.Input),
 		// The offsets are committed only in End (franz-go disables auto-commit for a
@@ -99,7 +101,7 @@ func newFranzMember(w *processor) (*franzMember, error) {
 	return m, nil
 }
 
-// ending is franzLog's onEnd: franz-go is about to send EndTxn.
+// ending is kfranz.Log's onEnd: franz-go is about to send EndTxn.
 func (m *franzMember) ending(commit bool) {
 	if commit {
 		m.commitSent.Store(true)
@@ -190,18 +192,18 @@ func (m *franzMember) next(ctx context.Context) (rpwEvent, error) {
 		if failed && fetches.NumRecords() == 0 {
 			// Pacing, not synchronisation: a partition whose fetch keeps failing must not
 			// spin this loop.
-			_ = sleepCtx(ctx, 100*time.Millisecond)
+			_ = kit.Sleep(ctx, 100*time.Millisecond)
 		}
 	}
 }
 
-func (m *franzMember) begin() error {
+func (m *franzMember) Begin() error {
 	m.acked = 0
 	return m.sess.Begin()
 }
 
-func (m *franzMember) send(out []history.Record, deadline time.Time) error {
-	n, err := franzSend(m.cl, out, deadline)
+func (m *franzMember) Send(out []history.Record, deadline time.Time) error {
+	n, err := kfranz.Send(m.cl, out, deadline)
 	m.acked += n
 	return err
 }
@@ -219,18 +221,18 @@ func (m *franzMember) endCtx() (context.Context, context.CancelFunc) {
 // after a revocation, a lost assignment, a refused offset commit or a failed heartbeat — and,
 // when EndTxn(commit) fails with UNKNOWN_SERVER_ERROR or TRANSACTION_ABORTABLE, retries as an
 // abort, which after an attempted commit sends nothing and returns nil; so End's "not committed,
-// no error" does not say whether the commit was sent. franzLog tells: franz-go logs "ending
+// no error" does not say whether the commit was sent. kfranz.Log tells: franz-go logs "ending
 // transaction" with commit=true right before it sends EndTxn(commit). Hence:
 //
 //   - committed: ok;
 //   - the commit was not sent: fail — End aborted instead, or failed before ending;
-//   - it was sent and End did not report a commit: info, as for franzTxn.commit (an
+//   - it was sent and End did not report a commit: info, as for the franz-go Txn's Commit (an
 //     attempted commit whose answer franz-go did not confirm, and no abort that could prove
 //     it did not happen).
-func (m *franzMember) commit() (history.Type, string) {
+func (m *franzMember) Commit() (history.Type, string) {
 	if m.acked == 0 {
-		aerr := m.abort()
-		return history.Fail, kclient.TxnNotSent + "no output of the transaction was acknowledged" + abortNote(aerr)
+		aerr := m.Abort()
+		return history.Fail, kclient.TxnNotSent + "no output of the transaction was acknowledged" + kclient.AbortNote(ErrorText(aerr))
 	}
 	ctx, cancel := m.endCtx()
 	defer cancel()
@@ -258,7 +260,7 @@ func (m *franzMember) commit() (history.Type, string) {
 
 // abort ends the transaction with End(TryAbort): buffered outputs fail, EndTxn(abort), and the
 // consumer rewinds to the committed offsets.
-func (m *franzMember) abort() error {
+func (m *franzMember) Abort() error {
 	ctx, cancel := m.endCtx()
 	defer cancel()
 	_, err := m.sess.End(ctx, kgo.TryAbort)
@@ -277,30 +279,20 @@ func (m *franzMember) rewind(t history.Type) error {
 	return nil
 }
 
-// ready: the last End returned no error (after one, franz-go may keep the transaction open, or
+// Ready: the last End returned no error (after one, franz-go may keep the transaction open, or
 // may not have rewound), and the producer ID is usable.
-func (m *franzMember) ready() bool {
+func (m *franzMember) Ready() (bool, string) {
 	if m.endErr != nil {
-		m.why = "ending the transaction failed: " + ErrorText(m.endErr)
-		return false
+		return false, "ending the transaction failed: " + ErrorText(m.endErr)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), m.w.cfg.Timeout)
 	defer cancel()
 	if _, _, err := m.cl.ProducerID(ctx); err != nil {
-		m.why = "producer ID: " + ErrorText(err)
-		return false
+		return false, "producer ID: " + ErrorText(err)
 	}
-	m.why = ""
-	return true
-}
-
-func (m *franzMember) status() string {
-	if m.why == "" {
-		return "ready"
-	}
-	return m.why
+	return true, "ready"
 }
 
 // close leaves the group and closes the client; a transaction still open stays open until the
 // next instance initialises the transactional.id.
-func (m *franzMember) close() { closeFranz(m.sess, m.w.log, m.w.cfg.TxnID) }
+func (m *franzMember) Close() { kfranz.CloseClient(m.sess, m.w.log, m.w.cfg.TxnID) }

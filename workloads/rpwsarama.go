@@ -7,14 +7,16 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/workloads/internal/kit"
+	ksarama "github.com/verity-kafka/verity/workloads/kclient/sarama"
 )
 
-// saramaMember is the sarama adapter of rpwMember: a transactional producer (txnClient) and a
+// saramaMember is the sarama adapter of rpwMember: a transactional producer (ksarama.Txn) and a
 // consumer group member. Each Consume call is one session (one group generation); group.go's
 // handler turns a session's Setup, records and Cleanup into events on one channel, which next
 // reads.
 type saramaMember struct {
-	*txnClient
+	*ksarama.Txn
 	w      *processor
 	group  sarama.ConsumerGroup
 	h      *groupHandler
@@ -39,7 +41,10 @@ type saramaMember struct {
 // openSaramaMember opens the transactional producer (retrying until ctx ends) and the consumer
 // group member.
 func openSaramaMember(ctx context.Context, w *processor) (*saramaMember, error) {
-	tc, err := openTxnClient(ctx, w.env, w.p, "rpw", w.cfg.TxnID, w.cfg.TxnClientConfig, w.log)
+	spec := txnSpec(w.env, w.p, "rpw", w.cfg.TxnID, w.cfg.TxnClientConfig, w.log)
+	tc, err := initWithRetry(ctx, w.log, w.cfg.TxnID, func() (*ksarama.Txn, error) {
+		return ksarama.New(w.env.Brokers, w.env.Sarama).OpenTxnProducer(spec)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +56,7 @@ func openSaramaMember(ctx context.Context, w *processor) (*saramaMember, error) 
 	ccfg.Consumer.Return.Errors = true
 	group, err := sarama.NewConsumerGroup(w.env.Brokers, w.cfg.Group, ccfg)
 	if err != nil {
-		tc.close()
+		tc.Close()
 		return nil, errCrash{reason: "creating the consumer group member: " + err.Error()}
 	}
 	go func() {
@@ -59,7 +64,7 @@ func openSaramaMember(ctx context.Context, w *processor) (*saramaMember, error) 
 			w.log.Debug("consumer group", "err", gerr)
 		}
 	}()
-	m := &saramaMember{txnClient: tc, w: w, group: group, events: make(chan groupEvent), stop: make(chan struct{})}
+	m := &saramaMember{Txn: tc, w: w, group: group, events: make(chan groupEvent), stop: make(chan struct{})}
 	m.h = &groupHandler{events: m.events, stop: m.stop}
 	return m, nil
 }
@@ -105,7 +110,7 @@ func (m *saramaMember) next(ctx context.Context) (rpwEvent, error) {
 			if err != nil && !errors.Is(err, context.Canceled) {
 				m.w.log.Warn("consumer group session ended with an error; joining again", "err", err)
 				// Pace the rejoin: the coordinator may be unavailable for a while.
-				_ = sleepCtx(ctx, time.Second)
+				_ = kit.Sleep(ctx, time.Second)
 			}
 		case <-m.due:
 			return m.flush(), nil
@@ -165,7 +170,7 @@ func (m *saramaMember) addOffsets() error {
 	for part, off := range offsets {
 		po[m.w.cfg.Input] = append(po[m.w.cfg.Input], &sarama.PartitionOffsetMetadata{Partition: part, Offset: off})
 	}
-	return m.prod.AddOffsetsToTxnWithGroupMetadata(po, sarama.NewConsumerGroupMetadataFromSession(m.outSess, m.w.cfg.Group, nil))
+	return m.AddOffsets(po, sarama.NewConsumerGroupMetadataFromSession(m.outSess, m.w.cfg.Group, nil))
 }
 
 // rewind ends the session, so that the next one starts from the committed offsets: after a
@@ -177,7 +182,8 @@ func (m *saramaMember) rewind(history.Type) error {
 	return nil
 }
 
-func (m *saramaMember) close() {
+// Close leaves the group, then closes the producer without ending its transaction.
+func (m *saramaMember) Close() {
 	m.end()
 	if m.timer != nil {
 		m.timer.Stop()
@@ -186,5 +192,5 @@ func (m *saramaMember) close() {
 	if err := m.group.Close(); err != nil {
 		m.w.log.Warn("closing the consumer group member", "err", err)
 	}
-	m.txnClient.close()
+	m.Txn.Close()
 }

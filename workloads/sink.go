@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
-
 	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/sink"
+	"github.com/verity-kafka/verity/workloads/internal/kit"
 )
 
 // A sink consumes a topic in a consumer group (sarama) and applies each record to a system
@@ -206,7 +206,7 @@ func (w *sinkRun) instance(ctx context.Context, crashIn time.Duration) error {
 	for ictx.Err() == nil {
 		if err := group.Consume(ictx, []string{w.cfg.Topic}, h); err != nil && ictx.Err() == nil {
 			w.log.Debug("consume", "err", err)
-			if sleepCtx(ictx, 500*time.Millisecond) != nil {
+			if kit.Sleep(ictx, 500*time.Millisecond) != nil {
 				break
 			}
 		}
@@ -369,7 +369,7 @@ func (h *sinkHandler) applyUntilDone(ctx context.Context, ev EffectValue) error 
 			return nil
 		}
 		w.log.Debug("effect failed; retrying", "event", ev.Event, "sure", sure, "err", aerr)
-		if err := sleepCtx(ctx, min(time.Duration(attempt+1)*100*time.Millisecond, time.Second)); err != nil {
+		if err := kit.Sleep(ctx, min(time.Duration(attempt+1)*100*time.Millisecond, time.Second)); err != nil {
 			return err
 		}
 	}
@@ -439,7 +439,7 @@ func readSinks(ctx context.Context, env Env, sinks []SinkConfig) error {
 			return fmt.Errorf("recording a sink read: %w", err)
 		}
 		var read SinkRead
-		rerr := waitUntil(ctx, time.Now().Add(time.Minute), time.Second, func() (bool, error) {
+		rerr := kit.WaitUntil(ctx, time.Now().Add(time.Minute), time.Second, func() (bool, error) {
 			rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 			defer cancel()
 			r, err := readSink(rctx, env, s)

@@ -10,9 +10,10 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/jackc/pgx/v5"
-
 	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/sink"
+	"github.com/verity-kafka/verity/workloads/internal/kit"
+	ksarama "github.com/verity-kafka/verity/workloads/kclient/sarama"
 )
 
 // The relay of an outbox sink (sink.Outbox): it reads the outbox table's unsent rows in the
@@ -145,7 +146,7 @@ func (r *relay) producerConfig() (*sarama.Config, error) {
 	cfg.Producer.Retry.Max = 10
 	cfg.Producer.Retry.Backoff = 250 * time.Millisecond
 	cfg.Producer.Timeout = 5 * time.Second
-	ensureReadTimeout(cfg)
+	ksarama.EnsureReadTimeout(cfg)
 	cfg.Producer.Partitioner = sarama.NewHashPartitioner
 	cfg.Producer.Return.Successes = true
 	cfg.Producer.Return.Errors = true
@@ -167,7 +168,7 @@ func (r *relay) instance(ctx context.Context, crashIn time.Duration, drain bool)
 	for prod == nil {
 		if prod, err = sarama.NewSyncProducer(r.env.Brokers, pcfg); err != nil {
 			r.log.Debug("opening the relay's producer", "err", err)
-			if sleepCtx(ctx, time.Second) != nil {
+			if kit.Sleep(ctx, time.Second) != nil {
 				return false, nil
 			}
 		}
@@ -182,7 +183,7 @@ func (r *relay) instance(ctx context.Context, crashIn time.Duration, drain bool)
 		rows, err := r.unsent(ctx)
 		if err != nil {
 			r.log.Debug("reading the outbox", "err", err)
-			if sleepCtx(ctx, 500*time.Millisecond) != nil {
+			if kit.Sleep(ctx, 500*time.Millisecond) != nil {
 				return false, nil
 			}
 			continue
@@ -191,7 +192,7 @@ func (r *relay) instance(ctx context.Context, crashIn time.Duration, drain bool)
 			if drain {
 				return true, nil
 			}
-			if sleepCtx(ctx, 200*time.Millisecond) != nil {
+			if kit.Sleep(ctx, 200*time.Millisecond) != nil {
 				return false, nil
 			}
 			continue
@@ -204,7 +205,7 @@ func (r *relay) instance(ctx context.Context, crashIn time.Duration, drain bool)
 			if !ok {
 				// The row stays unsent and is published again: whatever the failed attempt
 				// wrote is a duplicate the outbox topic permits.
-				if sleepCtx(ctx, 500*time.Millisecond) != nil {
+				if kit.Sleep(ctx, 500*time.Millisecond) != nil {
 					return false, nil
 				}
 				break

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/workloads/internal/kit"
 	"github.com/verity-kafka/verity/workloads/kclient"
 )
 
@@ -131,7 +132,7 @@ type txnRun struct {
 // txnInstance is one process running the workload: its history process, and its client.
 type txnInstance struct {
 	p      int
-	tc     txnProducer
+	tc     kclient.Txn
 	values *Values
 	// firstOp, when set, is closed once the instance has recorded its first op (a usurper
 	// signalling its zombie, see transaction).
@@ -189,7 +190,7 @@ func (w *txnRun) loop(ctx context.Context, p int, zombies *sync.WaitGroup) error
 	defer func() {
 		if inst != nil {
 			inst.signal()
-			inst.tc.close()
+			inst.tc.Close()
 		}
 	}()
 	began, held := time.Now(), false
@@ -206,15 +207,15 @@ func (w *txnRun) loop(ctx context.Context, p int, zombies *sync.WaitGroup) error
 		if err != nil {
 			return err
 		}
-		if !inst.tc.ready() {
+		if ok, why := inst.tc.Ready(); !ok {
 			inst.signal()
 			old := inst
 			inst = nil // restart closes it
-			if inst, err = w.restart(ctx, old, "the producer is not ready for another transaction ("+old.tc.status()+")"); err != nil {
+			if inst, err = w.restart(ctx, old, "the producer is not ready for another transaction ("+why+")"); err != nil {
 				return err
 			}
 		}
-		if sleepCtx(ctx, cfg.Gap) != nil {
+		if kit.Sleep(ctx, cfg.Gap) != nil {
 			break
 		}
 	}
@@ -245,10 +246,10 @@ func (w *txnRun) restart(ctx context.Context, inst *txnInstance, reason string) 
 	w.log.Warn("restarting the transactional producer", "process", inst.p, "reason", reason)
 	inv, err := w.env.Recorder.Invoke(history.Client(inst.p), history.FCrash, raw(history.Crash{Reason: reason, TxnID: w.cfg.TxnID}))
 	if err != nil {
-		inst.tc.close()
+		inst.tc.Close()
 		return nil, fmt.Errorf("transactional producer %d: recording a crash: %w", inst.p, err)
 	}
-	inst.tc.close()
+	inst.tc.Close()
 	// The restart is not interrupted by the end of the run: an instance must be up to
 	// finish the workload cleanly, and openTxnProducer gives up only when its context ends.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*w.cfg.Timeout)
@@ -259,7 +260,7 @@ func (w *txnRun) restart(ctx context.Context, inst *txnInstance, reason string) 
 		return nil, err
 	}
 	if _, err := w.env.Recorder.Complete(inv, history.OK, inv.Value, ""); err != nil {
-		next.tc.close()
+		next.tc.Close()
 		return nil, fmt.Errorf("transactional producer %d: recording a crash: %w", inst.p, err)
 	}
 	return next, nil
@@ -316,7 +317,7 @@ func (w *txnRun) transaction(ctx context.Context, inst *txnInstance, pl txnPlan,
 		return nil
 	}
 
-	if err := inst.tc.begin(); err != nil {
+	if err := inst.tc.Begin(); err != nil {
 		// Nothing was sent: the transaction cannot have committed.
 		return inst, done(history.Fail, kclient.TxnNotSent+"begin: "+ErrorText(err))
 	}
@@ -325,11 +326,11 @@ func (w *txnRun) transaction(ctx context.Context, inst *txnInstance, pl txnPlan,
 		fenceAt = pl.fenceAt
 	}
 	deadline := time.Now().Add(w.cfg.DeliveryTimeout)
-	sendErr := inst.tc.send(recs[:fenceAt], deadline)
+	sendErr := inst.tc.Send(recs[:fenceAt], deadline)
 	if pl.hold > 0 && sendErr == nil {
 		// Pacing, not synchronisation: the transaction is meant to stay open this long.
 		w.log.Info("holding a transaction open", "process", inst.p, "for", pl.hold)
-		_ = sleepCtx(ctx, pl.hold)
+		_ = kit.Sleep(ctx, pl.hold)
 	}
 
 	carryOn := inst
@@ -350,22 +351,22 @@ func (w *txnRun) transaction(ctx context.Context, inst *txnInstance, pl txnPlan,
 	}
 	finish := func() error {
 		if sendErr == nil && fenceAt < len(recs) {
-			sendErr = inst.tc.send(recs[fenceAt:], deadline)
+			sendErr = inst.tc.Send(recs[fenceAt:], deadline)
 		}
 		switch {
 		case sendErr != nil:
 			// A record failed: the commit is not requested (sarama would not send it from its
 			// error state; franz-go would commit the records that succeeded), so the
 			// transaction is certainly not committed; abort it.
-			aerr := inst.tc.abort()
-			return done(history.Fail, kclient.TxnNotSent+"a record failed: "+ErrorText(sendErr)+abortNote(aerr))
+			aerr := inst.tc.Abort()
+			return done(history.Fail, kclient.TxnNotSent+"a record failed: "+ErrorText(sendErr)+kclient.AbortNote(ErrorText(aerr)))
 		case pl.abort:
-			if aerr := inst.tc.abort(); aerr != nil {
+			if aerr := inst.tc.Abort(); aerr != nil {
 				w.log.Warn("aborting failed; the instance will be replaced", "process", inst.p, "err", aerr)
 			}
 			return done(history.Fail, kclient.TxnAborted)
 		}
-		t, text := inst.tc.commit()
+		t, text := inst.tc.Commit()
 		return done(t, text)
 	}
 	if usurped == nil {
@@ -376,7 +377,7 @@ func (w *txnRun) transaction(ctx context.Context, inst *txnInstance, pl txnPlan,
 	zombies.Add(1)
 	go func() {
 		defer zombies.Done()
-		defer inst.tc.close()
+		defer inst.tc.Close()
 		select {
 		case <-usurped:
 		case <-ctx.Done():
@@ -409,13 +410,13 @@ func (w *txnRun) zombieEpilogue(inst *txnInstance) {
 	}
 	var t history.Type
 	var text string
-	if err := inst.tc.begin(); err != nil {
+	if err := inst.tc.Begin(); err != nil {
 		t, text = history.Fail, kclient.TxnNotSent+"begin: "+ErrorText(err)
-	} else if err := inst.tc.send(recs, time.Now().Add(w.cfg.DeliveryTimeout)); err != nil {
-		aerr := inst.tc.abort()
-		t, text = history.Fail, kclient.TxnNotSent+"a record failed: "+ErrorText(err)+abortNote(aerr)
+	} else if err := inst.tc.Send(recs, time.Now().Add(w.cfg.DeliveryTimeout)); err != nil {
+		aerr := inst.tc.Abort()
+		t, text = history.Fail, kclient.TxnNotSent+"a record failed: "+ErrorText(err)+kclient.AbortNote(ErrorText(aerr))
 	} else {
-		t, text = inst.tc.commit()
+		t, text = inst.tc.Commit()
 	}
 	w.count(func(s *TxnStats) {
 		switch t {

@@ -1,6 +1,8 @@
 package kclient
 
 import (
+	"errors"
+	"fmt"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -57,14 +59,37 @@ func TestImportsNoKafkaLibrary(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the go command")
 	}
-	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
+	out, err := exec.Command("go", "list", "-deps", ".", "../internal/kit").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list -deps: %v\n%s", err, out)
 	}
 	for _, dep := range strings.Fields(string(out)) {
 		if strings.Contains(dep, "sarama") || strings.Contains(dep, "franz-go") || strings.Contains(dep, "kafka-go") ||
-			strings.HasPrefix(dep, "github.com/verity-kafka/verity/workloads") && dep != "github.com/verity-kafka/verity/workloads/kclient" {
-			t.Errorf("kclient depends on %s", dep)
+			strings.HasPrefix(dep, "github.com/verity-kafka/verity/workloads") && dep != "github.com/verity-kafka/verity/workloads/kclient" &&
+				dep != "github.com/verity-kafka/verity/workloads/internal/kit" {
+			t.Errorf("kclient or kit depends on %s", dep)
 		}
+	}
+}
+
+func TestClientValues(t *testing.T) {
+	if got := Counts(map[string][]int32{"a": {0, 1, 2}, "b": {0}}); got["a"] != 3 || got["b"] != 1 || len(got) != 2 {
+		t.Errorf("Counts: %v", got)
+	}
+	if AbortNote("") != "" || AbortNote("kafka server: X") != "; abort: kafka server: X" {
+		t.Error("AbortNote adds the abort's error, and nothing for an abort that succeeded")
+	}
+	describe := func(err error) (string, bool) {
+		if err.Error() == "known" {
+			return "kafka server: KNOWN", true
+		}
+		return "", false
+	}
+	if Text(nil, describe) != "" || Text(errors.New("known"), describe) != "kafka server: KNOWN" || Text(errors.New("other"), describe) != "other" {
+		t.Error("Text: the client's text for what it knows, the message otherwise, nothing for nil")
+	}
+	perm := fmt.Errorf("opening: %w", &PermanentError{Err: errors.New("bad config")})
+	if !IsPermanent(perm) || IsPermanent(errors.New("coordinator moved")) || perm.Error() != "opening: bad config" {
+		t.Errorf("IsPermanent through wrapping: %v", perm)
 	}
 }

@@ -1,4 +1,4 @@
-package workloads
+package franz
 
 import (
 	"context"
@@ -17,9 +17,9 @@ import (
 	"github.com/verity-kafka/verity/workloads/kclient"
 )
 
-// TestFranzCommitOutcome: only an EndTransaction that certainly sent no EndTxn(commit) completes
+// TestCommitOutcome: only an EndTransaction that certainly sent no EndTxn(commit) completes
 // fail; everything after an attempted commit is unknown, never fail.
-func TestFranzCommitOutcome(t *testing.T) {
+func TestCommitOutcome(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		err  error
@@ -42,7 +42,7 @@ func TestFranzCommitOutcome(t *testing.T) {
 		{"franz-go refuses to retry an unconfirmed commit", errors.New("cannot retry a commit whose outcome is unconfirmed"), history.Info},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got, text := franzCommitOutcome(c.err)
+			got, text := commitOutcome(c.err)
 			require.Equal(t, c.want, got, text)
 			switch got {
 			case history.OK:
@@ -56,18 +56,18 @@ func TestFranzCommitOutcome(t *testing.T) {
 	}
 }
 
-// TestFranzLogLevels: franz-go's lines go to slog one level lower, and the processor's logger asks
+// TestLogLevels: franz-go's lines go to slog one level lower, and the processor's logger asks
 // franz-go for its info lines even when slog shows none, since they announce EndTxn.
-func TestFranzLogLevels(t *testing.T) {
+func TestLogLevels(t *testing.T) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	require.Equal(t, kgo.LogLevelWarn, newFranzLog(quiet, nil).Level())
-	require.Equal(t, kgo.LogLevelInfo, newFranzLog(quiet, func(bool) {}).Level())
-	trace := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: WireLevel}))
-	require.Equal(t, kgo.LogLevelDebug, newFranzLog(trace, func(bool) {}).Level())
+	require.Equal(t, kgo.LogLevelWarn, NewLog(quiet, nil).Level())
+	require.Equal(t, kgo.LogLevelInfo, NewLog(quiet, func(bool) {}).Level())
+	trace := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: kclient.WireLevel}))
+	require.Equal(t, kgo.LogLevelDebug, NewLog(trace, func(bool) {}).Level())
 
 	var b strings.Builder
 	var seen []bool
-	l := newFranzLog(slog.New(slog.NewTextHandler(&b, &slog.HandlerOptions{Level: slog.LevelDebug})), func(c bool) { seen = append(seen, c) })
+	l := NewLog(slog.New(slog.NewTextHandler(&b, &slog.HandlerOptions{Level: slog.LevelDebug})), func(c bool) { seen = append(seen, c) })
 	l.Log(kgo.LogLevelInfo, "ending transaction", "transactional_id", "x", "commit", kgo.TryCommit, "producer_id", int64(7))
 	l.Log(kgo.LogLevelInfo, "ending transaction", "commit", kgo.TryAbort)
 	l.Log(kgo.LogLevelInfo, "beginning transaction", "commit", kgo.TryCommit)
