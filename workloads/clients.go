@@ -28,50 +28,6 @@ func (e Env) client() (kclient.Client, error) {
 	return build(e), nil
 }
 
-// adapters are one client's implementation of the roles not yet on kclient.Client.
-type adapters struct {
-	// member opens a read-process-write processor's instance.
-	member func(ctx context.Context, w *processor) (rpwMember, error)
-	// consumer opens a consumer instance.
-	consumer openConsumer
-}
-
-func clientAdapters() map[kafkaconf.ClientName]adapters {
-	return map[kafkaconf.ClientName]adapters{
-		kafkaconf.Sarama: {
-			member: func(ctx context.Context, w *processor) (rpwMember, error) {
-				return nilIfErr[rpwMember](openSaramaMember(ctx, w))
-			},
-			consumer: openSaramaConsumer,
-		},
-		kafkaconf.FranzGo: {
-			member: func(ctx context.Context, w *processor) (rpwMember, error) {
-				return nilIfErr[rpwMember](openFranzMember(ctx, w))
-			},
-			consumer: openFranzConsumer,
-		},
-	}
-}
-
-// adaptersOf is client c's adapters.
-func adaptersOf(c kafkaconf.ClientName) (adapters, error) {
-	a, ok := clientAdapters()[c]
-	if !ok {
-		return adapters{}, fmt.Errorf("no workloads for client %q", c)
-	}
-	return a, nil
-}
-
-// nilIfErr returns a concrete adapter as its role's interface, and a nil interface (not one
-// holding a nil pointer) with the error.
-func nilIfErr[I any, T any](v T, err error) (I, error) {
-	var zero I
-	if err != nil {
-		return zero, err
-	}
-	return any(v).(I), nil
-}
-
 // txnProtocol is the transaction protocol the run's transactional clients will speak.
 func txnProtocol(ctx context.Context, env Env) (kafkaconf.TxnProtocol, error) {
 	cl, err := env.client()

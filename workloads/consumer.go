@@ -12,6 +12,7 @@ import (
 
 	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/kafkaconf"
+	"github.com/verity-kafka/verity/workloads/kclient"
 )
 
 // ConsumerMode is how a consumer gets its partitions.
@@ -101,79 +102,18 @@ type ConsumerStats struct {
 	DataLosses int64
 }
 
-// consumerClient is what the consumer workload needs of a Kafka client: one consumer instance,
-// started by the client's openConsumer in assign or subscribe mode. Everything the client has to
-// tell reaches the one goroutine that records the process's ops through Poll, in the order it
-// happened, so that the history shows the client's order.
-type consumerClient interface {
-	// Poll waits at most wait for what the client has to report and returns it in order:
-	// records in arrival order (at most max) and, between them, control events (a rebalance's
-	// new assignment, a log truncated under the position). The workload records all of it
-	// before it calls Poll again.
-	Poll(ctx context.Context, wait time.Duration, max int) []consumerEvent
-	// Recorded tells the client the records, in the order Poll returned them, that the history
-	// now shows as polled. In subscribe mode the client commits these, and never a record it has
-	// not been told of, so that a restart resumes right after what the history shows.
-	Recorded(recs []consumerEvent)
-	// Close ends the instance (leaving its group) and everything it started.
-	Close()
+// consumerOpener is what the consumer role needs of a client (kclient.Client has it): the
+// partitions of the topics an assign-mode consumer reads, and the instances.
+type consumerOpener interface {
+	Partitions(ctx context.Context, clientID string, topics []string) (map[string][]int32, error)
+	OpenConsumer(ctx context.Context, s kclient.ConsumerSpec) (kclient.Consumer, error)
 }
 
-// openConsumer starts one consumer instance of a client. In assign mode it returns the
-// partitions the instance consumes: those cfg.Partitions names, else every partition of each
-// topic.
-type openConsumer func(ctx context.Context, env Env, st consumerStart, log *slog.Logger) (consumerClient, map[string][]int32, error)
-
-// consumerStart is what an instance starts from.
-type consumerStart struct {
-	cfg      ConsumerConfig // resolved
-	clientID string
-	// from is, in assign mode, where each partition resumes: the position the previous
-	// instances reached. A partition without one starts at the oldest offset (the newest with
-	// FromNewest). The opener must not keep it.
-	from map[string]map[int32]position
-}
-
-// position is where a consumer resumes in a partition.
-type position struct {
-	offset int64 // the next offset to read
-	epoch  int32 // the leader epoch of the record before offset; -1 when unknown
-}
-
-type consumerEventKind uint8
-
-const (
-	ceRecord    consumerEventKind = iota // a record the client returned
-	ceRebalance                          // the group gave the member a new assignment
-	ceDataLoss                           // the log was truncated under the position
-)
-
-// consumerEvent is one thing a client reports to the recording goroutine.
-type consumerEvent struct {
-	kind consumerEventKind
-	// rec (with its offset) and epoch, its leader epoch (-1 unknown): ceRecord.
-	rec   history.Record
-	epoch int32
-	// claims: ceRebalance.
-	claims claims
-	// loss: ceDataLoss.
-	loss dataLoss
-	// handle is the client's own record (a sarama message with its session, a *kgo.Record),
-	// for Recorded.
-	handle any
-}
-
-// claims is a group member's assignment after a rebalance.
-type claims struct {
-	generation int32
-	member     string
-	partitions map[string][]int32
-}
-
-// payload is the assign op's value for the rebalance, the same for every client.
-func (c claims) payload(group, isolation string) map[string]any {
+// claimsPayload is the assign op's value for a rebalance's assignment c, the same for every
+// client.
+func claimsPayload(c kclient.Claims, group, isolation string) map[string]any {
 	parts := map[string][]int32{}
-	for t, ps := range c.partitions {
+	for t, ps := range c.Partitions {
 		ps = slices.Clone(ps)
 		slices.Sort(ps)
 		parts[t] = ps
@@ -181,30 +121,16 @@ func (c claims) payload(group, isolation string) map[string]any {
 	topics := slices.AppendSeq([]string{}, maps.Keys(parts)) // [] rather than null when nothing is owned
 	slices.Sort(topics)
 	return map[string]any{
-		"group": group, "generation": c.generation, "member": c.member,
+		"group": group, "generation": c.Generation, "member": c.Member,
 		"partitions": parts, "topics": topics,
 		"isolation": isolation, "rebalance": true,
 	}
 }
 
-// dataLoss is a log truncated under a consumer's position, as the client reported it.
-type dataLoss struct {
-	topic     string
-	partition int32
-	// offset is the consumer's position (the next offset it would have read), epoch the
-	// leader epoch it had read it at.
-	offset int64
-	epoch  int32
-	// resetTo is where the client resumes: where the leader's log now diverges from what the
-	// consumer read, or, when the client could not locate that, the reset offset the workload
-	// configured (the oldest or the newest).
-	resetTo    int64
-	resetEpoch int32
-}
-
-func (d dataLoss) payload() map[string]any {
-	return map[string]any{"topic": d.topic, "partition": d.partition, "offset": d.offset, "epoch": d.epoch,
-		"reset_to": d.resetTo, "reset_epoch": d.resetEpoch}
+// lossPayload is the data-loss op's value for a truncation d.
+func lossPayload(d kclient.Loss) map[string]any {
+	return map[string]any{"topic": d.Topic, "partition": d.Partition, "offset": d.Offset, "epoch": d.Epoch,
+		"reset_to": d.ResetTo, "reset_epoch": d.ResetEpoch}
 }
 
 type consumerRun struct {
@@ -214,13 +140,13 @@ type consumerRun struct {
 	proc  history.Process
 	rng   *rand.Rand
 	log   *slog.Logger
-	open  openConsumer
+	cl    consumerOpener
 	stats ConsumerStats
 	// next is, in assign mode, the position reached in each partition: where a restarted
 	// instance resumes.
-	next map[string]map[int32]position
+	next map[string]map[int32]kclient.Position
 	// pending is what the instance's last Poll returned that is not recorded yet.
-	pending []consumerEvent
+	pending []kclient.Event
 }
 
 // RunConsumer runs a consumer of the run's client as history process p until ctx ends: every
@@ -234,19 +160,19 @@ func RunConsumer(ctx context.Context, env Env, p int, cfg ConsumerConfig) (Consu
 	if cfg, err = cfg.resolved(p); err != nil {
 		return ConsumerStats{}, err
 	}
-	a, err := adaptersOf(env.Client)
+	cl, err := env.client()
 	if err != nil {
 		return ConsumerStats{}, err
 	}
-	return runConsumer(ctx, env, p, cfg, a.consumer)
+	return runConsumer(ctx, env, p, cfg, cl)
 }
 
-// runConsumer is RunConsumer with its settled env, resolved cfg and client adapter.
-func runConsumer(ctx context.Context, env Env, p int, cfg ConsumerConfig, open openConsumer) (ConsumerStats, error) {
-	w := &consumerRun{env: env, cfg: cfg, p: p, proc: history.Client(p), rng: NewRand(env.Seed, p), open: open,
+// runConsumer is RunConsumer with its settled env, resolved cfg and client.
+func runConsumer(ctx context.Context, env Env, p int, cfg ConsumerConfig, cl consumerOpener) (ConsumerStats, error) {
+	w := &consumerRun{env: env, cfg: cfg, p: p, proc: history.Client(p), rng: NewRand(env.Seed, p), cl: cl,
 		log: env.Log.With("workload", "consumer", "process", p, "client", env.Client, "mode", cfg.Mode,
 			"isolation", cfg.Isolation),
-		next: map[string]map[int32]position{}}
+		next: map[string]map[int32]kclient.Position{}}
 	w.stats.Process = p
 	for first := true; ctx.Err() == nil && !w.pollsDone(); first = false {
 		if !first {
@@ -302,7 +228,21 @@ func (w *consumerRun) instance(ctx context.Context, until time.Time) error {
 			return err
 		}
 	}
-	cc, parts, err := w.open(ictx, w.env, consumerStart{cfg: w.cfg, clientID: clientID(w.p, "consumer"), from: w.next}, w.log)
+	spec := kclient.ConsumerSpec{ClientID: clientID(w.p, "consumer"), Isolation: w.cfg.Isolation, FromNewest: w.cfg.FromNewest, Log: w.log}
+	var parts map[string][]int32
+	if w.cfg.Mode == Subscribe {
+		spec.Group, spec.Topics = w.cfg.Group, w.cfg.Topics
+	} else {
+		var err error
+		if parts, err = w.assignment(ictx, spec.ClientID+"-meta"); err != nil {
+			if ictx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		spec.Assign = w.positions(parts)
+	}
+	cc, err := w.cl.OpenConsumer(ictx, spec)
 	if err != nil {
 		if ictx.Err() != nil {
 			return nil // stopped (or due for a restart) while starting
@@ -325,9 +265,49 @@ func (w *consumerRun) instance(ctx context.Context, until time.Time) error {
 	return nil
 }
 
+// assignment lists the partitions an assign-mode consumer reads: those cfg.Partitions names, and
+// every partition of the other topics, as the cluster knows them.
+func (w *consumerRun) assignment(ctx context.Context, clientID string) (map[string][]int32, error) {
+	parts := map[string][]int32{}
+	var ask []string
+	for _, t := range w.cfg.Topics {
+		if ps, ok := w.cfg.Partitions[t]; ok {
+			parts[t] = ps
+		} else {
+			ask = append(ask, t)
+		}
+	}
+	if len(ask) == 0 {
+		return parts, nil
+	}
+	found, err := w.cl.Partitions(ctx, clientID, ask)
+	if err != nil {
+		return nil, fmt.Errorf("consumer %d: %w", w.p, err)
+	}
+	maps.Copy(parts, found)
+	return parts, nil
+}
+
+// positions is where each of parts resumes: where the previous instances got to, else the
+// start (FromNewest says which).
+func (w *consumerRun) positions(parts map[string][]int32) map[string]map[int32]kclient.Position {
+	from := map[string]map[int32]kclient.Position{}
+	for t, ps := range parts {
+		from[t] = map[int32]kclient.Position{}
+		for _, p := range ps {
+			pos, ok := w.next[t][p]
+			if !ok {
+				pos = kclient.Position{Offset: -1, Epoch: -1}
+			}
+			from[t][p] = pos
+		}
+	}
+	return from
+}
+
 // poll records one poll: the records the client returns within PollWait (at most PollRecords),
 // in arrival order, up to the first control event; then the control events that follow them.
-func (w *consumerRun) poll(ctx context.Context, cc consumerClient) error {
+func (w *consumerRun) poll(ctx context.Context, cc kclient.Consumer) error {
 	pl := &history.Poll{Isolation: string(w.cfg.Isolation), Group: w.cfg.Group, Records: []history.Record{}}
 	inv, err := w.env.Recorder.Invoke(w.proc, history.FPoll, history.Payload{Poll: pl})
 	if err != nil {
@@ -337,8 +317,8 @@ func (w *consumerRun) poll(ctx context.Context, cc consumerClient) error {
 		w.pending = cc.Poll(ctx, w.cfg.PollWait, w.cfg.PollRecords)
 	}
 	n := 0
-	for n < len(w.pending) && n < w.cfg.PollRecords && w.pending[n].kind == ceRecord {
-		pl.Records = append(pl.Records, w.pending[n].rec)
+	for n < len(w.pending) && n < w.cfg.PollRecords && w.pending[n].Kind == kclient.EventRecord {
+		pl.Records = append(pl.Records, w.pending[n].Record)
 		n++
 	}
 	recs := w.pending[:n:n]
@@ -350,12 +330,12 @@ func (w *consumerRun) poll(ctx context.Context, cc consumerClient) error {
 	w.stats.Records += int64(len(recs))
 	if w.cfg.Mode == Assign {
 		for _, ev := range recs {
-			w.remember(ev.rec.Topic, ev.rec.Partition, position{offset: *ev.rec.Offset + 1, epoch: ev.epoch})
+			w.remember(ev.Record.Topic, ev.Record.Partition, kclient.Position{Offset: *ev.Record.Offset + 1, Epoch: ev.Epoch})
 		}
 	}
 	// Only now that the history shows them may the client commit them.
 	cc.Recorded(recs)
-	for len(w.pending) > 0 && w.pending[0].kind != ceRecord {
+	for len(w.pending) > 0 && w.pending[0].Kind != kclient.EventRecord {
 		ev := w.pending[0]
 		w.pending = w.pending[1:]
 		if err := w.control(ev); err != nil {
@@ -365,28 +345,32 @@ func (w *consumerRun) poll(ctx context.Context, cc consumerClient) error {
 	return nil
 }
 
-func (w *consumerRun) remember(topic string, partition int32, pos position) {
+func (w *consumerRun) remember(topic string, partition int32, pos kclient.Position) {
 	if w.next[topic] == nil {
-		w.next[topic] = map[int32]position{}
+		w.next[topic] = map[int32]kclient.Position{}
 	}
 	w.next[topic][partition] = pos
 }
 
 // control records a control event as an op of the process, between the polls where it happened.
-func (w *consumerRun) control(ev consumerEvent) error {
-	switch ev.kind {
-	case ceRebalance:
+func (w *consumerRun) control(ev kclient.Event) error {
+	switch ev.Kind {
+	case kclient.EventAssigned:
 		w.stats.Rebalances++
-		return w.note(history.FAssign, ev.claims.payload(w.cfg.Group, string(w.cfg.Isolation)))
-	case ceDataLoss:
-		d := ev.loss
+		return w.note(history.FAssign, claimsPayload(ev.Claims, w.cfg.Group, string(w.cfg.Isolation)))
+	case kclient.EventDataLoss:
+		d := ev.Loss
 		w.stats.DataLosses++
-		w.log.Warn("the client found the log truncated under the consumer's position", "topic", d.topic,
-			"partition", d.partition, "offset", d.offset, "epoch", d.epoch, "reset_to", d.resetTo, "reset_epoch", d.resetEpoch)
+		w.log.Warn("the client found the log truncated under the consumer's position", "topic", d.Topic,
+			"partition", d.Partition, "offset", d.Offset, "epoch", d.Epoch, "reset_to", d.ResetTo, "reset_epoch", d.ResetEpoch)
 		if w.cfg.Mode == Assign {
-			w.remember(d.topic, d.partition, position{offset: d.resetTo, epoch: d.resetEpoch})
+			w.remember(d.Topic, d.Partition, kclient.Position{Offset: d.ResetTo, Epoch: d.ResetEpoch})
 		}
-		return w.note(FDataLoss, d.payload())
+		return w.note(FDataLoss, lossPayload(d))
+	case kclient.EventRevoked:
+		// A consumer reports its new assignment; a generation's end alone changes nothing it
+		// records.
+		return nil
 	}
-	return fmt.Errorf("consumer %d: unknown control event %d", w.p, ev.kind)
+	return fmt.Errorf("consumer %d: unknown control event %d", w.p, ev.Kind)
 }

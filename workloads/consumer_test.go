@@ -4,30 +4,30 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"maps"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/kafkaconf"
 	"github.com/verity-kafka/verity/verify"
 	"github.com/verity-kafka/verity/verify/guarantee"
 	"github.com/verity-kafka/verity/verify/results"
 	"github.com/verity-kafka/verity/workloads/internal/kit"
+	"github.com/verity-kafka/verity/workloads/kclient"
 )
 
-// scriptedConsumer is a consumerClient that returns scripted polls and remembers what it was told.
+// scriptedConsumer is a kclient.Consumer that returns scripted polls and remembers what it was
+// told.
 type scriptedConsumer struct {
-	polls    [][]consumerEvent
+	polls    [][]kclient.Event
 	recorded [][]int64 // the offsets of each non-empty Recorded call
 	closed   bool
 }
 
-func (s *scriptedConsumer) Poll(ctx context.Context, wait time.Duration, max int) []consumerEvent {
+func (s *scriptedConsumer) Poll(ctx context.Context, wait time.Duration, max int) []kclient.Event {
 	if len(s.polls) == 0 {
 		_ = kit.Sleep(ctx, wait) // a poll that finds nothing waits its time out
 		return nil
@@ -37,27 +37,43 @@ func (s *scriptedConsumer) Poll(ctx context.Context, wait time.Duration, max int
 	return p
 }
 
-func (s *scriptedConsumer) Recorded(recs []consumerEvent) {
+func (s *scriptedConsumer) Recorded(recs []kclient.Event) {
 	if len(recs) == 0 {
 		return
 	}
 	var offs []int64
 	for _, ev := range recs {
-		offs = append(offs, *ev.rec.Offset)
+		offs = append(offs, *ev.Record.Offset)
 	}
 	s.recorded = append(s.recorded, offs)
 }
 
 func (s *scriptedConsumer) Close() { s.closed = true }
 
-func scriptedOpener(s *scriptedConsumer, parts map[string][]int32) openConsumer {
-	return func(context.Context, Env, consumerStart, *slog.Logger) (consumerClient, map[string][]int32, error) {
-		return s, parts, nil
-	}
+// funcOpener is a client whose topics have parts and whose consumers come from open.
+type funcOpener struct {
+	parts map[string][]int32
+	open  func(kclient.ConsumerSpec) kclient.Consumer
 }
 
-func recEvent(topic string, partition int32, offset int64, value string) consumerEvent {
-	return consumerEvent{kind: ceRecord, rec: history.Record{Topic: topic, Partition: partition, Value: value}.At(offset), epoch: 3}
+func (o funcOpener) Partitions(_ context.Context, _ string, topics []string) (map[string][]int32, error) {
+	out := map[string][]int32{}
+	for _, t := range topics {
+		out[t] = o.parts[t]
+	}
+	return out, nil
+}
+
+func (o funcOpener) OpenConsumer(_ context.Context, s kclient.ConsumerSpec) (kclient.Consumer, error) {
+	return o.open(s), nil
+}
+
+func scriptedOpener(s *scriptedConsumer, parts map[string][]int32) funcOpener {
+	return funcOpener{parts: parts, open: func(kclient.ConsumerSpec) kclient.Consumer { return s }}
+}
+
+func recEvent(topic string, partition int32, offset int64, value string) kclient.Event {
+	return kclient.Event{Kind: kclient.EventRecord, Record: history.Record{Topic: topic, Partition: partition, Value: value}.At(offset), Epoch: 3}
 }
 
 // writeSends records process 0's acknowledged sends of values 0-1..0-n at offsets 0..n-1 of t-0.
@@ -101,19 +117,19 @@ func TestConsumerRecordsDataLoss(t *testing.T) {
 			w, err := history.Create(path, history.Header{Seed: 1})
 			require.NoError(t, err)
 			sent := writeSends(t, w, 5)
-			first := make([]consumerEvent, 0, 5)
+			first := make([]kclient.Event, 0, 5)
 			for _, r := range sent {
 				first = append(first, recEvent("t", 0, *r.Offset, r.Value))
 			}
 			// The client could not locate the divergence and reset to the oldest offset: it
 			// reads 0..4 again after the notice, in the same poll as the last records before.
-			second := []consumerEvent{recEvent("t", 0, 4, "0-5")}
+			second := []kclient.Event{recEvent("t", 0, 4, "0-5")}
 			if withOp {
-				second = append(second, consumerEvent{kind: ceDataLoss, loss: dataLoss{topic: "t", partition: 0,
-					offset: 5, epoch: 3, resetTo: 0, resetEpoch: 4}})
+				second = append(second, kclient.Event{Kind: kclient.EventDataLoss, Loss: kclient.Loss{Topic: "t", Partition: 0,
+					Offset: 5, Epoch: 3, ResetTo: 0, ResetEpoch: 4}})
 			}
 			second = append(second, first[:4]...)
-			s := &scriptedConsumer{polls: [][]consumerEvent{first[:4], second}}
+			s := &scriptedConsumer{polls: [][]kclient.Event{first[:4], second}}
 			env, err := Env{Brokers: []string{"unused:9092"}, Recorder: w, Seed: 1}.withDefaults()
 			require.NoError(t, err)
 			cfg, err := ConsumerConfig{Topics: []string{"t"}, Mode: Assign, MaxPolls: 3}.resolved(1)
@@ -174,35 +190,35 @@ func TestConsumerRemembersResetPosition(t *testing.T) {
 	w, err := history.Create(filepath.Join(t.TempDir(), "history.jsonl"), history.Header{Seed: 1})
 	require.NoError(t, err)
 	defer w.Close()
-	polls := [][]consumerEvent{
+	polls := [][]kclient.Event{
 		{recEvent("t", 0, 7, "0-8"), recEvent("t", 1, 2, "0-9")},
-		{{kind: ceDataLoss, loss: dataLoss{topic: "t", partition: 0, offset: 8, epoch: 3, resetTo: 5, resetEpoch: 4}}},
+		{{Kind: kclient.EventDataLoss, Loss: kclient.Loss{Topic: "t", Partition: 0, Offset: 8, Epoch: 3, ResetTo: 5, ResetEpoch: 4}}},
 		nil,
 	}
-	var starts []map[string]map[int32]position
-	open := func(_ context.Context, _ Env, st consumerStart, _ *slog.Logger) (consumerClient, map[string][]int32, error) {
-		from := map[string]map[int32]position{}
-		for t, ps := range st.from {
+	var starts []map[string]map[int32]kclient.Position
+	open := funcOpener{parts: map[string][]int32{"t": {0, 1}}, open: func(s kclient.ConsumerSpec) kclient.Consumer {
+		from := map[string]map[int32]kclient.Position{}
+		for t, ps := range s.Assign {
 			from[t] = maps.Clone(ps)
 		}
 		starts = append(starts, from)
-		return &scriptedConsumer{polls: [][]consumerEvent{polls[len(starts)-1]}}, map[string][]int32{"t": {0, 1}}, nil
-	}
+		return &scriptedConsumer{polls: [][]kclient.Event{polls[len(starts)-1]}}
+	}}
 	env, err := Env{Brokers: []string{"unused:9092"}, Recorder: w, Seed: 1}.withDefaults()
 	require.NoError(t, err)
 	cfg, err := ConsumerConfig{Topics: []string{"t"}, Mode: Assign}.resolved(1)
 	require.NoError(t, err)
-	run := &consumerRun{env: env, cfg: cfg, p: 1, proc: history.Client(1), log: env.Log, open: open,
-		next: map[string]map[int32]position{}}
+	run := &consumerRun{env: env, cfg: cfg, p: 1, proc: history.Client(1), log: env.Log, cl: open,
+		next: map[string]map[int32]kclient.Position{}}
 	// Three instances of one poll each, as restarts would run them.
 	for i := range polls {
 		run.cfg.MaxPolls = i + 1
 		require.NoError(t, run.instance(t.Context(), time.Time{}))
 	}
 	require.Len(t, starts, 3)
-	require.Empty(t, starts[0])
-	require.Equal(t, map[string]map[int32]position{"t": {0: {8, 3}, 1: {3, 3}}}, starts[1])
-	require.Equal(t, map[string]map[int32]position{"t": {0: {5, 4}, 1: {3, 3}}}, starts[2])
+	require.Equal(t, map[string]map[int32]kclient.Position{"t": {0: {Offset: -1, Epoch: -1}, 1: {Offset: -1, Epoch: -1}}}, starts[0], "the first instance starts each partition at the start")
+	require.Equal(t, map[string]map[int32]kclient.Position{"t": {0: {Offset: 8, Epoch: 3}, 1: {Offset: 3, Epoch: 3}}}, starts[1])
+	require.Equal(t, map[string]map[int32]kclient.Position{"t": {0: {Offset: 5, Epoch: 4}, 1: {Offset: 3, Epoch: 3}}}, starts[2])
 }
 
 // TestConsumerRebalanceBetweenPolls: a rebalance the client reports ahead of a poll's records is
@@ -212,9 +228,9 @@ func TestConsumerRebalanceBetweenPolls(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "history.jsonl")
 	w, err := history.Create(path, history.Header{Seed: 1})
 	require.NoError(t, err)
-	s := &scriptedConsumer{polls: [][]consumerEvent{
+	s := &scriptedConsumer{polls: [][]kclient.Event{
 		{recEvent("t", 0, 0, "0-1"), recEvent("t", 0, 1, "0-2")},
-		{{kind: ceRebalance, claims: claims{generation: 7, member: "m-1", partitions: map[string][]int32{"t": {2, 0}}}},
+		{{Kind: kclient.EventAssigned, Claims: kclient.Claims{Generation: 7, Member: "m-1", Partitions: map[string][]int32{"t": {2, 0}}}},
 			recEvent("t", 0, 0, "0-1")},
 	}}
 	env, err := Env{Brokers: []string{"unused:9092"}, Recorder: w, Seed: 1}.withDefaults()
@@ -252,51 +268,7 @@ func TestConsumerRebalanceBetweenPolls(t *testing.T) {
 	require.Equal(t, []string{"subscribe", "poll2", "poll0", "rebalance", "poll1"}, seq)
 }
 
-// TestFranzGroupCallbacks: the franz-go adapter turns the group's callbacks into the member's
-// whole assignment after each change (the cooperative balancer reports what was added or
-// revoked), noting nothing for the empty revoke franz-go makes at the end of every session.
-func TestFranzGroupCallbacks(t *testing.T) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers("127.0.0.1:1"))
-	require.NoError(t, err)
-	defer cl.Close()
-	c := &franzConsumer{owned: map[string][]int32{}}
-	parts := func() []map[string][]int32 {
-		var out []map[string][]int32
-		for _, ev := range c.queued {
-			require.Equal(t, ceRebalance, ev.kind)
-			out = append(out, ev.claims.partitions)
-		}
-		c.queued = nil
-		return out
-	}
-	ctx := t.Context()
-	c.assigned(ctx, cl, map[string][]int32{"a": {1, 0}, "b": {3}})
-	c.assigned(ctx, cl, map[string][]int32{"a": {2}})
-	require.Equal(t, []map[string][]int32{{"a": {0, 1}, "b": {3}}, {"a": {0, 1, 2}, "b": {3}}}, parts())
-	c.revoked(ctx, cl, map[string][]int32{})
-	c.revoked(ctx, cl, map[string][]int32{"a": {}})
-	require.Empty(t, parts(), "an empty revoke changes nothing")
-	c.revoked(ctx, cl, map[string][]int32{"a": {1}, "b": {3}})
-	require.Equal(t, []map[string][]int32{{"a": {0, 2}}}, parts())
-	c.assigned(ctx, cl, map[string][]int32{})
-	require.Equal(t, []map[string][]int32{{"a": {0, 2}}}, parts(), "a new generation without new partitions is noted")
-	c.lost(ctx, cl, map[string][]int32{"a": {0, 2}})
-	c.mu.Lock()
-	lost := c.queued[0].claims.payload("g", "read_committed")
-	c.mu.Unlock()
-	require.Equal(t, []string{}, lost["topics"], "an empty assignment names no topics, as [] (not null)")
-	require.Equal(t, []map[string][]int32{{}}, parts())
-	c.lost(ctx, cl, map[string][]int32{})
-	require.Empty(t, parts(), "losing nothing when nothing is owned changes nothing")
-}
-
-// TestFranzFetchErrors: ErrDataLoss in a fetch becomes a data-loss event with the client's
-// offsets; a poll's own timeout is no event.
-func TestFranzFetchErrors(t *testing.T) {
-	c := &franzConsumer{log: slog.New(slog.DiscardHandler)}
-	out := c.fetchError(nil, "t", 2, fmt.Errorf("wrapped: %w", &kgo.ErrDataLoss{Topic: "t", Partition: 2,
-		ConsumedTo: 120, ConsumedToEpoch: 5, ResetTo: 100, ResetToEpoch: 5}))
-	out = c.fetchError(out, "", -1, context.DeadlineExceeded)
-	require.Equal(t, []consumerEvent{{kind: ceDataLoss, loss: dataLoss{topic: "t", partition: 2, offset: 120, epoch: 5,
-		resetTo: 100, resetEpoch: 5}}}, out)
+// An empty assignment names no topics, as [] (not null).
+func TestClaimsPayloadOfNothing(t *testing.T) {
+	require.Equal(t, []string{}, claimsPayload(kclient.Claims{Partitions: map[string][]int32{}}, "g", "read_committed")["topics"])
 }

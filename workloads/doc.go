@@ -1,5 +1,7 @@
-// Package workloads runs sarama clients against a Kafka cluster and records every operation
-// they perform into a history (package history, format in docs/history.md). It decides
+// Package workloads runs the workload roles (producers, transactions, processors, consumers,
+// sinks) on the run's Kafka client against a cluster, and records every operation they perform
+// into a history (package history, format in docs/history.md). The clients sit behind the seam in
+// package kclient, one folder each (kclient/sarama, kclient/franz). It decides
 // nothing about correctness: what an op's outcome was (ok, fail, info) is all it states, and the
 // checker (package verify, which this package never imports) judges the history.
 //
@@ -25,11 +27,13 @@
 //     committed in the transaction (KIP-447 group metadata) and a rewind to the committed
 //     offsets after every transaction that did not commit (sarama: a new group session;
 //     franz-go's GroupTransactSession rewinds by itself, and after an unknown outcome the
-//     instance is replaced). Each client is an adapter behind rpwMember.
+//     instance is replaced). Each client opens its members behind kclient.Member
+//     (kclient/<client>/member.go); the batching, recording and crashes are the role's.
 //   - RunConsumer: assign or subscribe, either isolation level, every poll recorded with its
 //     records in the order returned, rebalances recorded as assign ops, a log truncated under
 //     the consumer's position (reported by clients that validate it, KIP-320) as a data-loss op.
-//     Each client is an adapter behind consumerClient; the recording is shared.
+//     Each client opens its consumers behind kclient.Consumer (kclient/<client>/consumer.go);
+//     the recording is the role's.
 //   - FinalRead: after the faults healed, every partition scanned from its earliest offset to its
 //     high watermark (read_uncommitted) or last stable offset (read_committed), in final-read ops
 //     of at most ChunkRecords records; a scan that cannot finish is recorded as incomplete.

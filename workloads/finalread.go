@@ -15,6 +15,7 @@ import (
 	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/kafkaconf"
 	"github.com/verity-kafka/verity/workloads/internal/kit"
+	ksarama "github.com/verity-kafka/verity/workloads/kclient/sarama"
 )
 
 // FinalReadConfig is the complete scan of a run's partitions, once the faults have healed.
@@ -204,7 +205,7 @@ type scanResult struct {
 // scan reads one partition in one isolation level. Only a failure to record is an error; a scan
 // the cluster did not let finish is recorded as incomplete.
 func (s *scanner) scan(ctx context.Context, j scanJob) (res scanResult, err error) {
-	iso := isolationLevel(j.iso)
+	iso := ksarama.Isolation(j.iso)
 	var from, hw, lso int64
 	bounds := func() (bool, error) {
 		var err error

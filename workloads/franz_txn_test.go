@@ -162,7 +162,7 @@ func finalRead(t *testing.T, ctx context.Context, env Env, w *history.Writer, to
 	require.NoError(t, w.Close())
 }
 
-// testFranzEndAnnounced checks what franzMember.commit relies on: franz-go v1.22.3 logs "ending
+// testFranzEndAnnounced checks what the franz-go member's Commit relies on: franz-go v1.22.3 logs "ending
 // transaction" with its commit flag before it sends EndTxn, once per EndTransaction.
 func testFranzEndAnnounced(t *testing.T, c *harness.Cluster) {
 	ctx := withTimeout(t, 2*time.Minute)

@@ -73,9 +73,9 @@ type ProcessorStats struct {
 	Aborted                    int64 // on purpose (part of Failed)
 	InputsCommitted            int64
 	Crashes                    int64
-	// Sessions counts the group sessions of the processor's members: with sarama, its
-	// Consume calls (every generation, and every seek back); with franz-go, the generations
-	// joined.
+	// Sessions counts the assignments the processor's members were given: with sarama,
+	// every group session (every generation, and every rewind, which starts a new session);
+	// with franz-go, the generations joined.
 	Sessions int64
 }
 
@@ -91,40 +91,6 @@ type processor struct {
 	stats     ProcessorStats
 	nextCrash time.Time
 	steps     int
-}
-
-// errCrash asks for the instance to be replaced: the processor crashed on purpose, or its
-// producer can no longer be used.
-type errCrash struct{ reason string }
-
-func (e errCrash) Error() string { return e.reason }
-
-// rpwMember is one instance of a processor, as the processor needs it of a client: a member of
-// the input's consumer group reading at read_committed, and a transactional producer whose
-// transactions carry the offsets consumed with the member's group metadata (KIP-447). An
-// instance is opened with the processor's transactional.id, which fences the earlier instance.
-// Only the goroutine that runs the processor calls its methods: a member hands over what the
-// client's own goroutines see (records, rebalances) through next.
-type rpwMember interface {
-	// The member's transactional producer; Close also leaves the group.
-	kclient.Txn
-	// next waits for the next event: a batch of inputs (at most BatchRecords, gathered for at
-	// most BatchWait from its first record) or a rebalance to note. It returns the zero event
-	// when ctx ends, and an error (errCrash to replace the instance) when it cannot go on.
-	next(ctx context.Context) (rpwEvent, error)
-	// addOffsets puts the offsets after the last batch's inputs into the transaction, with
-	// the group metadata of the session that consumed them.
-	addOffsets() error
-	// rewind, after a transaction that did not commit (outcome t), makes the next batch start
-	// at the group's committed offsets; errCrash when only a new instance can.
-	rewind(t history.Type) error
-}
-
-// rpwEvent is what a member's next returns: assign, the payload of an assign op noting a
-// rebalance's new assignment; or input, a batch of records consumed, in order, with offsets.
-type rpwEvent struct {
-	assign map[string]any
-	input  []history.Record
 }
 
 // RunProcessor runs a read-process-write processor as history process p until ctx ends.
@@ -147,10 +113,10 @@ func RunProcessor(ctx context.Context, env Env, p int, cfg ProcessorConfig) (Pro
 	w.scheduleCrash()
 	for ctx.Err() == nil && (cfg.MaxSteps == 0 || w.steps < cfg.MaxSteps) {
 		err := w.instance(ctx)
-		var crash errCrash
+		var crash *kclient.ReplaceError
 		switch {
 		case errors.As(err, &crash):
-			if err := w.crash(crash.reason); err != nil {
+			if err := w.crash(crash.Reason); err != nil {
 				return w.stats, err
 			}
 			if ctx.Err() != nil {
@@ -201,35 +167,69 @@ func (w *processor) fence(ctx context.Context) {
 	tc.Close()
 }
 
-// open starts an instance of the run's client.
-func (w *processor) open(ctx context.Context) (rpwMember, error) {
-	a, err := adaptersOf(w.env.Client)
+// open starts an instance of the run's client, retrying its initialisation until ctx ends (as
+// openTxnProducer).
+func (w *processor) open(ctx context.Context) (kclient.Member, error) {
+	cl, err := w.env.client()
 	if err != nil {
 		return nil, fmt.Errorf("processor %d: %w", w.p, err)
 	}
-	return a.member(ctx, w)
+	spec := kclient.MemberSpec{Txn: txnSpec(w.env, w.p, "rpw", w.cfg.TxnID, w.cfg.TxnClientConfig, w.log),
+		ConsumerClientID: clientID(w.p, "rpw-consumer"), Group: w.cfg.Group, Input: w.cfg.Input}
+	m, err := initWithRetry(ctx, w.log, w.cfg.TxnID, func() (kclient.Member, error) { return cl.OpenMember(ctx, spec) })
+	if err != nil {
+		return nil, fmt.Errorf("processor %d: %w", w.p, err)
+	}
+	return m, nil
 }
 
-// instance runs one instance until ctx ends, MaxSteps are done, or it must be replaced (errCrash).
+// instance runs one instance until ctx ends, MaxSteps are done, or it must be replaced (a
+// *kclient.ReplaceError). It gathers a batch of inputs (at most BatchRecords, for at most
+// BatchWait from its first record) and processes it in one step. A rebalance drops the batch:
+// its inputs are read again, by this member or another, from the committed offsets.
 func (w *processor) instance(ctx context.Context) error {
 	m, err := w.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer m.Close()
+	var batch []history.Record
+	var due time.Time
 	for ctx.Err() == nil && !w.stepsDone() {
-		ev, err := m.next(ctx)
-		switch {
-		case err != nil:
+		if n := len(batch); n > 0 && (n >= w.cfg.BatchRecords || !time.Now().Before(due)) {
+			in := batch
+			batch = nil
+			if err := w.step(m, in); err != nil {
+				return err
+			}
+			continue
+		}
+		var until time.Time
+		if len(batch) > 0 {
+			until = due
+		}
+		// At most what the batch lacks: a client that commits the offsets of everything it
+		// polled (franz-go's End) then commits exactly the offsets after the batch.
+		evs, err := m.Poll(ctx, w.cfg.BatchRecords-len(batch), until)
+		for _, ev := range evs {
+			switch ev.Kind {
+			case kclient.EventAssigned:
+				batch = nil
+				w.stats.Sessions++
+				if err := w.note(history.FAssign, claimsPayload(ev.Claims, w.cfg.Group, history.ReadCommitted)); err != nil {
+					return err
+				}
+			case kclient.EventRevoked:
+				batch = nil
+			case kclient.EventRecord:
+				if len(batch) == 0 {
+					due = time.Now().Add(w.cfg.BatchWait)
+				}
+				batch = append(batch, ev.Record)
+			}
+		}
+		if err != nil {
 			return err
-		case ev.assign != nil:
-			if err := w.note(history.FAssign, ev.assign); err != nil {
-				return err
-			}
-		case len(ev.input) > 0:
-			if err := w.step(m, ev.input); err != nil {
-				return err
-			}
 		}
 	}
 	return nil
@@ -238,7 +238,7 @@ func (w *processor) instance(ctx context.Context) error {
 func (w *processor) stepsDone() bool { return w.cfg.MaxSteps > 0 && w.steps >= w.cfg.MaxSteps }
 
 // step processes one batch in one transaction and records it as an rpw op.
-func (w *processor) step(m rpwMember, in []history.Record) error {
+func (w *processor) step(m kclient.Member, in []history.Record) error {
 	w.steps++
 	out := make([]history.Record, len(in))
 	for i, r := range in {
@@ -278,7 +278,7 @@ func (w *processor) step(m rpwMember, in []history.Record) error {
 		if cerr := complete(history.Fail, kclient.TxnNotSent+"begin: "+ErrorText(err)); cerr != nil {
 			return cerr
 		}
-		return errCrash{reason: "begin transaction: " + ErrorText(err)}
+		return &kclient.ReplaceError{Reason: "begin transaction: " + ErrorText(err)}
 	}
 	if err := m.Send(out, time.Now().Add(w.cfg.DeliveryTimeout)); err != nil {
 		aerr := m.Abort()
@@ -287,7 +287,7 @@ func (w *processor) step(m rpwMember, in []history.Record) error {
 		}
 		return w.after(m, history.Fail)
 	}
-	if err := m.addOffsets(); err != nil {
+	if err := m.AddOffsets(in); err != nil {
 		aerr := m.Abort()
 		if cerr := complete(history.Fail, kclient.TxnNotSent+"adding offsets: "+ErrorText(err)+kclient.AbortNote(ErrorText(aerr))); cerr != nil {
 			return cerr
@@ -301,7 +301,7 @@ func (w *processor) step(m rpwMember, in []history.Record) error {
 		if err := complete(history.Fail, kclient.TxnNotSent+"the instance crashed before committing"); err != nil {
 			return err
 		}
-		return errCrash{reason: "crash mid-transaction (crash_every)"}
+		return &kclient.ReplaceError{Reason: "crash mid-transaction (crash_every)"}
 	}
 	if abort {
 		aerr := m.Abort()
@@ -309,7 +309,7 @@ func (w *processor) step(m rpwMember, in []history.Record) error {
 			return err
 		}
 		if aerr != nil {
-			return errCrash{reason: "abort failed: " + ErrorText(aerr)}
+			return &kclient.ReplaceError{Reason: "abort failed: " + ErrorText(aerr)}
 		}
 		return w.after(m, history.Fail)
 	}
@@ -319,7 +319,7 @@ func (w *processor) step(m rpwMember, in []history.Record) error {
 	}
 	if t == history.OK && crash {
 		w.scheduleCrash()
-		return errCrash{reason: "crash right after a commit (crash_every, crash_after_commit)"}
+		return &kclient.ReplaceError{Reason: "crash right after a commit (crash_every, crash_after_commit)"}
 	}
 	if t == history.OK {
 		return nil
@@ -329,11 +329,11 @@ func (w *processor) step(m rpwMember, in []history.Record) error {
 
 // after a step that did not commit (outcome t): rewind to the committed offsets, or replace the
 // instance when its producer can no longer be used.
-func (w *processor) after(m rpwMember, t history.Type) error {
+func (w *processor) after(m kclient.Member, t history.Type) error {
 	if ok, why := m.Ready(); !ok {
-		return errCrash{reason: "the producer is not ready for another transaction (" + why + ")"}
+		return &kclient.ReplaceError{Reason: "the producer is not ready for another transaction (" + why + ")"}
 	}
-	return m.rewind(t)
+	return m.Rewind(t)
 }
 
 // note records an op that only marks a moment (a rebalance's assignment).

@@ -14,6 +14,7 @@ import (
 	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/sink"
 	"github.com/verity-kafka/verity/workloads/internal/kit"
+	ksarama "github.com/verity-kafka/verity/workloads/kclient/sarama"
 )
 
 // A sink consumes a topic in a consumer group (sarama) and applies each record to a system
@@ -188,7 +189,7 @@ func (w *sinkRun) instance(ctx context.Context, crashIn time.Duration) error {
 	scfg.Consumer.Offsets.AutoCommit.Enable = false // commits follow the side effects they cover, never a timer
 	scfg.Consumer.Offsets.Initial = sarama.OffsetOldest
 	scfg.Consumer.Return.Errors = true
-	group, err := openSaramaGroup(ctx, w.env, w.cfg.Group, scfg, w.log)
+	group, err := ksarama.JoinGroup(ctx, w.env.Brokers, w.cfg.Group, scfg, w.log)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil

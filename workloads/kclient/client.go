@@ -25,6 +25,11 @@ type Client interface {
 	// OpenProducer opens a plain producer and asks for the partitions of s.Topics. warnings
 	// say what of s the client cannot do.
 	OpenProducer(ctx context.Context, s ProducerSpec) (_ Producer, parts map[string][]int32, warnings []string, _ error)
+	// OpenConsumer opens a consumer instance.
+	OpenConsumer(ctx context.Context, s ConsumerSpec) (Consumer, error)
+	// OpenMember opens a read-process-write member, initialising its transactional.id as
+	// OpenTxn does.
+	OpenMember(ctx context.Context, s MemberSpec) (Member, error)
 	// OpenTxn opens a transactional producer for s.TxnID and initialises the id, which fences
 	// every earlier instance of it. It tries once; an error that no retry changes (a
 	// configuration the client refuses) is a *PermanentError.

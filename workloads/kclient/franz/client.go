@@ -60,7 +60,7 @@ func (c *Client) Partitions(ctx context.Context, clientID string, topics []strin
 		return nil, fmt.Errorf("creating a franz-go client: %w", err)
 	}
 	defer cl.Close()
-	return Partitions(ctx, cl, topics)
+	return partitions(ctx, cl, topics)
 }
 
 // TxnProtocol: KIP-890's (v2) when the cluster has finalised transaction.version 2 and the cap
@@ -99,11 +99,11 @@ func (c *Client) txnCapOpts() []kgo.Opt {
 	return []kgo.Opt{kgo.MaxVersions(v)}
 }
 
-// Partitions asks the cluster, through cl, for the partitions of each topic, in order. A broker
+// partitions asks the cluster, through cl, for the partitions of each topic, in order. A broker
 // that has not yet learned of a topic created a moment ago says it does not exist, so retriable
 // answers are asked again until ctx ends or a minute passes; an error Kafka does not retry (an
 // invalid topic name, an authorization failure) ends the wait at once.
-func Partitions(ctx context.Context, cl *kgo.Client, topics []string) (map[string][]int32, error) {
+func partitions(ctx context.Context, cl *kgo.Client, topics []string) (map[string][]int32, error) {
 	req := kmsg.NewPtrMetadataRequest()
 	for _, t := range topics {
 		rt := kmsg.NewMetadataRequestTopic()

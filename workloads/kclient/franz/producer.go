@@ -103,7 +103,7 @@ func (c *Client) OpenProducer(ctx context.Context, s kclient.ProducerSpec) (_ kc
 	p.cl = cl
 	mctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	parts, err := Partitions(mctx, cl, s.Topics)
+	parts, err := partitions(mctx, cl, s.Topics)
 	if err != nil {
 		cl.Close()
 		return nil, nil, warnings, err

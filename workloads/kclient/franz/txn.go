@@ -29,10 +29,10 @@ type Txn struct {
 
 var _ kclient.Txn = (*Txn)(nil)
 
-// TxnOpts are the options of a transactional client for s: Kafka's settings for a transactional
+// txnOpts are the options of a transactional client for s: Kafka's settings for a transactional
 // producer (acks=all, idempotence, which franz-go enables by default), records sent to the
 // partition the role chose, uncompressed like sarama's, and the run's transaction-protocol cap.
-func (c *Client) TxnOpts(s kclient.TxnSpec, lg kgo.Logger) []kgo.Opt {
+func (c *Client) txnOpts(s kclient.TxnSpec, lg kgo.Logger) []kgo.Opt {
 	opts := append(c.base(s.ClientID),
 		kgo.TransactionalID(s.TxnID),
 		kgo.TransactionTimeout(s.Timeout),
@@ -47,22 +47,22 @@ func (c *Client) TxnOpts(s kclient.TxnSpec, lg kgo.Logger) []kgo.Opt {
 }
 
 func (c *Client) OpenTxn(ctx context.Context, s kclient.TxnSpec) (kclient.Txn, error) {
-	cl, err := kgo.NewClient(c.TxnOpts(s, NewLog(s.Log, nil))...)
+	cl, err := kgo.NewClient(c.txnOpts(s, NewLog(s.Log, nil))...)
 	if err != nil {
 		return nil, &kclient.PermanentError{Err: fmt.Errorf("creating a franz-go client for transactional.id %s: %w", s.TxnID, err)}
 	}
-	if err = InitProducerID(ctx, cl, s.Timeout); err != nil {
-		CloseClient(cl, s.Log, s.TxnID)
+	if err = initProducerID(ctx, cl, s.Timeout); err != nil {
+		closeClient(cl, s.Log, s.TxnID)
 		return nil, err
 	}
 	return &Txn{spec: s, cl: cl}, nil
 }
 
-// InitProducerID makes cl send InitProducerId for its transactional.id now. franz-go initialises
+// initProducerID makes cl send InitProducerId for its transactional.id now. franz-go initialises
 // lazily, at the first transaction; but an instance must take the id when it starts: that is
 // what fences the earlier instance (a zombie's usurper, a crashed processor's successor) and
 // aborts the transaction it left open.
-func InitProducerID(ctx context.Context, cl *kgo.Client, timeout time.Duration) error {
+func initProducerID(ctx context.Context, cl *kgo.Client, timeout time.Duration) error {
 	ictx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	_, _, err := cl.ProducerID(ictx)
@@ -79,7 +79,7 @@ func (t *Txn) Begin() error {
 }
 
 func (t *Txn) Send(recs []history.Record, deadline time.Time) error {
-	n, err := Send(t.cl, recs, deadline)
+	n, err := sendTxn(t.cl, recs, deadline)
 	t.acked += n
 	return err
 }
@@ -184,17 +184,17 @@ func (t *Txn) Ready() (bool, string) {
 	return true, "ready"
 }
 
-func (t *Txn) Close() { CloseClient(t.cl, t.spec.Log, t.spec.TxnID) }
+func (t *Txn) Close() { closeClient(t.cl, t.spec.Log, t.spec.TxnID) }
 
-// CloseClient closes cl without ending its transaction, waiting up to 10 s (as sarama's close).
-func CloseClient(cl interface{ Close() }, log *slog.Logger, txnID string) {
+// closeClient closes cl without ending its transaction, waiting up to 10 s (as sarama's close).
+func closeClient(cl interface{ Close() }, log *slog.Logger, txnID string) {
 	kit.CloseWithin(log.With("txn_id", txnID), "franz-go client", 10*time.Second, cl.Close)
 }
 
-// Send produces recs in cl's current transaction and waits until each is acknowledged or failed,
+// sendTxn produces recs in cl's current transaction and waits until each is acknowledged or failed,
 // or until deadline; it fills in the partitions and offsets of acknowledged records, and returns
 // how many were acknowledged and the first error.
-func Send(cl *kgo.Client, recs []history.Record, deadline time.Time) (int, error) {
+func sendTxn(cl *kgo.Client, recs []history.Record, deadline time.Time) (int, error) {
 	type result struct {
 		idx int
 		rec *kgo.Record

@@ -35,11 +35,11 @@ func (c *Client) Partitions(_ context.Context, clientID string, topics []string)
 		return nil, fmt.Errorf("connecting to %v: %w", c.brokers, err)
 	}
 	defer client.Close()
-	return Partitions(client, topics)
+	return partitions(client, topics)
 }
 
-// Partitions asks the cluster, through client, for each topic's partitions.
-func Partitions(client sarama.Client, topics []string) (map[string][]int32, error) {
+// partitions asks the cluster, through client, for each topic's partitions.
+func partitions(client sarama.Client, topics []string) (map[string][]int32, error) {
 	parts := map[string][]int32{}
 	for _, t := range topics {
 		ps, err := client.Partitions(t)
@@ -56,8 +56,8 @@ func (c *Client) TxnProtocol(context.Context) (kafkaconf.TxnProtocol, error) {
 	return kafkaconf.TxnProtocolV1, nil
 }
 
-// RequiredAcks maps Kafka's acks onto sarama's.
-func RequiredAcks(a kafkaconf.Acks) sarama.RequiredAcks {
+// requiredAcks maps Kafka's acks onto sarama's.
+func requiredAcks(a kafkaconf.Acks) sarama.RequiredAcks {
 	switch a {
 	case kafkaconf.AcksNone:
 		return sarama.NoResponse

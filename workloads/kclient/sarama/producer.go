@@ -18,7 +18,7 @@ import (
 // while it was in flight went to the brokers at most once (see SendTable).
 func ProducerConfig(base *sarama.Config, s kclient.ProducerSpec, retries *atomic.Int64) (*sarama.Config, error) {
 	cfg := base
-	cfg.Producer.RequiredAcks = RequiredAcks(s.Settings.Acks)
+	cfg.Producer.RequiredAcks = requiredAcks(s.Settings.Acks)
 	cfg.Producer.Idempotent = s.Settings.Idempotent
 	cfg.Net.MaxOpenRequests = s.Settings.MaxInFlight
 	cfg.Producer.Retry.Max = s.Settings.Retries
@@ -76,7 +76,7 @@ func (c *Client) OpenProducer(_ context.Context, s kclient.ProducerSpec) (kclien
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("connecting to %v: %w", c.brokers, err)
 	}
-	parts, err := Partitions(client, s.Topics)
+	parts, err := partitions(client, s.Topics)
 	if err != nil {
 		_ = client.Close()
 		return nil, nil, nil, err

@@ -33,19 +33,19 @@ type txnResult struct {
 type txnTag struct{ seq, idx int }
 
 func (c *Client) OpenTxn(_ context.Context, s kclient.TxnSpec) (kclient.Txn, error) {
-	t, err := c.OpenTxnProducer(s)
+	t, err := c.openTxn(s)
 	if err != nil {
 		return nil, err
 	}
 	return t, nil
 }
 
-// OpenTxnProducer is OpenTxn as sarama's own type, for the processor's member, which commits
-// offsets through its producer.
-func (c *Client) OpenTxnProducer(s kclient.TxnSpec) (*Txn, error) {
+// openTxn is OpenTxn as sarama's own type, for the member, which commits offsets through
+// its producer.
+func (c *Client) openTxn(s kclient.TxnSpec) (*Txn, error) {
 	cfg := c.base(s.ClientID)
 	cfg.Producer.Idempotent = s.Settings.Idempotent
-	cfg.Producer.RequiredAcks = RequiredAcks(s.Settings.Acks)
+	cfg.Producer.RequiredAcks = requiredAcks(s.Settings.Acks)
 	cfg.Net.MaxOpenRequests = s.Settings.MaxInFlight
 	cfg.Producer.Retry.Max = s.Settings.Retries
 	cfg.Producer.Timeout = s.RequestTimeout
@@ -167,12 +167,6 @@ func (t *Txn) Commit() (history.Type, string) {
 func (t *Txn) Ready() (bool, string) {
 	st := t.prod.TxnStatus()
 	return st&sarama.ProducerTxnFlagReady != 0 && st&sarama.ProducerTxnFlagInError == 0, st.String()
-}
-
-// AddOffsets adds the offsets po to the current transaction with the group metadata of the
-// member whose generation delivered them (KIP-447).
-func (t *Txn) AddOffsets(po map[string][]*sarama.PartitionOffsetMetadata, group *sarama.ConsumerGroupMetadata) error {
-	return t.prod.AddOffsetsToTxnWithGroupMetadata(po, group)
 }
 
 // Close waits up to 10 s for sarama, then leaves it to finish in the background.

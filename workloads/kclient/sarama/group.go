@@ -1,15 +1,16 @@
-package workloads
+package sarama
 
 import (
 	"context"
 
 	"github.com/IBM/sarama"
 	"github.com/verity-kafka/verity/kafkaconf"
+	"github.com/verity-kafka/verity/workloads/kclient"
 )
 
-// groupEvent is what a consumer-group session tells the workload goroutine that owns the
-// process. sarama runs Setup, one ConsumeClaim per partition and Cleanup in goroutines of its
-// own; the workload records ops from one goroutine only (one op in flight per process), so the
+// groupEvent is what a consumer-group session (or a partition consumer) tells the goroutine
+// that owns the instance. sarama runs Setup, one ConsumeClaim per partition and Cleanup in goroutines of its
+// own; the role records ops from one goroutine only (one op in flight per process), so the
 // handler turns everything into events on one channel. Their order on the channel is the order
 // that matters: a session's Setup before any of its records, all of its records before its
 // Cleanup (sarama calls Cleanup after every ConsumeClaim has returned, and ConsumeClaim hands
@@ -30,7 +31,7 @@ const (
 
 type groupHandler struct {
 	events chan<- groupEvent
-	// stop ends the handler's waits when the workload no longer reads events.
+	// stop ends the handler's waits when nobody reads events any more.
 	stop <-chan struct{}
 }
 
@@ -48,7 +49,7 @@ func (h *groupHandler) Setup(s sarama.ConsumerGroupSession) error {
 }
 
 func (h *groupHandler) Cleanup(s sarama.ConsumerGroupSession) error {
-	// The session's context is already done here; the workload still reads every event until
+	// The session's context is already done here; the owner still reads every event until
 	// Consume has returned, so waiting on stop alone is enough.
 	h.emit(context.Background(), groupEvent{kind: evCleanup, sess: s})
 	return nil
@@ -79,11 +80,12 @@ func (h *groupHandler) ConsumeClaim(s sarama.ConsumerGroupSession, claim sarama.
 }
 
 // sessionClaims is a group session's assignment.
-func sessionClaims(s sarama.ConsumerGroupSession) claims {
-	return claims{generation: s.GenerationID(), member: s.MemberID(), partitions: s.Claims()}
+func sessionClaims(s sarama.ConsumerGroupSession) kclient.Claims {
+	return kclient.Claims{Generation: s.GenerationID(), Member: s.MemberID(), Partitions: s.Claims()}
 }
 
-func isolationLevel(i kafkaconf.Isolation) sarama.IsolationLevel {
+// Isolation is sarama's isolation level for Kafka's.
+func Isolation(i kafkaconf.Isolation) sarama.IsolationLevel {
 	if i == kafkaconf.ReadCommitted {
 		return sarama.ReadCommitted
 	}

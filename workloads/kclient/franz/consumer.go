@@ -1,11 +1,10 @@
-package workloads
+package franz
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -13,23 +12,24 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/kafkaconf"
-	kfranz "github.com/verity-kafka/verity/workloads/kclient/franz"
+	"github.com/verity-kafka/verity/workloads/internal/kit"
+	"github.com/verity-kafka/verity/workloads/kclient"
 )
 
-// franzCommitTimeout bounds a commit the group waits for: the one made when partitions are
+// commitTimeout bounds a commit the group waits for: the one made when partitions are
 // revoked (or the member leaves), which must stay well inside the rebalance timeout (60 s).
-const franzCommitTimeout = 10 * time.Second
+const commitTimeout = 10 * time.Second
 
-// franzCommitInterval is how often the marked offsets are committed: sarama's default
-// (Consumer.Offsets.AutoCommit.Interval), which the sarama adapter runs with.
-const franzCommitInterval = time.Second
+// commitInterval is how often the marked offsets are committed: sarama's default
+// (Consumer.Offsets.AutoCommit.Interval), which the sarama consumer runs with.
+const commitInterval = time.Second
 
-// franzConsumer is the consumer workload's franz-go adapter. The recording goroutine polls the
+// consumer is franz-go's kclient.Consumer. The recording goroutine polls the
 // client itself; the group's callbacks, which franz-go runs on its own goroutines, only queue
 // what they were told, and Poll hands the queue over ahead of the records it returns.
 //
 // That order is right because of BlockRebalanceOnPoll: a poll that returned records holds every
-// callback back until AllowRebalance, which the adapter calls once the workload has recorded
+// callback back until AllowRebalance, which the consumer calls once the role has recorded
 // (and marked) all of them; and a poll cannot return while a callback runs. So everything queued
 // when a poll returns happened before the poll returned, and the poll's records either came
 // after it (a partition newly assigned is fetched only once OnPartitionsAssigned has returned;
@@ -37,21 +37,21 @@ const franzCommitInterval = time.Second
 // belong to a partition the member kept, whose position goes on either way.
 //
 // Commits: AutoCommitMarks, with MarkCommitRecords of each poll's records once the history shows
-// them; franz-go commits the marks every franzCommitInterval, and OnPartitionsRevoked (which
+// them; franz-go commits the marks every commitInterval, and OnPartitionsRevoked (which
 // also runs when the member leaves) commits them synchronously before the partitions go, as
 // franz-go's default revoke would (a custom one replaces it). So a commit never runs ahead of
 // the history, and a restart (a clean leave) resumes right after it. DisableAutoCommit with
 // CommitRecords after every poll would keep the same promise, but its synchronous commit runs on
 // the recording goroutine while the rebalance is held: when the coordinator is lost (a killed
 // broker) the consumer's polls, and its group, stall until the commit times out.
-type franzConsumer struct {
+type consumer struct {
 	cl    *kgo.Client
 	log   *slog.Logger
 	group bool
 
 	mu sync.Mutex
 	// queued are the control events the group's callbacks reported, in the order they ran.
-	queued []consumerEvent
+	queued []kclient.Event
 	// owned is the member's assignment, as the callbacks (which never run concurrently with
 	// each other) reported it: franz-go's cooperative balancer hands OnPartitionsAssigned the
 	// partitions added, not the whole assignment.
@@ -62,52 +62,46 @@ type franzConsumer struct {
 	outstanding int
 }
 
-func openFranzConsumer(ctx context.Context, env Env, st consumerStart, log *slog.Logger) (consumerClient, map[string][]int32, error) {
-	cfg := st.cfg
+func (c *Client) OpenConsumer(_ context.Context, s kclient.ConsumerSpec) (kclient.Consumer, error) {
 	start := kgo.NewOffset().AtStart()
-	if cfg.FromNewest {
+	if s.FromNewest {
 		start = kgo.NewOffset().AtEnd()
 	}
-	c := &franzConsumer{log: log, group: cfg.Mode == Subscribe, owned: map[string][]int32{}}
+	cons := &consumer{log: kit.OrDiscard(s.Log), group: s.Group != "", owned: map[string][]int32{}}
 	// The reset offset is where franz-go resumes when it cannot locate where a truncated log
 	// diverged from what the consumer read (its default rewinds by a minute of timestamps): the
 	// oldest offset re-reads rather than skips; with FromNewest the consumer wants the end.
-	opts := append(env.Franz(st.clientID),
-		kgo.WithLogger(kfranz.NewLog(log, nil)),
-		kgo.FetchIsolationLevel(franzIsolation(cfg.Isolation)),
+	opts := append(c.base(s.ClientID),
+		kgo.WithLogger(NewLog(cons.log, nil)),
+		kgo.FetchIsolationLevel(isolation(s.Isolation)),
 		kgo.ConsumeStartOffset(start),
 		kgo.ConsumeResetOffset(start),
 	)
-	var parts map[string][]int32
-	if c.group {
+	if cons.group {
 		// A read_committed member needs stable offsets (KIP-447) so as not to resume below a
 		// pending transactional offset commit: franz-go asks for them on every OffsetFetch
 		// (RequireStableFetchOffsets is a no-op kept for compatibility), at either isolation.
 		opts = append(opts,
-			kgo.ConsumeTopics(cfg.Topics...),
-			kgo.ConsumerGroup(cfg.Group),
+			kgo.ConsumeTopics(s.Topics...),
+			kgo.ConsumerGroup(s.Group),
 			kgo.AutoCommitMarks(),
-			kgo.AutoCommitInterval(franzCommitInterval),
+			kgo.AutoCommitInterval(commitInterval),
 			kgo.BlockRebalanceOnPoll(),
-			kgo.OnPartitionsAssigned(c.assigned),
-			kgo.OnPartitionsRevoked(c.revoked),
-			kgo.OnPartitionsLost(c.lost),
+			kgo.OnPartitionsAssigned(cons.assigned),
+			kgo.OnPartitionsRevoked(cons.revoked),
+			kgo.OnPartitionsLost(cons.lost),
 		)
 	} else {
-		var err error
-		if parts, err = consumerPartitions(ctx, env, st.clientID+"-meta", cfg); err != nil {
-			return nil, nil, err
-		}
 		offsets := map[string]map[int32]kgo.Offset{}
-		for t, ps := range parts {
+		for t, ps := range s.Assign {
 			offsets[t] = map[int32]kgo.Offset{}
-			for _, p := range ps {
+			for p, pos := range ps {
 				o := start
-				if pos, ok := st.from[t][p]; ok {
+				if pos.Offset >= 0 {
 					// With the epoch, franz-go validates the position before fetching
 					// (KIP-320): a log truncated under it while no instance ran is
 					// reported as data loss too.
-					o = kgo.NewOffset().At(pos.offset).WithEpoch(pos.epoch)
+					o = kgo.NewOffset().At(pos.Offset).WithEpoch(pos.Epoch)
 				}
 				offsets[t][p] = o
 			}
@@ -116,57 +110,29 @@ func openFranzConsumer(ctx context.Context, env Env, st consumerStart, log *slog
 	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
-		return nil, nil, fmt.Errorf("consumer: creating the franz-go client: %w", err)
+		return nil, &kclient.PermanentError{Err: fmt.Errorf("consumer: creating the franz-go client: %w", err)}
 	}
-	c.cl = cl
-	return c, parts, nil
+	cons.cl = cl
+	return cons, nil
 }
 
-func franzIsolation(i kafkaconf.Isolation) kgo.IsolationLevel {
+func isolation(i kafkaconf.Isolation) kgo.IsolationLevel {
 	if i == kafkaconf.ReadCommitted {
 		return kgo.ReadCommitted()
 	}
 	return kgo.ReadUncommitted()
 }
 
-// consumerPartitions lists the partitions an assign-mode consumer reads: those cfg.Partitions
-// names, and every partition of the other topics, as the cluster knows them.
-func consumerPartitions(ctx context.Context, env Env, clientID string, cfg ConsumerConfig) (map[string][]int32, error) {
-	parts := map[string][]int32{}
-	var ask []string
-	for _, t := range cfg.Topics {
-		if ps, ok := cfg.Partitions[t]; ok {
-			parts[t] = ps
-		} else {
-			ask = append(ask, t)
-		}
-	}
-	if len(ask) == 0 {
-		return parts, nil
-	}
-	cl, err := kgo.NewClient(env.Franz(clientID)...)
-	if err != nil {
-		return nil, fmt.Errorf("consumer: creating a franz-go client for metadata: %w", err)
-	}
-	defer cl.Close()
-	found, err := kfranz.Partitions(ctx, cl, ask)
-	if err != nil {
-		return nil, fmt.Errorf("consumer: %w", err)
-	}
-	maps.Copy(parts, found)
-	return parts, nil
-}
-
-// Poll collects what the client returns within wait, at most max records, as the sarama adapter
+// Poll collects what the client returns within wait, at most max records, as the sarama consumer
 // does (franz-go's own poll returns as soon as anything is buffered: one record per poll op at
 // low rates). The control events the callbacks queued come ahead of the fetches that returned
-// after them (see franzConsumer); the fetches come in the order franz-go returns them: a
+// after them (see consumer); the fetches come in the order franz-go returns them: a
 // partition's records in offset order, a truncation's notice between the records read before it
 // and those read from the reset position.
-func (c *franzConsumer) Poll(ctx context.Context, wait time.Duration, max int) []consumerEvent {
+func (c *consumer) Poll(ctx context.Context, wait time.Duration, max int) []kclient.Event {
 	pctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	var out []consumerEvent
+	var out []kclient.Event
 	for n := 0; n < max && pctx.Err() == nil; {
 		fs := c.cl.PollRecords(pctx, max-n)
 		if fs.IsClientClosed() {
@@ -187,7 +153,7 @@ func (c *franzConsumer) Poll(ctx context.Context, wait time.Duration, max int) [
 						if len(r.Key) > 0 {
 							hr.Key = string(r.Key)
 						}
-						out = append(out, consumerEvent{kind: ceRecord, rec: hr, epoch: r.LeaderEpoch, handle: r})
+						out = append(out, kclient.Event{Kind: kclient.EventRecord, Record: hr, Epoch: r.LeaderEpoch, Handle: r})
 						n++
 					}
 				}
@@ -195,7 +161,7 @@ func (c *franzConsumer) Poll(ctx context.Context, wait time.Duration, max int) [
 		}
 	}
 	for _, ev := range out {
-		if ev.kind == ceRecord {
+		if ev.Kind == kclient.EventRecord {
 			c.outstanding++
 		}
 	}
@@ -207,10 +173,10 @@ func (c *franzConsumer) Poll(ctx context.Context, wait time.Duration, max int) [
 	return out
 }
 
-func (c *franzConsumer) fetchError(out []consumerEvent, topic string, partition int32, err error) []consumerEvent {
+func (c *consumer) fetchError(out []kclient.Event, topic string, partition int32, err error) []kclient.Event {
 	if dl, ok := errors.AsType[*kgo.ErrDataLoss](err); ok {
-		return append(out, consumerEvent{kind: ceDataLoss, loss: dataLoss{topic: dl.Topic, partition: dl.Partition,
-			offset: dl.ConsumedTo, epoch: dl.ConsumedToEpoch, resetTo: dl.ResetTo, resetEpoch: dl.ResetToEpoch}})
+		return append(out, kclient.Event{Kind: kclient.EventDataLoss, Loss: kclient.Loss{Topic: dl.Topic, Partition: dl.Partition,
+			Offset: dl.ConsumedTo, Epoch: dl.ConsumedToEpoch, ResetTo: dl.ResetTo, ResetEpoch: dl.ResetToEpoch}})
 	}
 	switch {
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
@@ -224,7 +190,7 @@ func (c *franzConsumer) fetchError(out []consumerEvent, topic string, partition 
 
 // Recorded marks the records for committing (subscribe mode) and, once every record Poll handed
 // over is recorded, lets the group rebalance.
-func (c *franzConsumer) Recorded(recs []consumerEvent) {
+func (c *consumer) Recorded(recs []kclient.Event) {
 	if len(recs) == 0 {
 		return
 	}
@@ -232,7 +198,7 @@ func (c *franzConsumer) Recorded(recs []consumerEvent) {
 	if c.group {
 		krs := make([]*kgo.Record, len(recs))
 		for i, ev := range recs {
-			krs[i] = ev.handle.(*kgo.Record)
+			krs[i] = ev.Handle.(*kgo.Record)
 		}
 		c.cl.MarkCommitRecords(krs...)
 	}
@@ -244,14 +210,14 @@ func (c *franzConsumer) Recorded(recs []consumerEvent) {
 // Close lets a held rebalance go on (records handed over but not recorded are dropped, never
 // committed) and closes the client, which leaves the group, committing the marks on the way
 // (OnPartitionsRevoked).
-func (c *franzConsumer) Close() {
+func (c *consumer) Close() {
 	c.cl.AllowRebalance()
 	c.cl.Close()
 }
 
 // The group's callbacks. franz-go calls them one at a time, on its own goroutines.
 
-func (c *franzConsumer) assigned(_ context.Context, cl *kgo.Client, added map[string][]int32) {
+func (c *consumer) assigned(_ context.Context, cl *kgo.Client, added map[string][]int32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for t, ps := range added {
@@ -261,10 +227,10 @@ func (c *franzConsumer) assigned(_ context.Context, cl *kgo.Client, added map[st
 	c.queueLocked(cl)
 }
 
-func (c *franzConsumer) revoked(ctx context.Context, cl *kgo.Client, revoked map[string][]int32) {
+func (c *consumer) revoked(ctx context.Context, cl *kgo.Client, revoked map[string][]int32) {
 	// What the history shows polled from the partitions going away is committed before they
 	// go, so that their next owner resumes right after it.
-	cctx, cancel := context.WithTimeout(ctx, franzCommitTimeout)
+	cctx, cancel := context.WithTimeout(ctx, commitTimeout)
 	if err := cl.CommitMarkedOffsets(cctx); err != nil {
 		// Not committed: the next owner reads them again, which is allowed.
 		c.log.Warn("committing the recorded records of revoked partitions failed", "err", err)
@@ -280,7 +246,7 @@ func (c *franzConsumer) revoked(ctx context.Context, cl *kgo.Client, revoked map
 	c.queueLocked(cl)
 }
 
-func (c *franzConsumer) lost(_ context.Context, cl *kgo.Client, lost map[string][]int32) {
+func (c *consumer) lost(_ context.Context, cl *kgo.Client, lost map[string][]int32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	// Lost means everything owned is gone (a fatal group error, the member fenced).
@@ -292,7 +258,7 @@ func (c *franzConsumer) lost(_ context.Context, cl *kgo.Client, lost map[string]
 }
 
 // drop removes partitions from owned and reports whether it named any.
-func (c *franzConsumer) drop(parts map[string][]int32) bool {
+func (c *consumer) drop(parts map[string][]int32) bool {
 	named := false
 	for t, ps := range parts {
 		if len(ps) == 0 {
@@ -307,13 +273,13 @@ func (c *franzConsumer) drop(parts map[string][]int32) bool {
 	return named
 }
 
-func (c *franzConsumer) queueLocked(cl *kgo.Client) {
+func (c *consumer) queueLocked(cl *kgo.Client) {
 	member, generation := cl.GroupMetadata()
 	parts := make(map[string][]int32, len(c.owned))
 	for t, ps := range c.owned {
 		parts[t] = slices.Clone(ps)
 	}
-	c.queued = append(c.queued, consumerEvent{kind: ceRebalance, claims: claims{generation: generation, member: member, partitions: parts}})
+	c.queued = append(c.queued, kclient.Event{Kind: kclient.EventAssigned, Claims: kclient.Claims{Generation: generation, Member: member, Partitions: parts}})
 }
 
 func sortedUnion(a, b []int32) []int32 {

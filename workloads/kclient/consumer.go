@@ -1,0 +1,134 @@
+package kclient
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/kafkaconf"
+)
+
+// EventKind says what an Event reports.
+type EventKind uint8
+
+const (
+	// EventRecord: a record the client returned (Record, with its offset, and Epoch).
+	EventRecord EventKind = iota
+	// EventAssigned: the group gave the member an assignment (Claims: the whole of it).
+	EventAssigned
+	// EventRevoked: the member's generation ended; what was handed out since the last
+	// assignment will be read again by whoever owns it next (a member drops its batch).
+	EventRevoked
+	// EventDataLoss: the client found the log truncated under its position (Loss).
+	EventDataLoss
+)
+
+// Event is one thing a consumer or a member reports to the goroutine that records its ops, in
+// the order it happened.
+type Event struct {
+	Kind EventKind
+	// Record and Epoch, its leader epoch (-1 unknown): EventRecord.
+	Record history.Record
+	Epoch  int32
+	// Claims: EventAssigned.
+	Claims Claims
+	// Loss: EventDataLoss.
+	Loss Loss
+	// Handle is the client's own record (a sarama message with its session, a *kgo.Record),
+	// for Recorded.
+	Handle any
+}
+
+// Claims is a group member's assignment after a rebalance.
+type Claims struct {
+	Generation int32
+	Member     string
+	Partitions map[string][]int32
+}
+
+// Loss is a log truncated under a consumer's position, as the client reported it.
+type Loss struct {
+	Topic     string
+	Partition int32
+	// Offset is the consumer's position (the next offset it would have read), Epoch the
+	// leader epoch it had read it at.
+	Offset int64
+	Epoch  int32
+	// ResetTo is where the client resumes: where the leader's log now diverges from what the
+	// consumer read, or, when the client could not locate that, the start it was opened with
+	// (the oldest offset, or the newest with FromNewest).
+	ResetTo    int64
+	ResetEpoch int32
+}
+
+// Position is where a consumer resumes in a partition.
+type Position struct {
+	Offset int64 // the next offset to read; < 0: the start (FromNewest says which)
+	Epoch  int32 // the leader epoch of the record before Offset; -1 when unknown
+}
+
+// ConsumerSpec is what a consumer instance is opened with.
+type ConsumerSpec struct {
+	ClientID  string
+	Isolation kafkaconf.Isolation
+	// FromNewest starts where the log ends instead of at its earliest offset (for a group:
+	// when it has no committed offset).
+	FromNewest bool
+	// Group, with Topics, joins a consumer group that assigns the topics' partitions;
+	// positions start from the group's committed offsets. Empty: assign mode.
+	Group  string
+	Topics []string
+	// Assign, in assign mode, is every partition to read and where it resumes.
+	Assign map[string]map[int32]Position
+	Log    *slog.Logger
+}
+
+// Consumer is one consumer instance. Everything the client has to tell reaches the one
+// goroutine that records the process's ops through Poll, in the order it happened, so that the
+// history shows the client's order.
+type Consumer interface {
+	// Poll waits at most wait for what the client has to report and returns it in order:
+	// records in arrival order (at most max) and, between them, control events (an
+	// assignment, a log truncated under the position). The role records all of it before it
+	// calls Poll again.
+	Poll(ctx context.Context, wait time.Duration, max int) []Event
+	// Recorded tells the client the records, in the order Poll returned them, that the
+	// history now shows as polled. In group mode the client commits these, and never a record
+	// it has not been told of, so that a restart resumes right after what the history shows.
+	Recorded(recs []Event)
+	// Close ends the instance (leaving its group) and everything it started.
+	Close()
+}
+
+// MemberSpec is what a read-process-write member is opened with: its transactional producer,
+// and a member of Group reading Input at read_committed from the oldest offset, committing
+// offsets only in its transactions.
+type MemberSpec struct {
+	Txn              TxnSpec
+	ConsumerClientID string
+	Group, Input     string
+}
+
+// Member is one read-process-write instance: a transactional producer whose transactions carry
+// the offsets consumed with the member's group metadata (KIP-447). Only the goroutine that
+// owns it calls its methods.
+type Member interface {
+	// Txn is the member's producer; Close also leaves the group.
+	Txn
+	// Poll waits until the client has something, until until passes (zero: no bound) or ctx
+	// ends, and returns at most max records and, in order with them, EventAssigned and
+	// EventRevoked. An error means the instance cannot go on (a *ReplaceError: replace it).
+	Poll(ctx context.Context, max int, until time.Time) ([]Event, error)
+	// AddOffsets puts the offsets after in (records Poll returned since the last assignment)
+	// into the transaction, with the group metadata of the generation that delivered them.
+	AddOffsets(in []history.Record) error
+	// Rewind, after a transaction that did not commit (outcome t), makes the next records
+	// start at the group's committed offsets; a *ReplaceError when only a new instance can.
+	Rewind(t history.Type) error
+}
+
+// ReplaceError asks for the instance to be replaced by a new one: it can no longer be used.
+type ReplaceError struct{ Reason string }
+
+func (e *ReplaceError) Error() string { return e.Reason }
