@@ -103,19 +103,21 @@ func (p *TxnProtocol) UnmarshalText(b []byte) error {
 }
 
 // Clients lists the clients Verity drives, the default first. Each says, as data, what it can
-// do and where it departs from Kafka's Java client; the workloads hold their adapters.
+// do and where it departs from Kafka's Java client; workloads/kclient holds their code.
 func Clients() []Client {
 	return []Client{
 		{Name: Sarama, Module: "github.com/IBM/sarama", MaxIdempotentInFlight: 1, DefaultRetries: 3,
 			RetriesNote:  " (sarama has no delivery.timeout.ms; the workload bounds each send by its delivery timeout)",
 			TxnProtocols: []TxnProtocol{TxnProtocolV1},
 			Capabilities: []Capability{CapGroupMetadata, CapStableOffsetFetch, CapIdempotentGivesUp},
+			RewindNote:   "after an abort the sarama processor starts a new group session, which resumes from the committed offsets",
 			Doc: "IBM/sarama: its idempotent producer keeps one request in flight; transactions speak the protocol before " +
 				"KIP-890 (EndTxn v3) whatever the cluster supports; no fetch position validation (KIP-320)"},
 		{Name: FranzGo, Module: "github.com/twmb/franz-go", MaxIdempotentInFlight: MaxIdempotentInFlight,
 			IdempotentInFlight: MaxIdempotentInFlight, DefaultRetries: DefaultRetries,
 			TxnProtocols: []TxnProtocol{TxnProtocolV2, TxnProtocolV1},
 			Capabilities: []Capability{CapIdempotentInFlight5, CapTxnProtocolV2, CapGroupMetadata, CapStableOffsetFetch, CapTruncationDetection},
+			RewindNote:   "after an abort franz-go's group transact session rewinds to the committed offsets itself",
 			Doc: "twmb/franz-go (kgo): idempotence on by default with 5 requests in flight; KIP-890 transactions where the cluster " +
 				"supports them (capped to v1 on request); a group transact session that rewinds to the committed offsets on abort; " +
 				"truncation reported as data loss"},

@@ -123,6 +123,10 @@ type Client struct {
 	TxnProtocols []TxnProtocol
 	// Capabilities are what it can do that a scenario may require.
 	Capabilities []Capability
+	// RewindNote says how its read-process-write member gets back to the committed offsets
+	// after an abort, which is what keeps an aborted step's inputs from being skipped; a
+	// verdict's reason quotes it.
+	RewindNote string
 }
 
 // JavaClient is Kafka's own client: the settings as Kafka documents them.

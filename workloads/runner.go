@@ -167,7 +167,7 @@ func Run(ctx context.Context, c Cluster, path string, spec Spec) (*Result, error
 		return nil, fmt.Errorf("run: %w", err)
 	}
 	var txn kafkaconf.TxnProtocol
-	if len(plan.txns) > 0 || len(plan.procs) > 0 {
+	if spec.Uses().Transactions {
 		if txn, err = txnProtocol(ctx, env); err != nil {
 			return nil, fmt.Errorf("run: %w", err)
 		}

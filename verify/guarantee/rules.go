@@ -489,14 +489,11 @@ func protocolNote(p kafkaconf.TxnProtocol) string {
 	return ""
 }
 
-// rewindNote says how the client's processor gets back to the committed offsets after an abort,
-// which is what keeps an aborted step's inputs from being skipped: the clients differ.
+// rewindNote says how the client's processor gets back to the committed offsets after an abort
+// (its kafkaconf.Clients row): the clients differ.
 func rewindNote(c kafkaconf.ClientName) string {
-	switch c {
-	case kafkaconf.FranzGo:
-		return "; after an abort franz-go's group transact session rewinds to the committed offsets itself"
-	case kafkaconf.Sarama:
-		return "; after an abort the sarama processor starts a new group session, which resumes from the committed offsets"
+	if cl, ok := kafkaconf.LookupClient(c); ok && cl.RewindNote != "" {
+		return "; " + cl.RewindNote
 	}
 	return ""
 }
