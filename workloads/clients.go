@@ -1,12 +1,16 @@
 package workloads
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 
 	"github.com/verity-kafka/verity/kafkaconf"
 	"github.com/verity-kafka/verity/workloads/kclient"
 	kfranz "github.com/verity-kafka/verity/workloads/kclient/franz"
+	"github.com/verity-kafka/verity/workloads/kclient/remote"
 	ksarama "github.com/verity-kafka/verity/workloads/kclient/sarama"
 )
 
@@ -48,4 +52,26 @@ func topicPartitions(ctx context.Context, env Env, id string, topics []string) (
 		return nil, err
 	}
 	return kclient.Counts(parts), nil
+}
+
+// ServeClient serves the Go client name over the remote client protocol, reading requests from r
+// and writing to w until r ends (verity client serve): the protocol's reference program, and
+// the Go clients' way to run at a version of their own.
+func ServeClient(ctx context.Context, name kafkaconf.ClientName, r io.Reader, w io.Writer, log *slog.Logger) error {
+	c, ok := kafkaconf.LookupClient(name)
+	if !ok {
+		_, err := kafkaconf.ParseClient(string(name))
+		return err
+	}
+	if _, ok := clients()[name]; !ok {
+		return fmt.Errorf("client %s has no Go code to serve", name)
+	}
+	info := remote.ClientInfo{Name: string(name), Library: c.Module, Version: cmp.Or(c.Version(), "unknown")}
+	return remote.Serve(ctx, r, w, info, func(h remote.HelloArgs) (kclient.Client, error) {
+		env, err := Env{Brokers: h.Brokers, Client: name, TxnProtocol: h.TxnProtocolCap, Log: log}.settled()
+		if err != nil {
+			return nil, err
+		}
+		return env.client()
+	}, log)
 }

@@ -1,6 +1,8 @@
 package workloads
 
 import (
+	"errors"
+
 	"github.com/verity-kafka/verity/workloads/kclient"
 	kfranz "github.com/verity-kafka/verity/workloads/kclient/franz"
 	ksarama "github.com/verity-kafka/verity/workloads/kclient/sarama"
@@ -16,6 +18,9 @@ type Outcome = kclient.Outcome
 func ErrorText(err error) string {
 	if err == nil {
 		return ""
+	}
+	if ke, ok := errors.AsType[*kclient.Error](err); ok {
+		return ke.Text
 	}
 	if text, ok := kfranz.ErrorText(err); ok {
 		return text

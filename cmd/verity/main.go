@@ -127,6 +127,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			reportCommand(onUsage),
 			reapCommand(onUsage),
 			validateCommand(onUsage),
+			clientCommand(onUsage),
 			versionCommand(onUsage),
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {

@@ -102,6 +102,25 @@ func Text(err error, describe func(error) (string, bool)) string {
 	return err.Error()
 }
 
+// Error is an error a client named: Kafka's protocol name and code when a broker answered with
+// one, the client's own name for it otherwise. Text is the history's error text.
+type Error struct {
+	Name string
+	Code *int16
+	Text string
+}
+
+func (e *Error) Error() string { return e.Text }
+
+// Describer is a client that can name its errors and write their history text: what a program
+// serving the client over the remote protocol puts on the wire.
+type Describer interface {
+	// ErrorName is Kafka's protocol name and code of err, when a broker answered with it.
+	ErrorName(err error) (name string, code int16, ok bool)
+	// ErrorText is the history's error text for err.
+	ErrorText(err error) string
+}
+
 // PermanentError is an open that no retry changes: the client refused its configuration.
 type PermanentError struct{ Err error }
 

@@ -1,5 +1,6 @@
 // Package schematest checks documents against the JSON Schemas in docs/schema: results.json,
-// the history header and a suite's suite.json, the files other tools read. Tests use it on what
+// the history header, a suite's suite.json and the remote client protocol's messages, what other
+// tools read and write. Tests use it on what
 // the code writes, so that the schemas and the writers cannot drift apart.
 //
 // The validator is github.com/santhosh-tekuri/jsonschema/v6: it implements draft 2020-12 in
@@ -22,6 +23,8 @@ const (
 	Results       = "results.schema.json"
 	HistoryHeader = "history-header.schema.json"
 	Suite         = "suite.schema.json"
+	// ClientProtocol is one line of the remote client protocol, either way.
+	ClientProtocol = "client-protocol.schema.json"
 )
 
 // Dir is docs/schema, found from this file's place in the repository.

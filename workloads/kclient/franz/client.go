@@ -2,6 +2,7 @@ package franz
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -154,3 +155,15 @@ func partitions(ctx context.Context, cl *kgo.Client, topics []string) (map[strin
 
 // text is the history's error text for err ("" for nil).
 func text(err error) string { return kclient.Text(err, ErrorText) }
+
+// ErrorName is Kafka's protocol name and code of a *kerr.Error err is or wraps.
+func (c *Client) ErrorName(err error) (string, int16, bool) {
+	ke, ok := errors.AsType[*kerr.Error](err)
+	if !ok {
+		return "", 0, false
+	}
+	return ke.Message, ke.Code, true
+}
+
+// ErrorText is the history's error text for err.
+func (c *Client) ErrorText(err error) string { return text(err) }

@@ -2,6 +2,7 @@ package sarama
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -78,3 +79,15 @@ func EnsureReadTimeout(cfg *sarama.Config) {
 
 // text is the history's error text for err ("" for nil).
 func text(err error) string { return kclient.Text(err, ErrorText) }
+
+// ErrorName is Kafka's protocol name and code of a sarama.KError err is or wraps.
+func (c *Client) ErrorName(err error) (string, int16, bool) {
+	var k sarama.KError
+	if !errors.As(err, &k) {
+		return "", 0, false
+	}
+	return ErrorName(k), int16(k), true
+}
+
+// ErrorText is the history's error text for err.
+func (c *Client) ErrorText(err error) string { return text(err) }
