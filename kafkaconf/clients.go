@@ -15,6 +15,7 @@ type ClientName string
 const (
 	Sarama  ClientName = "sarama"
 	FranzGo ClientName = "franz-go"
+	Java    ClientName = "java"
 )
 
 // Capability is something a client can do that a scenario may need.
@@ -121,6 +122,16 @@ func Clients() []Client {
 			Doc: "twmb/franz-go (kgo): idempotence on by default with 5 requests in flight; KIP-890 transactions where the cluster " +
 				"supports them (capped to v1 on request); a group transact session that rewinds to the committed offsets on abort; " +
 				"truncation reported as data loss"},
+		{Name: Java, Artifact: "org.apache.kafka:kafka-clients", DefaultVersion: "4.3.1", MaxIdempotentInFlight: MaxIdempotentInFlight,
+			DefaultRetries: DefaultRetries,
+			TxnProtocols:   []TxnProtocol{TxnProtocolV2, TxnProtocolV1},
+			Capabilities: []Capability{CapIdempotentInFlight5, CapTxnProtocolV2, CapGroupMetadata, CapStableOffsetFetch, CapTruncationDetection,
+				CapIdempotentGivesUp},
+			RewindNote: "after an abort the Java processor seeks the member's partitions back to their committed offsets " +
+				"(Kafka's consumer does not rewind by itself, KAFKA-17582)",
+			Doc: "Kafka's Java client (kafka-clients), a program behind the remote client protocol: idempotence on by default with " +
+				"up to 5 requests in flight; KIP-890 transactions from 4.0 where the cluster finalised them (no cap to v1); " +
+				"sendOffsetsToTransaction with the consumer's group metadata; truncation reported as data loss"},
 	}
 }
 
@@ -168,9 +179,25 @@ func (n *ClientName) UnmarshalText(b []byte) error {
 // Has reports whether the client has capability c.
 func (c Client) Has(cap Capability) bool { return slices.Contains(c.Capabilities, cap) }
 
+// IsProgram says whether the client runs as a program of its own (docs/client-protocol.md)
+// rather than as Go code linked into Verity.
+func (c Client) IsProgram() bool { return c.Module == "" && c.Artifact != "" }
+
+// Library is what the client is: its Go module's path, or a program's artifact.
+func (c Client) Library() string {
+	if c.IsProgram() {
+		return c.Artifact
+	}
+	return c.Module
+}
+
 // Version is the version of the client's module linked into this binary (from the build
-// information), or "unknown" when the binary carries none.
+// information), or "unknown" when the binary carries none; for a program, the version it runs
+// unless a run names one.
 func (c Client) Version() string {
+	if c.IsProgram() {
+		return c.DefaultVersion
+	}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return "unknown"
@@ -203,15 +230,35 @@ func ParseClientVersion(s string) (string, error) {
 	return v, nil
 }
 
+// ParseVersion reads a version of c: a module version for a Go client (v1.61.0), a release for a
+// program (4.1.2).
+func (c Client) ParseVersion(s string) (string, error) {
+	if !c.IsProgram() {
+		return ParseClientVersion(s)
+	}
+	v := strings.TrimSpace(s)
+	parts := strings.Split(v, ".")
+	ok := len(parts) == 3
+	for _, p := range parts {
+		n, err := strconv.Atoi(p)
+		ok = ok && err == nil && n >= 0 && strconv.Itoa(n) == p
+	}
+	if !ok {
+		return "", fmt.Errorf("client version %q: want a release of %s such as %s", s, c.Artifact, c.DefaultVersion)
+	}
+	return v, nil
+}
+
 // ParseClientRef reads a client's name with an optional version after an @ (franz-go,
-// sarama@v1.61.0); the version is "" when none is given.
+// sarama@v1.61.0, java@4.1.2); the version is "" when none is given.
 func ParseClientRef(s string) (ClientName, string, error) {
 	name, version, pinned := strings.Cut(strings.TrimSpace(s), "@")
 	n, err := ParseClient(name)
 	if err != nil || !pinned {
 		return n, "", err
 	}
-	v, err := ParseClientVersion(version)
+	c, _ := LookupClient(n)
+	v, err := c.ParseVersion(version)
 	if err != nil {
 		return "", "", fmt.Errorf("client %q: %w", s, err)
 	}

@@ -14,8 +14,8 @@ func TestClientsDocNamesEveryEntry(t *testing.T) {
 	}
 	doc := string(b)
 	for _, c := range Clients() {
-		if !strings.Contains(doc, "`"+c.Module+"`") {
-			t.Errorf("docs/clients.md does not name %s's module %s", c.Name, c.Module)
+		if !strings.Contains(doc, "`"+c.Library()+"`") {
+			t.Errorf("docs/clients.md does not name %s's library %s", c.Name, c.Library())
 		}
 	}
 	for _, c := range Capabilities() {

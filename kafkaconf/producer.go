@@ -109,6 +109,11 @@ type Client struct {
 	// Name names the client ("sarama"); Module is its Go module's path.
 	Name   ClientName
 	Module string
+	// Artifact, for a client that runs as a program rather than as Go code linked into Verity,
+	// is the library the program runs ("org.apache.kafka:kafka-clients"), and DefaultVersion the
+	// version it runs unless a run names one.
+	Artifact       string
+	DefaultVersion string
 	// Doc says in a sentence how the client departs from Kafka's Java client.
 	Doc string
 	// MaxIdempotentInFlight is the most requests in flight its idempotent producer allows;

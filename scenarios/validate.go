@@ -384,8 +384,8 @@ func (c *checker) client() {
 	if !known {
 		c.addf("client.name", "%q: want one of %s", cl.Name, strings.Join(kafkaconf.ClientNames(), ", "))
 	}
-	if cl.Version != "" {
-		if _, err := kafkaconf.ParseClientVersion(cl.Version); err != nil {
+	if cl.Version != "" && known {
+		if _, err := kc.ParseVersion(cl.Version); err != nil {
 			c.addf("client.version", "%v", err)
 		}
 	}

@@ -20,6 +20,7 @@ func clients() map[kafkaconf.ClientName]func(Env) kclient.Client {
 	return map[kafkaconf.ClientName]func(Env) kclient.Client{
 		kafkaconf.Sarama:  func(e Env) kclient.Client { return ksarama.New(e.Brokers, e.Sarama) },
 		kafkaconf.FranzGo: func(e Env) kclient.Client { return kfranz.New(e.Franz, e.TxnProtocol) },
+		kafkaconf.Java:    func(e Env) kclient.Client { return e.Program },
 	}
 }
 
@@ -29,7 +30,11 @@ func (e Env) client() (kclient.Client, error) {
 	if !ok {
 		return nil, fmt.Errorf("no workloads for client %q", e.Client)
 	}
-	return build(e), nil
+	cl := build(e)
+	if cl == nil {
+		return nil, fmt.Errorf("client %s is a program, and none is running: StartProgram starts it (Run does)", e.Client)
+	}
+	return cl, nil
 }
 
 // txnProtocol is the transaction protocol the run's transactional clients will speak.
@@ -63,7 +68,7 @@ func ServeClient(ctx context.Context, name kafkaconf.ClientName, r io.Reader, w 
 		_, err := kafkaconf.ParseClient(string(name))
 		return err
 	}
-	if _, ok := clients()[name]; !ok {
+	if _, ok := clients()[name]; !ok || c.IsProgram() {
 		return fmt.Errorf("client %s has no Go code to serve", name)
 	}
 	info := remote.ClientInfo{Name: string(name), Library: c.Module, Version: cmp.Or(c.Version(), "unknown")}

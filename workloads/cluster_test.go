@@ -50,13 +50,29 @@ func TestOnCluster(t *testing.T) {
 		})
 		failed.run(t, "sarama", func(t *testing.T) {
 			t.Parallel()
-			failed.run(t, "mixed healthy", func(t *testing.T) { testMixed(t, c, log) })
+			failed.run(t, "mixed healthy", func(t *testing.T) { testMixed(t, c, log, kafkaconf.Sarama) })
 			failed.run(t, "zombie is fenced", func(t *testing.T) { testZombie(t, c, kafkaconf.Sarama, "sarama", "") })
 			failed.run(t, "fenced from outside: crash and new instance", func(t *testing.T) {
 				testFencedRestart(t, c, kafkaconf.Sarama, "sarama", "")
 			})
 			failed.run(t, "consumers: assign and subscribe, both isolations, groups with restarts", func(t *testing.T) {
 				testConsumers(t, c, log, kafkaconf.Sarama, "sc")
+			})
+		})
+		failed.run(t, "java", func(t *testing.T) {
+			t.Parallel()
+			// Built once (Maven, the first time on a machine), before its subtests start it.
+			java, _ := kafkaconf.LookupClient(kafkaconf.Java)
+			_, err := ProgramCommand(withTimeout(t, 10*time.Minute), java, "", log)
+			require.NoError(t, err, "building the Java client program")
+			failed.run(t, "keeps the remote client protocol", func(t *testing.T) { testJavaProtocol(t) })
+			failed.run(t, "mixed healthy", func(t *testing.T) { testMixed(t, c, log, kafkaconf.Java) })
+			failed.run(t, "zombie is fenced", func(t *testing.T) { testZombie(t, c, kafkaconf.Java, "java", "") })
+			failed.run(t, "fenced from outside: crash and new instance", func(t *testing.T) {
+				testFencedRestart(t, c, kafkaconf.Java, "java", "")
+			})
+			failed.run(t, "consumers: assign and subscribe, both isolations, groups with restarts", func(t *testing.T) {
+				testConsumers(t, c, log, kafkaconf.Java, "jc")
 			})
 		})
 		failed.run(t, "franz-go", func(t *testing.T) {
@@ -276,14 +292,14 @@ func mixedCount(op history.Op, add func(string, int)) {
 	}
 }
 
-func testMixed(t *testing.T, c *harness.Cluster, log *slog.Logger) {
+func testMixed(t *testing.T, c *harness.Cluster, log *slog.Logger, client kafkaconf.ClientName) {
 	ctx := withTimeout(t, 8*time.Minute)
 	topics := []harness.TopicSpec{topic("mix-data", 3), topic("mix-in", 3), topic("mix-txn-a", 2), topic("mix-txn-b", 2), topic("mix-out", 3)}
 	spec := Spec{
 		// 25 s at least (the processor crashes every 20 s), then until it has crashed and each
 		// workload has done what the checks below count on; 4 minutes is a deadline a loaded
 		// machine cannot miss.
-		Name: "mixed-healthy", Seed: 20260517, Duration: 4 * time.Minute, Topics: topics,
+		Name: "mixed-healthy", Seed: 20260517, Duration: 4 * time.Minute, Topics: topics, Client: client,
 		Until: countedUntil(25*time.Second, mixedNeed, mixedCount),
 		Producers: []ProducerSpec{
 			// One at a time, key -> partition.

@@ -52,6 +52,9 @@ type Env struct {
 	// timeouts); default kfranz.Base. Workloads add the producer, consumer and transaction
 	// options.
 	Franz func(clientID string) []kgo.Opt
+	// Program is the running program of a client that is one (kafkaconf.Client.IsProgram: java),
+	// which StartProgram starts; every role of the run speaks to it.
+	Program kclient.Client
 	// Log receives progress and warnings; default discards.
 	Log *slog.Logger
 	// Postgres and Ledger are the addresses of the side-effect services sinks write to (a

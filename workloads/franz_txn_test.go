@@ -149,6 +149,12 @@ func clientEnv(t *testing.T, c *harness.Cluster, client kafkaconf.ClientName, se
 	env, err := Env{Brokers: c.Bootstrap(), Recorder: w, Seed: seed, Processes: NewProcesses(100),
 		Client: client, TxnProtocol: p, Log: slog.New(h)}.withDefaults()
 	require.NoError(t, err)
+	if env.kafka().IsProgram() {
+		prog, err := StartProgram(t.Context(), env, "", testLog{t})
+		require.NoError(t, err, "starting the %s client program", client)
+		t.Cleanup(func() { require.NoError(t, prog.Close()) })
+		env.Program = prog
+	}
 	return env, w, path
 }
 

@@ -166,6 +166,20 @@ func Run(ctx context.Context, c Cluster, path string, spec Spec) (*Result, error
 	if env, err = env.settled(); err != nil {
 		return nil, fmt.Errorf("run: %w", err)
 	}
+	if client, err := spec.client(); err == nil && client.IsProgram() {
+		stderr := logLines(log, "client program", string(client.Name))
+		defer stderr.Close()
+		prog, err := StartProgram(ctx, env, spec.ClientVersion, stderr)
+		if err != nil {
+			return nil, fmt.Errorf("run: %w", err)
+		}
+		defer func() {
+			if err := prog.Close(); err != nil {
+				log.Warn("stopping the client program", "err", err)
+			}
+		}()
+		env.Program = prog
+	}
 	var txn kafkaconf.TxnProtocol
 	if spec.Uses().Transactions {
 		if txn, err = txnProtocol(ctx, env); err != nil {
@@ -418,7 +432,7 @@ func headerConfig(spec Spec, pl runPlan, brokers int, controllers []int, deviati
 	}
 	c := history.Config{Scenario: spec.Name, Processes: map[int]kafkaconf.ProducerConfig{}, Topics: map[string]kafkaconf.TopicConfig{},
 		Isolation: kafkaconf.ReadCommitted, Faults: spec.ScheduledFaults, Controllers: controllers, Deviations: deviations, Spec: spec.Scenario,
-		Client: &history.ClientInfo{Name: client.Name, Module: client.Module, Version: cmp.Or(spec.ClientVersion, client.Version()), TxnProtocol: txn}}
+		Client: &history.ClientInfo{Name: client.Name, Module: client.Library(), Version: cmp.Or(spec.ClientVersion, client.Version()), TxnProtocol: txn}}
 	for _, n := range pl.producers {
 		c.Processes[n.p] = n.cfg.Settings(client).Config()
 	}

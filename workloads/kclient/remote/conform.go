@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/verity-kafka/verity/kafkaconf"
@@ -49,26 +50,39 @@ type Result struct {
 // its own, and returns the results in the order of Conformances; stderr receives the programs'
 // standard error.
 func Check(ctx context.Context, cmd []string, stderr io.Writer, only ...string) []Result {
-	var out []Result
+	var rules []Conformance
 	for _, c := range Conformances() {
-		if len(only) > 0 && !slices.Contains(only, c.Name) {
-			continue
+		if len(only) == 0 || slices.Contains(only, c.Name) {
+			rules = append(rules, c)
 		}
-		cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-		p, err := startProbe(cctx, cmd, stderr)
-		if err == nil {
-			err = c.check(cctx, p)
-			if cerr := p.stop(10 * time.Second); err == nil {
-				err = cerr
-			}
-			if err == nil {
-				err = p.malformed()
-			}
-		}
-		cancel()
-		out = append(out, Result{Name: c.Name, About: c.About, Err: err})
 	}
+	out := make([]Result, len(rules))
+	var wg sync.WaitGroup
+	for i, c := range rules {
+		out[i] = Result{Name: c.Name, About: c.About}
+		// The rules run at once, each on a program of its own: several wait out brokers that
+		// never answer.
+		wg.Go(func() { out[i].Err = checkOne(ctx, c, cmd, stderr) })
+	}
+	wg.Wait()
 	return out
+}
+
+func checkOne(ctx context.Context, c Conformance, cmd []string, stderr io.Writer) error {
+	cctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	p, err := startProbe(cctx, cmd, stderr)
+	if err != nil {
+		return err
+	}
+	err = c.check(cctx, p)
+	if cerr := p.stop(10 * time.Second); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = p.malformed()
+	}
+	return err
 }
 
 // unreachable are brokers that never answer: a closed port on the loopback interface.

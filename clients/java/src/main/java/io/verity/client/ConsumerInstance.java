@@ -1,0 +1,313 @@
+package io.verity.client;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Deque;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Properties;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.LogTruncationException;
+import org.apache.kafka.clients.consumer.NoOffsetForPartitionException;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.consumer.OffsetOutOfRangeException;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+
+/**
+ * A consumer, in a group or on assigned partitions. Every call to the KafkaConsumer is on the
+ * instance's thread (the rebalance listener runs inside poll), as the client requires.
+ *
+ * <p>Positions: auto.offset.reset=none, so that Kafka's client reports a log truncated under the
+ * position (KIP-320: LogTruncationException, with where the logs diverge) instead of resetting in
+ * silence; the program then resets itself and says so as a data_loss event. A partition with no
+ * position yet starts at the oldest offset (the newest with from_newest).
+ *
+ * <p>Commits, in a group: only the records Verity said it recorded, asynchronously about every
+ * second, synchronously before partitions are revoked and when the consumer closes; so a commit
+ * never runs ahead of the history.
+ */
+final class ConsumerInstance {
+  private final KafkaConsumer<byte[], byte[]> consumer;
+  private final boolean group;
+  private final boolean fromNewest;
+  private final String isolation;
+  /** Control events the listener reported, for the next poll's result. */
+  private final List<ObjectNode> queued = new ArrayList<>();
+  /** Records polled beyond a poll's max, handed out by the next. */
+  private final Deque<ConsumerRecord<byte[], byte[]>> pending = new ArrayDeque<>();
+  private final Set<TopicPartition> owned = new TreeSet<>(ConsumerInstance::compare);
+  private final Map<Long, ConsumerRecord<byte[], byte[]>> polled = new HashMap<>();
+  private final Map<TopicPartition, OffsetAndMetadata> recorded = new HashMap<>();
+  private long nextHandle;
+  private long lastCommit = System.nanoTime();
+
+  static int compare(TopicPartition a, TopicPartition b) {
+    int c = a.topic().compareTo(b.topic());
+    return c != 0 ? c : Integer.compare(a.partition(), b.partition());
+  }
+
+  static ConsumerInstance open(Cluster cluster, JsonNode s) {
+    Properties p = cluster.base(Wire.text(s.get("client_id")));
+    String isolation = s.path("isolation").asText("read_uncommitted");
+    p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, isolation);
+    p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+    p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "none");
+    p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+    p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+    String group = Wire.text(s.get("group"));
+    if (!group.isEmpty()) {
+      p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
+      // sarama's and franz-go's session timeout, so that the clients' members rebalance alike.
+      p.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, "10000");
+      p.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "3000");
+    }
+    ConsumerInstance c = new ConsumerInstance(new KafkaConsumer<>(p), !group.isEmpty(), s.path("from_newest").asBoolean(), isolation);
+    try {
+      if (c.group) {
+        List<String> topics = new ArrayList<>();
+        s.path("topics").forEach(t -> topics.add(t.asText()));
+        c.consumer.subscribe(topics, c.listener());
+      } else {
+        c.assign(s.path("assign"));
+      }
+    } catch (RuntimeException e) {
+      c.consumer.close(Duration.ZERO);
+      throw e;
+    }
+    return c;
+  }
+
+  private ConsumerInstance(KafkaConsumer<byte[], byte[]> consumer, boolean group, boolean fromNewest, String isolation) {
+    this.consumer = consumer;
+    this.group = group;
+    this.fromNewest = fromNewest;
+    this.isolation = isolation;
+  }
+
+  private void assign(JsonNode assign) {
+    List<TopicPartition> tps = new ArrayList<>();
+    assign.fields().forEachRemaining(t -> t.getValue().fieldNames().forEachRemaining(
+        p -> tps.add(new TopicPartition(t.getKey(), Integer.parseInt(p)))));
+    consumer.assign(tps);
+    for (TopicPartition tp : tps) {
+      JsonNode pos = assign.path(tp.topic()).path(Integer.toString(tp.partition()));
+      long off = pos.path("offset").asLong(-1);
+      int epoch = pos.path("epoch").asInt(-1);
+      if (off >= 0) {
+        // With the epoch, the client validates the position before fetching (KIP-320).
+        consumer.seek(tp, new OffsetAndMetadata(off, epoch >= 0 ? Optional.of(epoch) : Optional.empty(), ""));
+      } else {
+        start(List.of(tp));
+      }
+    }
+  }
+
+  private void start(Collection<TopicPartition> tps) {
+    if (fromNewest) {
+      consumer.seekToEnd(tps);
+    } else {
+      consumer.seekToBeginning(tps);
+    }
+  }
+
+  private ConsumerRebalanceListener listener() {
+    return new ConsumerRebalanceListener() {
+      @Override
+      public void onPartitionsRevoked(Collection<TopicPartition> parts) {
+        commitSync(parts);
+        // Records not handed out yet belong to the partitions' next owner.
+        pending.removeIf(r -> parts.contains(new TopicPartition(r.topic(), r.partition())));
+        if (!parts.isEmpty() && owned.removeAll(parts)) {
+          queue();
+        }
+      }
+
+      @Override
+      public void onPartitionsAssigned(Collection<TopicPartition> parts) {
+        owned.addAll(parts);
+        queue(); // noted even when nothing was added: the member joined a new generation
+      }
+
+      @Override
+      public void onPartitionsLost(Collection<TopicPartition> parts) {
+        pending.removeIf(r -> parts.contains(new TopicPartition(r.topic(), r.partition())));
+        boolean changed = !owned.isEmpty();
+        owned.clear();
+        if (changed) {
+          queue();
+        }
+      }
+    };
+  }
+
+  private void queue() {
+    ObjectNode ev = Wire.MAPPER.createObjectNode();
+    ev.put("kind", "assigned");
+    ObjectNode claims = ev.putObject("claims");
+    var meta = consumer.groupMetadata();
+    claims.put("generation", meta.generationId());
+    claims.put("member", meta.memberId());
+    ObjectNode parts = claims.putObject("partitions");
+    Map<String, ArrayNode> byTopic = new TreeMap<>();
+    for (TopicPartition tp : owned) {
+      byTopic.computeIfAbsent(tp.topic(), parts::putArray).add(tp.partition());
+    }
+    queued.add(ev);
+  }
+
+  /** What arrives within wait, at most max records, in order, with the control events before the records that followed them. */
+  ObjectNode poll(JsonNode a) {
+    int max = a.path("max").asInt(500);
+    long deadline = System.nanoTime() + Wire.duration(a.get("wait"), Duration.ofMillis(200)).toNanos();
+    polled.clear(); // what the last poll returned and nobody recorded is not committed
+    ObjectNode res = Wire.MAPPER.createObjectNode();
+    ArrayNode events = res.putArray("events");
+    int n = 0;
+    while (n < max) {
+      if (pending.isEmpty()) {
+        long left = deadline - System.nanoTime();
+        if (left <= 0 && n > 0) {
+          break;
+        }
+        try {
+          consumer.poll(Duration.ofNanos(Math.max(left, 0))).forEach(pending::add);
+        } catch (LogTruncationException e) {
+          truncated(e, events);
+        } catch (OffsetOutOfRangeException e) {
+          outOfRange(e.offsetOutOfRangePartitions(), events);
+        } catch (NoOffsetForPartitionException e) {
+          start(e.partitions());
+        }
+        queued.forEach(events::add);
+        queued.clear();
+        if (pending.isEmpty() && System.nanoTime() >= deadline) {
+          break;
+        }
+      }
+      while (n < max && !pending.isEmpty()) {
+        events.add(record(pending.poll()));
+        n++;
+      }
+    }
+    commitIfDue();
+    return res;
+  }
+
+  private ObjectNode record(ConsumerRecord<byte[], byte[]> r) {
+    long h = ++nextHandle;
+    polled.put(h, r);
+    ObjectNode ev = Wire.MAPPER.createObjectNode();
+    ev.put("kind", "record");
+    ObjectNode rec = ev.putObject("record");
+    rec.put("topic", r.topic());
+    rec.put("partition", r.partition());
+    if (r.key() != null) {
+      rec.put("key", new String(r.key(), java.nio.charset.StandardCharsets.UTF_8));
+    }
+    rec.put("value", r.value() == null ? "" : new String(r.value(), java.nio.charset.StandardCharsets.UTF_8));
+    rec.put("offset", r.offset());
+    ev.put("epoch", r.leaderEpoch().orElse(-1));
+    ev.put("handle", h);
+    return ev;
+  }
+
+  /** A log truncated under the position: the client found where the logs diverge, or not. */
+  private void truncated(LogTruncationException e, ArrayNode events) {
+    Map<TopicPartition, OffsetAndMetadata> divergent = e.divergentOffsets();
+    for (Map.Entry<TopicPartition, Long> o : e.offsetOutOfRangePartitions().entrySet()) {
+      TopicPartition tp = o.getKey();
+      OffsetAndMetadata d = divergent.get(tp);
+      if (d != null) {
+        consumer.seek(tp, d);
+        events.add(loss(tp, o.getValue(), -1, d.offset(), d.leaderEpoch().orElse(-1)));
+      } else {
+        start(List.of(tp));
+        events.add(loss(tp, o.getValue(), -1, consumer.position(tp), -1));
+      }
+    }
+  }
+
+  private void outOfRange(Map<TopicPartition, Long> parts, ArrayNode events) {
+    for (Map.Entry<TopicPartition, Long> o : parts.entrySet()) {
+      start(List.of(o.getKey()));
+      events.add(loss(o.getKey(), o.getValue(), -1, consumer.position(o.getKey()), -1));
+    }
+  }
+
+  private static ObjectNode loss(TopicPartition tp, long offset, int epoch, long resetTo, int resetEpoch) {
+    ObjectNode ev = Wire.MAPPER.createObjectNode();
+    ev.put("kind", "data_loss");
+    ObjectNode l = ev.putObject("loss");
+    l.put("topic", tp.topic());
+    l.put("partition", tp.partition());
+    l.put("offset", offset);
+    l.put("epoch", epoch);
+    l.put("reset_to", resetTo);
+    l.put("reset_epoch", resetEpoch);
+    return ev;
+  }
+
+  void recorded(JsonNode a) {
+    for (JsonNode h : a.path("handles")) {
+      ConsumerRecord<byte[], byte[]> r = polled.remove(h.asLong());
+      if (r != null && group) {
+        recorded.put(new TopicPartition(r.topic(), r.partition()), new OffsetAndMetadata(r.offset() + 1, r.leaderEpoch(), ""));
+      }
+    }
+  }
+
+  private void commitIfDue() {
+    if (!group || recorded.isEmpty() || System.nanoTime() - lastCommit < 1_000_000_000L) {
+      return;
+    }
+    lastCommit = System.nanoTime();
+    consumer.commitAsync(new HashMap<>(recorded), (offsets, e) -> {
+      if (e != null) {
+        System.err.println("verity-java-client: committing the recorded offsets: " + e);
+      }
+    });
+  }
+
+  private void commitSync(Collection<TopicPartition> parts) {
+    Map<TopicPartition, OffsetAndMetadata> offs = new HashMap<>();
+    for (TopicPartition tp : parts) {
+      if (recorded.containsKey(tp)) {
+        offs.put(tp, recorded.remove(tp));
+      }
+    }
+    if (offs.isEmpty()) {
+      return;
+    }
+    try {
+      consumer.commitSync(offs, Duration.ofSeconds(10));
+    } catch (RuntimeException e) {
+      // Not committed: the partitions' next owner reads them again, which is allowed.
+      System.err.println("verity-java-client: committing the recorded records of revoked partitions: " + e);
+    }
+  }
+
+  void close() {
+    try {
+      if (group) {
+        commitSync(new HashSet<>(recorded.keySet()));
+      }
+    } finally {
+      consumer.close(Duration.ofSeconds(10));
+    }
+  }
+}

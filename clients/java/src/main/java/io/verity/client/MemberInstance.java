@@ -1,0 +1,233 @@
+package io.verity.client;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.Collection;
+import java.util.Deque;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Set;
+import java.util.TreeMap;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.consumer.RangeAssignor;
+import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.FencedInstanceIdException;
+import org.apache.kafka.common.errors.InvalidGroupIdException;
+import org.apache.kafka.common.errors.AuthorizationException;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+
+/**
+ * A read-process-write member: a KafkaConsumer in the input's group at read_committed, and a
+ * transactional producer whose transactions carry the consumed offsets with the consumer's group
+ * metadata (sendOffsetsToTransaction(offsets, groupMetadata), KIP-447). After a transaction that
+ * did not commit, Kafka's consumer does not rewind by itself (KAFKA-17582): rewind seeks every
+ * owned partition back to its committed offset.
+ */
+final class MemberInstance {
+  private final TxnInstance txn;
+  private final KafkaConsumer<byte[], byte[]> consumer;
+  /** Events the listener reported, for the next poll's result. */
+  private final Deque<ObjectNode> queued = new ArrayDeque<>();
+  /** Records polled beyond a poll's max, handed out by the next. */
+  private final Deque<ConsumerRecord<byte[], byte[]>> pending = new ArrayDeque<>();
+
+  static MemberInstance open(Cluster cluster, JsonNode s) throws Exception {
+    TxnInstance txn = TxnInstance.open(cluster, s.path("txn"));
+    Properties p = cluster.base(Wire.text(s.get("consumer_client_id")));
+    p.put(ConsumerConfig.GROUP_ID_CONFIG, Wire.text(s.get("group")));
+    p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+    // Offsets move only inside transactions: never by auto-commit.
+    p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+    p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+    // Eager, like the Go clients' members: every generation revokes and hands out the whole
+    // assignment, so that each assigned event carries the generation's complete claims.
+    p.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, RangeAssignor.class.getName());
+    p.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, "10000");
+    p.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "3000");
+    p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+    p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+    KafkaConsumer<byte[], byte[]> consumer;
+    try {
+      consumer = new KafkaConsumer<>(p);
+    } catch (RuntimeException e) {
+      txn.close();
+      throw e;
+    }
+    MemberInstance m = new MemberInstance(txn, consumer);
+    consumer.subscribe(List.of(Wire.text(s.get("input"))), m.listener());
+    return m;
+  }
+
+  private MemberInstance(TxnInstance txn, KafkaConsumer<byte[], byte[]> consumer) {
+    this.txn = txn;
+    this.consumer = consumer;
+  }
+
+  TxnInstance txn() {
+    return txn;
+  }
+
+  private ConsumerRebalanceListener listener() {
+    return new ConsumerRebalanceListener() {
+      @Override
+      public void onPartitionsRevoked(Collection<TopicPartition> parts) {
+        if (!parts.isEmpty()) {
+          revoked();
+        }
+      }
+
+      @Override
+      public void onPartitionsAssigned(Collection<TopicPartition> parts) {
+        ObjectNode ev = Wire.MAPPER.createObjectNode();
+        ev.put("kind", "assigned");
+        ObjectNode claims = ev.putObject("claims");
+        var meta = consumer.groupMetadata();
+        claims.put("generation", meta.generationId());
+        claims.put("member", meta.memberId());
+        ObjectNode ps = claims.putObject("partitions");
+        Map<String, ArrayNode> byTopic = new TreeMap<>();
+        consumer.assignment().stream().sorted(ConsumerInstance::compare)
+            .forEach(tp -> byTopic.computeIfAbsent(tp.topic(), ps::putArray).add(tp.partition()));
+        queued.add(ev);
+      }
+
+      @Override
+      public void onPartitionsLost(Collection<TopicPartition> parts) {
+        revoked();
+      }
+    };
+  }
+
+  /** The generation ended: what was handed out is read again from the committed offsets. */
+  private void revoked() {
+    pending.clear();
+    ObjectNode ev = Wire.MAPPER.createObjectNode();
+    ev.put("kind", "revoked");
+    queued.add(ev);
+  }
+
+  void handle(long id, String op, JsonNode a, Wire wire) {
+    switch (op) {
+      case "member.poll":
+        try {
+          wire.reply(id, poll(a));
+        } catch (FencedInstanceIdException | InvalidGroupIdException | AuthorizationException | IllegalStateException e) {
+          ObjectNode err = Outcomes.error(e);
+          err.put("replace", true);
+          wire.reply(id, null, err);
+        } catch (KafkaException e) {
+          wire.error(id, e, false);
+        }
+        return;
+      case "member.add_offsets":
+        try {
+          txn.sendOffsets(offsets(a.path("records")), consumer.groupMetadata());
+          wire.reply(id, null);
+        } catch (RuntimeException e) {
+          wire.error(id, e, false);
+        }
+        return;
+      case "member.rewind":
+        try {
+          rewind();
+          wire.reply(id, null);
+        } catch (RuntimeException e) {
+          ObjectNode err = Outcomes.error(e);
+          err.put("replace", true);
+          wire.reply(id, null, err);
+        }
+        return;
+      default:
+        throw new UnsupportedOperationException(op);
+    }
+  }
+
+  /** Returns as soon as something came (or wait passed): events first, then at most max records. */
+  private ObjectNode poll(JsonNode a) {
+    int max = a.path("max").asInt(20);
+    boolean bounded = a.has("wait");
+    long deadline = bounded ? System.nanoTime() + Wire.duration(a.get("wait"), Duration.ZERO).toNanos() : Long.MAX_VALUE;
+    ObjectNode res = Wire.MAPPER.createObjectNode();
+    ArrayNode events = res.putArray("events");
+    while (pending.isEmpty() && queued.isEmpty()) {
+      long left = deadline - System.nanoTime();
+      if (bounded && left <= 0) {
+        return res;
+      }
+      consumer.poll(Duration.ofNanos(Math.min(Math.max(left, 0), Duration.ofSeconds(1).toNanos()))).forEach(pending::add);
+      if (!queued.isEmpty()) {
+        // The records of this poll came after the rebalance: they are kept, after its events.
+        break;
+      }
+    }
+    while (!queued.isEmpty()) {
+      events.add(queued.poll());
+    }
+    for (int n = 0; n < max && !pending.isEmpty(); n++) {
+      ConsumerRecord<byte[], byte[]> r = pending.poll();
+      ObjectNode ev = events.addObject();
+      ev.put("kind", "record");
+      ObjectNode rec = ev.putObject("record");
+      rec.put("topic", r.topic());
+      rec.put("partition", r.partition());
+      if (r.key() != null) {
+        rec.put("key", new String(r.key(), StandardCharsets.UTF_8));
+      }
+      rec.put("value", r.value() == null ? "" : new String(r.value(), StandardCharsets.UTF_8));
+      rec.put("offset", r.offset());
+      ev.put("epoch", r.leaderEpoch().orElse(-1));
+      ev.put("handle", 1);
+    }
+    return res;
+  }
+
+  private static Map<TopicPartition, OffsetAndMetadata> offsets(JsonNode records) {
+    Map<TopicPartition, OffsetAndMetadata> out = new HashMap<>();
+    for (JsonNode r : records) {
+      TopicPartition tp = new TopicPartition(r.path("topic").asText(), r.path("partition").asInt());
+      long next = r.path("offset").asLong() + 1;
+      OffsetAndMetadata cur = out.get(tp);
+      if (cur == null || cur.offset() < next) {
+        out.put(tp, new OffsetAndMetadata(next));
+      }
+    }
+    return out;
+  }
+
+  /** Seeks every owned partition back to its committed offset (the oldest when none). */
+  private void rewind() {
+    pending.clear();
+    Set<TopicPartition> owned = consumer.assignment();
+    if (owned.isEmpty()) {
+      return;
+    }
+    Map<TopicPartition, OffsetAndMetadata> committed = consumer.committed(owned, Duration.ofSeconds(30));
+    for (TopicPartition tp : owned) {
+      OffsetAndMetadata c = committed.get(tp);
+      if (c != null) {
+        consumer.seek(tp, c);
+      } else {
+        consumer.seekToBeginning(List.of(tp));
+      }
+    }
+  }
+
+  void close() {
+    try {
+      consumer.close(Duration.ofSeconds(10));
+    } finally {
+      txn.close();
+    }
+  }
+}
