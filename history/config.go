@@ -93,6 +93,9 @@ type ClientInfo struct {
 	Module      string                `json:"module,omitempty"`
 	Version     string                `json:"version,omitempty"`
 	TxnProtocol kafkaconf.TxnProtocol `json:"txn_protocol,omitempty"`
+	// GroupProtocol is the consumer group protocol the run's group members spoke; absent when
+	// the run had none.
+	GroupProtocol kafkaconf.GroupProtocol `json:"group_protocol,omitempty"`
 }
 
 // UnmarshalJSON reads a client entry, taking any name that is not empty. The name only says

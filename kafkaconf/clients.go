@@ -84,6 +84,37 @@ const (
 	TxnProtocolV2 TxnProtocol = "v2"
 )
 
+// GroupProtocol is the consumer group protocol a group member speaks with its coordinator.
+type GroupProtocol string
+
+const (
+	// GroupClassic is the protocol of JoinGroup and SyncGroup: the members' leader assigns the
+	// partitions, and every rebalance stops the whole group.
+	GroupClassic GroupProtocol = "classic"
+	// GroupConsumer is KIP-848's (Kafka 4.0+): members heartbeat with ConsumerGroupHeartbeat,
+	// the coordinator assigns, and a rebalance moves only the partitions that change owner.
+	GroupConsumer GroupProtocol = "consumer"
+)
+
+// ParseGroupProtocol reads "classic" or "consumer".
+func ParseGroupProtocol(s string) (GroupProtocol, error) {
+	switch p := GroupProtocol(strings.TrimSpace(s)); p {
+	case GroupClassic, GroupConsumer:
+		return p, nil
+	}
+	return "", fmt.Errorf("group protocol %q: want classic or consumer", s)
+}
+
+// UnmarshalText reads what ParseGroupProtocol reads.
+func (p *GroupProtocol) UnmarshalText(b []byte) error {
+	v, err := ParseGroupProtocol(string(b))
+	if err != nil {
+		return err
+	}
+	*p = v
+	return nil
+}
+
 // ParseTxnProtocol reads "v1" or "v2".
 func ParseTxnProtocol(s string) (TxnProtocol, error) {
 	switch p := TxnProtocol(strings.TrimSpace(s)); p {
@@ -108,23 +139,26 @@ func (p *TxnProtocol) UnmarshalText(b []byte) error {
 func Clients() []Client {
 	return []Client{
 		{Name: Sarama, Module: "github.com/IBM/sarama", MaxIdempotentInFlight: 1, DefaultRetries: 3,
-			RetriesNote:  " (sarama has no delivery.timeout.ms; the workload bounds each send by its delivery timeout)",
-			TxnProtocols: []TxnProtocol{TxnProtocolV1},
-			Capabilities: []Capability{CapGroupMetadata, CapStableOffsetFetch, CapIdempotentGivesUp},
-			RewindNote:   "after an abort the sarama processor starts a new group session, which resumes from the committed offsets",
+			RetriesNote:    " (sarama has no delivery.timeout.ms; the workload bounds each send by its delivery timeout)",
+			TxnProtocols:   []TxnProtocol{TxnProtocolV1},
+			GroupProtocols: []GroupProtocol{GroupClassic},
+			Capabilities:   []Capability{CapGroupMetadata, CapStableOffsetFetch, CapIdempotentGivesUp},
+			RewindNote:     "after an abort the sarama processor starts a new group session, which resumes from the committed offsets",
 			Doc: "IBM/sarama: its idempotent producer keeps one request in flight; transactions speak the protocol before " +
 				"KIP-890 (EndTxn v3) whatever the cluster supports; no fetch position validation (KIP-320)"},
 		{Name: FranzGo, Module: "github.com/twmb/franz-go", MaxIdempotentInFlight: MaxIdempotentInFlight,
 			IdempotentInFlight: MaxIdempotentInFlight, DefaultRetries: DefaultRetries,
-			TxnProtocols: []TxnProtocol{TxnProtocolV2, TxnProtocolV1},
-			Capabilities: []Capability{CapIdempotentInFlight5, CapTxnProtocolV2, CapGroupMetadata, CapStableOffsetFetch, CapTruncationDetection},
-			RewindNote:   "after an abort franz-go's group transact session rewinds to the committed offsets itself",
+			TxnProtocols:   []TxnProtocol{TxnProtocolV2, TxnProtocolV1},
+			GroupProtocols: []GroupProtocol{GroupClassic, GroupConsumer},
+			Capabilities:   []Capability{CapIdempotentInFlight5, CapTxnProtocolV2, CapGroupMetadata, CapStableOffsetFetch, CapTruncationDetection},
+			RewindNote:     "after an abort franz-go's group transact session rewinds to the committed offsets itself",
 			Doc: "twmb/franz-go (kgo): idempotence on by default with 5 requests in flight; KIP-890 transactions where the cluster " +
 				"supports them (capped to v1 on request); a group transact session that rewinds to the committed offsets on abort; " +
 				"truncation reported as data loss"},
 		{Name: Java, Artifact: "org.apache.kafka:kafka-clients", DefaultVersion: "4.3.1", MaxIdempotentInFlight: MaxIdempotentInFlight,
 			DefaultRetries: DefaultRetries,
 			TxnProtocols:   []TxnProtocol{TxnProtocolV2, TxnProtocolV1},
+			GroupProtocols: []GroupProtocol{GroupClassic, GroupConsumer},
 			Capabilities: []Capability{CapIdempotentInFlight5, CapTxnProtocolV2, CapGroupMetadata, CapStableOffsetFetch, CapTruncationDetection,
 				CapIdempotentGivesUp},
 			RewindNote: "after an abort the Java processor seeks the member's partitions back to their committed offsets " +

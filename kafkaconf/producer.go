@@ -126,6 +126,9 @@ type Client struct {
 	RetriesNote string
 	// TxnProtocols are the transaction protocols it can speak, the one it prefers first.
 	TxnProtocols []TxnProtocol
+	// GroupProtocols are the consumer group protocols its group members can speak, the default
+	// first.
+	GroupProtocols []GroupProtocol
 	// Capabilities are what it can do that a scenario may require.
 	Capabilities []Capability
 	// RewindNote says how its read-process-write member gets back to the committed offsets

@@ -124,6 +124,13 @@ func Knobs() []Knob {
 				s.Client.TxnProtocol = p
 				return err
 			}},
+		{Name: "group-protocol", Usage: "the consumer group `PROTOCOL` of the group members (classic; consumer: KIP-848, Kafka 4.0+)",
+			Kind: KnobText, Axis: true,
+			Scenario: func(s *Scenario, v string) error {
+				p, err := kafkaconf.ParseGroupProtocol(v)
+				s.Client.GroupProtocol = p
+				return err
+			}},
 		{Name: "kafka-version", Usage: "the Kafka `RELEASE` the cluster runs (" + strings.Join(kafkaconf.KafkaVersions(), ", ") + ")",
 			Kind: KnobText, Axis: true,
 			Scenario: func(s *Scenario, v string) error {

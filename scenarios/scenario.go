@@ -147,6 +147,9 @@ type Client struct {
 	// TxnProtocol caps the transaction protocol the transactional producers and processors
 	// speak: v1 (before KIP-890) or v2; unset, the best the client and the cluster support.
 	TxnProtocol kafkaconf.TxnProtocol `yaml:"txn_protocol,omitempty" json:"txn_protocol,omitempty"`
+	// GroupProtocol is the consumer group protocol the group members speak: classic or
+	// consumer (KIP-848); unset, the client's default (classic).
+	GroupProtocol kafkaconf.GroupProtocol `yaml:"group_protocol,omitempty" json:"group_protocol,omitempty"`
 	// Delivery is acks, idempotence, max_in_flight and retries.
 	kafkaconf.Delivery `yaml:",inline"`
 	// RetryBackoff is retry.backoff.ms (unset: 100ms).

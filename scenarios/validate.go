@@ -390,6 +390,12 @@ func (c *checker) client() {
 		}
 	}
 	transactional := c.s.Workload.Uses().Transactions
+	if cl.GroupProtocol != "" && known && !slices.Contains(kc.GroupProtocols, cl.GroupProtocol) {
+		c.addf("client.group_protocol", "%s: %s's group members speak %s only", cl.GroupProtocol, cl.Name, groupProtocolList(kc.GroupProtocols))
+	}
+	if cl.GroupProtocol != "" && !c.s.Workload.Uses().Groups {
+		c.addf("client.group_protocol", "%s: the workload has no group member (a subscribing consumer, a processor)", cl.GroupProtocol)
+	}
 	if cl.TxnProtocol != "" && known && !slices.Contains(kc.TxnProtocols, cl.TxnProtocol) {
 		c.addf("client.txn_protocol", "%s: %s speaks transaction protocol %s only", cl.TxnProtocol, cl.Name, protocolList(kc.TxnProtocols))
 	}
@@ -916,4 +922,12 @@ func editDistance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+func groupProtocolList(ps []kafkaconf.GroupProtocol) string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = string(p)
+	}
+	return strings.Join(out, " and ")
 }

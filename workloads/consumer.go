@@ -231,7 +231,7 @@ func (w *consumerRun) instance(ctx context.Context, until time.Time) error {
 	spec := kclient.ConsumerSpec{ClientID: clientID(w.p, "consumer"), Isolation: w.cfg.Isolation, FromNewest: w.cfg.FromNewest, Log: w.log}
 	var parts map[string][]int32
 	if w.cfg.Mode == Subscribe {
-		spec.Group, spec.Topics = w.cfg.Group, w.cfg.Topics
+		spec.Group, spec.Topics, spec.GroupProtocol = w.cfg.Group, w.cfg.Topics, w.env.GroupProtocol
 	} else {
 		var err error
 		if parts, err = w.assignment(ictx, spec.ClientID+"-meta"); err != nil {

@@ -439,7 +439,7 @@ func driveJob(ctx context.Context, job driverJob, out io.Writer, log *slog.Logge
 	if err != nil {
 		return err
 	}
-	env := Env{Brokers: job.Brokers, Seed: spec.Seed, Client: spec.Client, TxnProtocol: spec.TxnProtocol, Log: log,
+	env := Env{Brokers: job.Brokers, Seed: spec.Seed, Client: spec.Client, TxnProtocol: spec.TxnProtocol, GroupProtocol: spec.GroupProtocol, Log: log,
 		Postgres: job.Postgres, Ledger: job.Ledger, RunTag: job.RunTag}
 	if job.KafkaVersion != "" {
 		env.Sarama = harness.SaramaConfigFor(job.KafkaVersion)

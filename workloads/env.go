@@ -44,6 +44,9 @@ type Env struct {
 	// the best the client and the cluster both support).
 	Client      kafkaconf.ClientName
 	TxnProtocol kafkaconf.TxnProtocol
+	// GroupProtocol is the consumer group protocol the run's group members speak ("": the
+	// client's default).
+	GroupProtocol kafkaconf.GroupProtocol
 	// Sarama returns a base sarama configuration for a client id; default
 	// harness.SaramaConfig (the cluster's Kafka version, timeouts for fault tests). Workloads
 	// set the producer, consumer and transaction fields on top.

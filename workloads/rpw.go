@@ -175,7 +175,7 @@ func (w *processor) open(ctx context.Context) (kclient.Member, error) {
 		return nil, fmt.Errorf("processor %d: %w", w.p, err)
 	}
 	spec := kclient.MemberSpec{Txn: txnSpec(w.env, w.p, "rpw", w.cfg.TxnID, w.cfg.TxnClientConfig, w.log),
-		ConsumerClientID: clientID(w.p, "rpw-consumer"), Group: w.cfg.Group, Input: w.cfg.Input}
+		ConsumerClientID: clientID(w.p, "rpw-consumer"), Group: w.cfg.Group, Input: w.cfg.Input, GroupProtocol: w.env.GroupProtocol}
 	m, err := initWithRetry(ctx, w.log, w.cfg.TxnID, func() (kclient.Member, error) { return cl.OpenMember(ctx, spec) })
 	if err != nil {
 		return nil, fmt.Errorf("processor %d: %w", w.p, err)

@@ -62,6 +62,9 @@ type Spec struct {
 	// support).
 	Client      kafkaconf.ClientName  `json:"client,omitempty"`
 	TxnProtocol kafkaconf.TxnProtocol `json:"txn_protocol,omitempty"`
+	// GroupProtocol is the consumer group protocol the group members speak ("": the client's
+	// default, classic).
+	GroupProtocol kafkaconf.GroupProtocol `json:"group_protocol,omitempty"`
 	// ClientVersion is the client module's version ("": the one linked in). Another version runs
 	// the workloads in a driver process (see Driver).
 	ClientVersion string `json:"client_version,omitempty"`
@@ -147,7 +150,7 @@ func Run(ctx context.Context, c Cluster, path string, spec Spec) (*Result, error
 			return nil, fmt.Errorf("run: %w", err)
 		}
 	}
-	env := Env{Brokers: c.Bootstrap(), Seed: spec.Seed, Client: spec.Client, TxnProtocol: spec.TxnProtocol,
+	env := Env{Brokers: c.Bootstrap(), Seed: spec.Seed, Client: spec.Client, TxnProtocol: spec.TxnProtocol, GroupProtocol: spec.GroupProtocol,
 		Sarama: spec.Sarama, Franz: spec.Franz, Log: log}
 	if svc, ok := c.(Services); ok {
 		env.Postgres, env.Ledger = svc.PostgresDSN(), svc.LedgerURL()
@@ -339,6 +342,9 @@ func planRun(spec Spec) (runPlan, error) {
 	}
 	pl.next = p
 	transactional := spec.Uses().Transactions
+	if spec.GroupProtocol != "" && !slices.Contains(client.GroupProtocols, spec.GroupProtocol) {
+		return pl, fmt.Errorf("run: %s's group members do not speak group protocol %s", client.Name, spec.GroupProtocol)
+	}
 	if transactional && spec.TxnProtocol != "" && !slices.Contains(client.TxnProtocols, spec.TxnProtocol) {
 		return pl, fmt.Errorf("run: %s speaks transaction protocol %s only, not %s", client.Name, joinProtocols(client.TxnProtocols), spec.TxnProtocol)
 	}
@@ -432,7 +438,8 @@ func headerConfig(spec Spec, pl runPlan, brokers int, controllers []int, deviati
 	}
 	c := history.Config{Scenario: spec.Name, Processes: map[int]kafkaconf.ProducerConfig{}, Topics: map[string]kafkaconf.TopicConfig{},
 		Isolation: kafkaconf.ReadCommitted, Faults: spec.ScheduledFaults, Controllers: controllers, Deviations: deviations, Spec: spec.Scenario,
-		Client: &history.ClientInfo{Name: client.Name, Module: client.Library(), Version: cmp.Or(spec.ClientVersion, client.Version()), TxnProtocol: txn}}
+		Client: &history.ClientInfo{Name: client.Name, Module: client.Library(), Version: cmp.Or(spec.ClientVersion, client.Version()), TxnProtocol: txn,
+			GroupProtocol: groupProtocol(spec, client)}}
 	for _, n := range pl.producers {
 		c.Processes[n.p] = n.cfg.Settings(client).Config()
 	}
@@ -579,4 +586,12 @@ func (r *untilRecorder) show(op history.Op, err error) {
 		r.done = true
 		r.stop()
 	}
+}
+
+// groupProtocol is the group protocol spec's group members speak: "" when it has none.
+func groupProtocol(spec Spec, client kafkaconf.Client) kafkaconf.GroupProtocol {
+	if !spec.Uses().Groups || len(client.GroupProtocols) == 0 {
+		return ""
+	}
+	return cmp.Or(spec.GroupProtocol, client.GroupProtocols[0])
 }

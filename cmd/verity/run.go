@@ -251,7 +251,7 @@ func listAll(w io.Writer) error {
 	}
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CLIENT\tVERSION\tTRANSACTIONS\tCAPABILITIES")
+	fmt.Fprintln(tw, "CLIENT\tVERSION\tTRANSACTIONS\tGROUPS\tCAPABILITIES")
 	for _, c := range kafkaconf.Clients() {
 		protos := make([]string, len(c.TxnProtocols))
 		for i, p := range c.TxnProtocols {
@@ -261,7 +261,11 @@ func listAll(w io.Writer) error {
 		for i, cp := range c.Capabilities {
 			caps[i] = string(cp)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Name, c.Version(), strings.Join(protos, ", "), strings.Join(caps, ", "))
+		groups := make([]string, len(c.GroupProtocols))
+		for i, g := range c.GroupProtocols {
+			groups[i] = string(g)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.Name, c.Version(), strings.Join(protos, ", "), strings.Join(groups, ", "), strings.Join(caps, ", "))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

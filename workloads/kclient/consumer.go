@@ -79,6 +79,8 @@ type ConsumerSpec struct {
 	// positions start from the group's committed offsets. Empty: assign mode.
 	Group  string
 	Topics []string
+	// GroupProtocol is the group protocol the member speaks ("": classic).
+	GroupProtocol kafkaconf.GroupProtocol
 	// Assign, in assign mode, is every partition to read and where it resumes.
 	Assign map[string]map[int32]Position
 	Log    *slog.Logger
@@ -108,6 +110,8 @@ type MemberSpec struct {
 	Txn              TxnSpec
 	ConsumerClientID string
 	Group, Input     string
+	// GroupProtocol is the group protocol the member speaks ("": classic).
+	GroupProtocol kafkaconf.GroupProtocol
 }
 
 // Member is one read-process-write instance: a transactional producer whose transactions carry

@@ -81,6 +81,7 @@ func (c *Client) OpenConsumer(_ context.Context, s kclient.ConsumerSpec) (kclien
 		// A read_committed member needs stable offsets (KIP-447) so as not to resume below a
 		// pending transactional offset commit: franz-go asks for them on every OffsetFetch
 		// (RequireStableFetchOffsets is a no-op kept for compatibility), at either isolation.
+		opts = append(opts, groupProtocolOpts(s.GroupProtocol)...)
 		opts = append(opts,
 			kgo.ConsumeTopics(s.Topics...),
 			kgo.ConsumerGroup(s.Group),
@@ -286,4 +287,14 @@ func sortedUnion(a, b []int32) []int32 {
 	out := slices.Concat(a, b)
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// groupProtocolOpts are a group consumer's options for group protocol p: the classic one with
+// franz-go's default (cooperative-sticky) balancer, or KIP-848's, where the coordinator assigns
+// (franz-go asks for it with ServerSideBalancer and a range or sticky balancer).
+func groupProtocolOpts(p kafkaconf.GroupProtocol) []kgo.Opt {
+	if p != kafkaconf.GroupConsumer {
+		return nil
+	}
+	return []kgo.Opt{kgo.Balancers(kgo.RangeBalancer()), kgo.ServerSideBalancer()}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/kafkaconf"
 	"github.com/verity-kafka/verity/workloads/internal/kit"
 	"github.com/verity-kafka/verity/workloads/kclient"
 )
@@ -68,6 +69,10 @@ func (c *Client) OpenMember(ctx context.Context, s kclient.MemberSpec) (kclient.
 		kgo.SessionTimeout(10*time.Second),
 		kgo.OnPartitionsAssigned(m.assigned),
 	)
+	if s.GroupProtocol == kafkaconf.GroupConsumer {
+		// KIP-848: the coordinator assigns, with the range balancer named as the server's.
+		opts = append(opts, kgo.ServerSideBalancer())
+	}
 	sess, err := kgo.NewGroupTransactSession(opts...)
 	if err != nil {
 		return nil, &kclient.PermanentError{Err: fmt.Errorf("creating the group transact session: %w", err)}

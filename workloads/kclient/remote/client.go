@@ -453,7 +453,8 @@ type consumer struct {
 }
 
 func (c *Client) OpenConsumer(ctx context.Context, s kclient.ConsumerSpec) (kclient.Consumer, error) {
-	cs := ConsumerSpec{ClientID: s.ClientID, Isolation: s.Isolation, FromNewest: s.FromNewest, Group: s.Group, Topics: s.Topics}
+	cs := ConsumerSpec{ClientID: s.ClientID, Isolation: s.Isolation, FromNewest: s.FromNewest, Group: s.Group, Topics: s.Topics,
+		GroupProtocol: s.GroupProtocol}
 	if len(s.Assign) > 0 {
 		cs.Assign = map[string]map[string]Position{}
 		for t, ps := range s.Assign {
@@ -537,7 +538,7 @@ type member struct {
 func (c *Client) OpenMember(ctx context.Context, s kclient.MemberSpec) (kclient.Member, error) {
 	m := &member{txn{c: c, handle: c.handle("m")}}
 	if err := c.call(ctx, OpMemberOpen, m.handle, MemberSpec{Txn: wireTxnSpec(s.Txn), ConsumerClientID: s.ConsumerClientID,
-		Group: s.Group, Input: s.Input}, nil); err != nil {
+		Group: s.Group, Input: s.Input, GroupProtocol: s.GroupProtocol}, nil); err != nil {
 		return nil, err
 	}
 	return m, nil

@@ -342,7 +342,7 @@ func (s *server) do(handle string, in *instance, req Request) error {
 			return err
 		}
 		m, err := s.cl.OpenMember(s.ctx, kclient.MemberSpec{Txn: sp.Txn.kclient(s.log), ConsumerClientID: sp.ConsumerClientID,
-			Group: sp.Group, Input: sp.Input})
+			Group: sp.Group, Input: sp.Input, GroupProtocol: sp.GroupProtocol})
 		in.member = m
 		s.reply(req.ID, struct{}{}, err)
 	case OpMemberPoll:
@@ -486,7 +486,7 @@ func (sp TxnSpec) kclient(log *slog.Logger) kclient.TxnSpec {
 
 func (sp ConsumerSpec) kclient(log *slog.Logger) (kclient.ConsumerSpec, error) {
 	ks := kclient.ConsumerSpec{ClientID: sp.ClientID, Isolation: sp.Isolation, FromNewest: sp.FromNewest, Group: sp.Group,
-		Topics: sp.Topics, Log: log}
+		Topics: sp.Topics, GroupProtocol: sp.GroupProtocol, Log: log}
 	if len(sp.Assign) > 0 {
 		ks.Assign = map[string]map[int32]kclient.Position{}
 		for t, ps := range sp.Assign {

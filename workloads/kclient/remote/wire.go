@@ -352,12 +352,14 @@ type Position struct {
 // ConsumerSpec is kclient.ConsumerSpec on the wire. Assign maps a topic to its partitions, each
 // named by its number as text.
 type ConsumerSpec struct {
-	ClientID   string                         `json:"client_id"`
-	Isolation  kafkaconf.Isolation            `json:"isolation"`
-	FromNewest bool                           `json:"from_newest,omitempty"`
-	Group      string                         `json:"group,omitempty"`
-	Topics     []string                       `json:"topics,omitempty"`
-	Assign     map[string]map[string]Position `json:"assign,omitempty"`
+	ClientID   string              `json:"client_id"`
+	Isolation  kafkaconf.Isolation `json:"isolation"`
+	FromNewest bool                `json:"from_newest,omitempty"`
+	Group      string              `json:"group,omitempty"`
+	Topics     []string            `json:"topics,omitempty"`
+	// GroupProtocol: "classic" or "consumer" (KIP-848); absent, classic.
+	GroupProtocol kafkaconf.GroupProtocol        `json:"group_protocol,omitempty"`
+	Assign        map[string]map[string]Position `json:"assign,omitempty"`
 }
 
 // PollArgs: at most Max records, waiting at most Wait (member.poll: no bound when absent).
@@ -412,10 +414,11 @@ type RecordedArgs struct {
 
 // MemberSpec is kclient.MemberSpec on the wire.
 type MemberSpec struct {
-	Txn              TxnSpec `json:"txn"`
-	ConsumerClientID string  `json:"consumer_client_id"`
-	Group            string  `json:"group"`
-	Input            string  `json:"input"`
+	Txn              TxnSpec                 `json:"txn"`
+	ConsumerClientID string                  `json:"consumer_client_id"`
+	Group            string                  `json:"group"`
+	Input            string                  `json:"input"`
+	GroupProtocol    kafkaconf.GroupProtocol `json:"group_protocol,omitempty"`
 }
 
 type AddOffsetsArgs struct {

@@ -32,6 +32,9 @@ type consumer struct {
 }
 
 func (c *Client) OpenConsumer(ctx context.Context, s kclient.ConsumerSpec) (kclient.Consumer, error) {
+	if err := classicOnly(s.GroupProtocol); err != nil {
+		return nil, err
+	}
 	cfg := c.consumerConfig(s)
 	sctx, cancel := context.WithCancel(ctx)
 	cons := &consumer{events: make(chan groupEvent), stop: make(chan struct{}), cancel: cancel, log: kit.OrDiscard(s.Log)}

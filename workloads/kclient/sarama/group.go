@@ -2,6 +2,7 @@ package sarama
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/IBM/sarama"
 	"github.com/verity-kafka/verity/kafkaconf"
@@ -90,4 +91,12 @@ func Isolation(i kafkaconf.Isolation) sarama.IsolationLevel {
 		return sarama.ReadCommitted
 	}
 	return sarama.ReadUncommitted
+}
+
+// classicOnly refuses any group protocol but the classic one: sarama speaks no other.
+func classicOnly(p kafkaconf.GroupProtocol) error {
+	if p != "" && p != kafkaconf.GroupClassic {
+		return &kclient.PermanentError{Err: fmt.Errorf("sarama's group members speak the classic group protocol only, not %s", p)}
+	}
+	return nil
 }

@@ -36,6 +36,9 @@ type member struct {
 // OpenMember opens the transactional producer (initialising its id) and the consumer group
 // member, which joins when Poll first runs.
 func (c *Client) OpenMember(_ context.Context, s kclient.MemberSpec) (kclient.Member, error) {
+	if err := classicOnly(s.GroupProtocol); err != nil {
+		return nil, err
+	}
 	tc, err := c.openTxn(s.Txn)
 	if err != nil {
 		return nil, err

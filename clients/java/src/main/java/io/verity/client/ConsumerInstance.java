@@ -72,9 +72,7 @@ final class ConsumerInstance {
     String group = Wire.text(s.get("group"));
     if (!group.isEmpty()) {
       p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
-      // sarama's and franz-go's session timeout, so that the clients' members rebalance alike.
-      p.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, "10000");
-      p.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "3000");
+      groupProtocol(p, s.path("group_protocol").asText("classic"), false);
     }
     ConsumerInstance c = new ConsumerInstance(new KafkaConsumer<>(p), !group.isEmpty(), s.path("from_newest").asBoolean(), isolation);
     try {
@@ -90,6 +88,24 @@ final class ConsumerInstance {
       throw e;
     }
     return c;
+  }
+
+  /**
+   * The group protocol's settings: classic, with sarama's and franz-go's session timeout (so that
+   * the clients' members rebalance alike) and, for a member, the eager range assignor; or
+   * KIP-848's consumer protocol, where the coordinator assigns and times sessions, and Kafka's
+   * client refuses those settings.
+   */
+  static void groupProtocol(Properties p, String protocol, boolean eager) {
+    if (protocol.equals("consumer")) {
+      p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "consumer");
+      return;
+    }
+    p.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, "10000");
+    p.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "3000");
+    if (eager) {
+      p.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, org.apache.kafka.clients.consumer.RangeAssignor.class.getName());
+    }
   }
 
   private ConsumerInstance(KafkaConsumer<byte[], byte[]> consumer, boolean group, boolean fromNewest, String isolation) {

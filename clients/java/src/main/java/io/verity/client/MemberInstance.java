@@ -19,7 +19,6 @@ import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
-import org.apache.kafka.clients.consumer.RangeAssignor;
 import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.FencedInstanceIdException;
@@ -50,11 +49,9 @@ final class MemberInstance {
     // Offsets move only inside transactions: never by auto-commit.
     p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
     p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
-    // Eager, like the Go clients' members: every generation revokes and hands out the whole
-    // assignment, so that each assigned event carries the generation's complete claims.
-    p.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, RangeAssignor.class.getName());
-    p.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, "10000");
-    p.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "3000");
+    // Classic: eager, like the Go clients' members: every generation revokes and hands out the
+    // whole assignment, so that each assigned event carries the generation's complete claims.
+    ConsumerInstance.groupProtocol(p, s.path("group_protocol").asText("classic"), true);
     p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
     p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
     KafkaConsumer<byte[], byte[]> consumer;
