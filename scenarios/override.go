@@ -117,6 +117,16 @@ func Knobs() []Knob {
 				s.Client.Name, s.Client.Version = n, version
 				return err
 			}},
+		{Name: "client-cmd", Usage: "run the client as the program `COMMAND` (words split at spaces) over the remote client protocol; " +
+			"it names --client in its hello",
+			Kind: KnobText,
+			Scenario: func(s *Scenario, v string) error {
+				s.Client.Command = strings.Fields(v)
+				if len(s.Client.Command) == 0 {
+					return errors.New("an empty command")
+				}
+				return nil
+			}},
 		{Name: "txn-protocol", Usage: "cap the transaction `PROTOCOL` of the transactional clients (v1: before KIP-890; v2)",
 			Kind: KnobText, Axis: true,
 			Scenario: func(s *Scenario, v string) error {

@@ -144,6 +144,9 @@ type Client struct {
 	// Version is the client module's version (v1.61.0); unset, the one linked into Verity. Another
 	// version runs the workloads in a driver process built for it on demand and cached.
 	Version string `yaml:"version,omitempty" json:"version,omitempty"`
+	// Command, when set, is a program (its name and arguments) that serves the client over the
+	// remote client protocol (docs/client-protocol.md): every workload speaks to it.
+	Command []string `yaml:"command,omitempty" json:"command,omitempty"`
 	// TxnProtocol caps the transaction protocol the transactional producers and processors
 	// speak: v1 (before KIP-890) or v2; unset, the best the client and the cluster support.
 	TxnProtocol kafkaconf.TxnProtocol `yaml:"txn_protocol,omitempty" json:"txn_protocol,omitempty"`

@@ -24,8 +24,11 @@ func clients() map[kafkaconf.ClientName]func(Env) kclient.Client {
 	}
 }
 
-// client is the run's client.
+// client is the run's client: the program the run started, if any.
 func (e Env) client() (kclient.Client, error) {
+	if e.Program != nil {
+		return e.Program, nil
+	}
 	build, ok := clients()[e.Client]
 	if !ok {
 		return nil, fmt.Errorf("no workloads for client %q", e.Client)

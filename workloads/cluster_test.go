@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -78,6 +79,10 @@ func TestOnCluster(t *testing.T) {
 		failed.run(t, "franz-go", func(t *testing.T) {
 			t.Parallel()
 			failed.run(t, "every kind of producer, through Run", func(t *testing.T) { testFranzProducers(t, c, log) })
+			failed.run(t, "mixed healthy, through the remote client protocol", func(t *testing.T) {
+				// This test binary, as verity client serve --client franz-go (TestMain).
+				testMixed(t, c, log, kafkaconf.FranzGo, "env", serveEnv+"=franz-go", os.Args[0], "-test.run=^$")
+			})
 			failed.run(t, "EndTxn is announced in franz-go's log", func(t *testing.T) { testFranzEndAnnounced(t, c) })
 			for _, pc := range []struct {
 				name      string
@@ -292,14 +297,16 @@ func mixedCount(op history.Op, add func(string, int)) {
 	}
 }
 
-func testMixed(t *testing.T, c *harness.Cluster, log *slog.Logger, client kafkaconf.ClientName) {
+// testMixed runs every kind of workload with client; command, when set, is the program that
+// serves it over the remote protocol.
+func testMixed(t *testing.T, c *harness.Cluster, log *slog.Logger, client kafkaconf.ClientName, command ...string) {
 	ctx := withTimeout(t, 8*time.Minute)
 	topics := []harness.TopicSpec{topic("mix-data", 3), topic("mix-in", 3), topic("mix-txn-a", 2), topic("mix-txn-b", 2), topic("mix-out", 3)}
 	spec := Spec{
 		// 25 s at least (the processor crashes every 20 s), then until it has crashed and each
 		// workload has done what the checks below count on; 4 minutes is a deadline a loaded
 		// machine cannot miss.
-		Name: "mixed-healthy", Seed: 20260517, Duration: 4 * time.Minute, Topics: topics, Client: client,
+		Name: "mixed-healthy", Seed: 20260517, Duration: 4 * time.Minute, Topics: topics, Client: client, ClientCommand: command,
 		Until: countedUntil(25*time.Second, mixedNeed, mixedCount),
 		Producers: []ProducerSpec{
 			// One at a time, key -> partition.

@@ -62,7 +62,7 @@ type driverResult struct {
 // than the linked one.
 func (spec Spec) driven() (kafkaconf.Client, bool) {
 	c, err := spec.client()
-	return c, err == nil && !c.IsProgram() && spec.ClientVersion != "" && spec.ClientVersion != c.Version()
+	return c, err == nil && !c.IsProgram() && len(spec.ClientCommand) == 0 && spec.ClientVersion != "" && spec.ClientVersion != c.Version()
 }
 
 // modulePath is Verity's module path, known from this package's import path.

@@ -150,7 +150,7 @@ func clientEnv(t *testing.T, c *harness.Cluster, client kafkaconf.ClientName, se
 		Client: client, TxnProtocol: p, Log: slog.New(h)}.withDefaults()
 	require.NoError(t, err)
 	if env.kafka().IsProgram() {
-		prog, err := StartProgram(t.Context(), env, "", testLog{t})
+		prog, err := StartProgram(t.Context(), env, "", nil, testLog{t})
 		require.NoError(t, err, "starting the %s client program", client)
 		t.Cleanup(func() { require.NoError(t, prog.Close()) })
 		env.Program = prog

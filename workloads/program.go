@@ -138,17 +138,19 @@ func treeHash(dir string, suffixes ...string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil))[:16], nil
 }
 
-// StartProgram starts the client program of env's client at version ("": its default) against
-// env's cluster, building it first if need be. The caller closes it; env.Program takes it.
-func StartProgram(ctx context.Context, env Env, version string, stderr io.Writer) (*remote.Client, error) {
+// StartProgram starts the client program of env's client against env's cluster: cmd when given,
+// else its own at version ("": its default), built first if need be. The caller closes it;
+// env.Program takes it.
+func StartProgram(ctx context.Context, env Env, version string, cmd []string, stderr io.Writer) (*remote.Client, error) {
 	env, err := env.settled()
 	if err != nil {
 		return nil, err
 	}
 	c := env.kafka()
-	cmd, err := ProgramCommand(ctx, c, version, env.Log)
-	if err != nil {
-		return nil, err
+	if len(cmd) == 0 {
+		if cmd, err = ProgramCommand(ctx, c, version, env.Log); err != nil {
+			return nil, err
+		}
 	}
 	rc, err := remote.Start(ctx, cmd, remote.HelloArgs{Brokers: env.Brokers, TxnProtocolCap: env.TxnProtocol}, stderr, env.Log)
 	if err != nil {

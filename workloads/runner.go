@@ -68,6 +68,12 @@ type Spec struct {
 	// ClientVersion is the client module's version ("": the one linked in). Another version runs
 	// the workloads in a driver process (see Driver).
 	ClientVersion string `json:"client_version,omitempty"`
+	// ClientCommand, when set, is a program that serves Client over the remote client protocol
+	// (docs/client-protocol.md) and every workload speaks to it: a user's build of a client, or
+	// a Go client through the protocol (verity client serve). It must name Client in its hello.
+	ClientCommand []string `json:"client_command,omitempty"`
+	// clientLibrary is the library the client program said it runs.
+	clientLibrary string
 	// Duration of the workloads; the final reads come after it.
 	Duration time.Duration `json:"duration"`
 	// Until, when set, ends the workloads before Duration once it reports true: it is shown
@@ -169,13 +175,15 @@ func Run(ctx context.Context, c Cluster, path string, spec Spec) (*Result, error
 	if env, err = env.settled(); err != nil {
 		return nil, fmt.Errorf("run: %w", err)
 	}
-	if client, err := spec.client(); err == nil && client.IsProgram() {
+	if client, err := spec.client(); err == nil && (client.IsProgram() || len(spec.ClientCommand) > 0) {
 		stderr := logLines(log, "client program", string(client.Name))
 		defer stderr.Close()
-		prog, err := StartProgram(ctx, env, spec.ClientVersion, stderr)
+		prog, err := StartProgram(ctx, env, spec.ClientVersion, spec.ClientCommand, stderr)
 		if err != nil {
 			return nil, fmt.Errorf("run: %w", err)
 		}
+		// The header states what the program says it runs.
+		spec.ClientVersion, spec.clientLibrary = prog.Info().Version, prog.Info().Library
 		defer func() {
 			if err := prog.Close(); err != nil {
 				log.Warn("stopping the client program", "err", err)
@@ -438,7 +446,7 @@ func headerConfig(spec Spec, pl runPlan, brokers int, controllers []int, deviati
 	}
 	c := history.Config{Scenario: spec.Name, Processes: map[int]kafkaconf.ProducerConfig{}, Topics: map[string]kafkaconf.TopicConfig{},
 		Isolation: kafkaconf.ReadCommitted, Faults: spec.ScheduledFaults, Controllers: controllers, Deviations: deviations, Spec: spec.Scenario,
-		Client: &history.ClientInfo{Name: client.Name, Module: client.Library(), Version: cmp.Or(spec.ClientVersion, client.Version()), TxnProtocol: txn,
+		Client: &history.ClientInfo{Name: client.Name, Module: cmp.Or(spec.clientLibrary, client.Library()), Version: cmp.Or(spec.ClientVersion, client.Version()), TxnProtocol: txn,
 			GroupProtocol: groupProtocol(spec, client)}}
 	for _, n := range pl.producers {
 		c.Processes[n.p] = n.cfg.Settings(client).Config()
