@@ -26,6 +26,7 @@ import (
 	"github.com/verity-kafka/verity/verify"
 	"github.com/verity-kafka/verity/verify/results"
 	"github.com/verity-kafka/verity/workloads/internal/kit"
+	"github.com/verity-kafka/verity/workloads/kclient"
 	kfranz "github.com/verity-kafka/verity/workloads/kclient/franz"
 )
 
@@ -599,6 +600,13 @@ func testOverhead(t *testing.T, c *harness.Cluster, client kafkaconf.ClientName)
 	require.NoError(t, c.CreateTopic(ctx, tp))
 	quiet := slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	round, warmRounds := 4*time.Second, 3
+	var prog kclient.Client // a client that is a program runs one for all the rounds
+	if cl, _ := kafkaconf.LookupClient(client); cl.IsProgram() {
+		p, err := StartProgram(ctx, Env{Brokers: c.Bootstrap(), Client: client, Log: quiet}, "", nil, testLog{t})
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, p.Close()) })
+		prog = p
+	}
 	pattern := []bool{true, false, false, true, true, false, false, true, true, false, false, true}
 	for _, mode := range []struct {
 		name   string
@@ -608,7 +616,7 @@ func testOverhead(t *testing.T, c *harness.Cluster, client kafkaconf.ClientName)
 		cfg := ProducerConfig{Topics: []string{tp.Name}, Async: mode.async, Window: mode.window}
 		var notOK notOKSeen
 		env := func(r Recorder) Env {
-			return Env{Brokers: c.Bootstrap(), Recorder: notOK.wrap(r), Seed: 1, Client: client, Log: quiet}
+			return Env{Brokers: c.Bootstrap(), Recorder: notOK.wrap(r), Seed: 1, Client: client, Log: quiet, Program: prog}
 		}
 		var warm []string
 		for range warmRounds {

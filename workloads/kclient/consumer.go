@@ -17,8 +17,8 @@ const (
 	EventRecord EventKind = iota
 	// EventAssigned: the group gave the member an assignment (Claims: the whole of it).
 	EventAssigned
-	// EventRevoked: the member's generation ended; what was handed out since the last
-	// assignment will be read again by whoever owns it next (a member drops its batch).
+	// EventRevoked: partitions were revoked, or the member's generation ended: what was handed
+	// out since will be read again from the committed offsets (a member drops its batch).
 	EventRevoked
 	// EventDataLoss: the client found the log truncated under its position (Loss).
 	EventDataLoss
@@ -122,7 +122,9 @@ type Member interface {
 	Txn
 	// Poll waits until the client has something, until until passes (zero: no bound) or ctx
 	// ends, and returns at most max records and, in order with them, EventAssigned and
-	// EventRevoked. An error means the instance cannot go on (a *ReplaceError: replace it).
+	// EventRevoked. EventRevoked says that the records handed out since the last one are read
+	// again from the committed offsets (the role drops them); an assignment alone keeps them.
+	// An error means the instance cannot go on (a *ReplaceError: replace it).
 	Poll(ctx context.Context, max int, until time.Time) ([]Event, error)
 	// AddOffsets puts the offsets after in (records Poll returned since the last assignment)
 	// into the transaction, with the group metadata of the generation that delivered them.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,9 +29,14 @@ type member struct {
 	sess *kgo.GroupTransactSession
 	cl   *kgo.Client
 
-	// Assignments, noted by franz-go's callback on its own goroutine and handed out by Poll.
+	// Assignments, noted by franz-go's callbacks on its own goroutine and handed out by Poll;
+	// owned is the member's whole assignment (KIP-848 hands out what it adds and revokes).
 	mu    sync.Mutex
 	notes []kclient.Claims
+	owned map[string][]int32
+	// eager: the classic protocol with the range balancer, which revokes everything at every
+	// rebalance; under KIP-848 the member keeps what it retains.
+	eager bool
 	// wake ends the poll under way, so that an assignment is reported when it happens rather
 	// than when the next record arrives.
 	wake context.CancelFunc
@@ -51,7 +57,7 @@ type member struct {
 // OpenMember creates the group transact session (the group member joins in the background) and
 // initialises its transactional.id.
 func (c *Client) OpenMember(ctx context.Context, s kclient.MemberSpec) (kclient.Member, error) {
-	m := &member{spec: s, log: kit.OrDiscard(s.Txn.Log)}
+	m := &member{spec: s, log: kit.OrDiscard(s.Txn.Log), owned: map[string][]int32{}, eager: s.GroupProtocol != kafkaconf.GroupConsumer}
 	opts := append(c.txnOpts(s.Txn, NewLog(m.log, m.ending)),
 		kgo.ConsumerGroup(s.Group),
 		kgo.ConsumeTopics(s.Input),
@@ -68,6 +74,8 @@ func (c *Client) OpenMember(ctx context.Context, s kclient.MemberSpec) (kclient.
 		// sarama's session timeout, so that both clients' members rebalance alike.
 		kgo.SessionTimeout(10*time.Second),
 		kgo.OnPartitionsAssigned(m.assigned),
+		kgo.OnPartitionsRevoked(m.dropped),
+		kgo.OnPartitionsLost(m.dropped),
 	)
 	if s.GroupProtocol == kafkaconf.GroupConsumer {
 		// KIP-848: the coordinator assigns, with the range balancer named as the server's.
@@ -93,11 +101,18 @@ func (m *member) ending(commit bool) {
 }
 
 // assigned runs on franz-go's goroutine when a generation's assignment is done, before any of
-// its records is fetched: it notes the assignment for Poll, and wakes Poll's wait.
+// its records is fetched: it notes the whole assignment for Poll, and wakes Poll's wait.
 func (m *member) assigned(_ context.Context, cl *kgo.Client, parts map[string][]int32) {
 	id, generation := cl.GroupMetadata()
 	m.mu.Lock()
-	m.notes = append(m.notes, kclient.Claims{Generation: generation, Member: id, Partitions: parts})
+	for t, ps := range parts {
+		m.owned[t] = sortedUnion(m.owned[t], ps)
+	}
+	whole := make(map[string][]int32, len(m.owned))
+	for t, ps := range m.owned {
+		whole[t] = slices.Clone(ps)
+	}
+	m.notes = append(m.notes, kclient.Claims{Generation: generation, Member: id, Partitions: whole})
 	wake := m.wake
 	m.mu.Unlock()
 	if wake != nil {
@@ -114,7 +129,7 @@ func (m *member) assigned(_ context.Context, cl *kgo.Client, parts map[string][]
 func (m *member) Poll(ctx context.Context, max int, until time.Time) ([]kclient.Event, error) {
 	m.mu.Lock()
 	if len(m.notes) > 0 {
-		out := assignedEvents(nil, m.notes)
+		out := m.assignedEvents(nil, m.notes)
 		m.notes = nil
 		m.mu.Unlock()
 		return out, nil
@@ -136,7 +151,7 @@ func (m *member) Poll(ctx context.Context, max int, until time.Time) ([]kclient.
 	fetches := m.sess.PollRecords(pctx, max)
 	m.mu.Lock()
 	m.wake = nil
-	out := assignedEvents(nil, m.notes)
+	out := m.assignedEvents(nil, m.notes)
 	m.notes = nil
 	m.mu.Unlock()
 	cancel()
@@ -166,8 +181,26 @@ func (m *member) Poll(ctx context.Context, max int, until time.Time) ([]kclient.
 	return out, nil
 }
 
-func assignedEvents(out []kclient.Event, notes []kclient.Claims) []kclient.Event {
+// dropped runs on franz-go's goroutine when partitions are revoked or lost. The session makes
+// the next End abort and rewind: the records of the current batch are read again.
+func (m *member) dropped(_ context.Context, _ *kgo.Client, parts map[string][]int32) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for t, ps := range parts {
+		m.owned[t] = slices.DeleteFunc(m.owned[t], func(p int32) bool { return slices.Contains(ps, p) })
+		if len(m.owned[t]) == 0 {
+			delete(m.owned, t)
+		}
+	}
+}
+
+// assignedEvents are the assignments noted; under the eager classic protocol each came after a
+// revocation of everything, which the role hears first.
+func (m *member) assignedEvents(out []kclient.Event, notes []kclient.Claims) []kclient.Event {
 	for _, c := range notes {
+		if m.eager {
+			out = append(out, kclient.Event{Kind: kclient.EventRevoked})
+		}
 		out = append(out, kclient.Event{Kind: kclient.EventAssigned, Claims: c})
 	}
 	return out

@@ -406,7 +406,7 @@ func wireTxnSpec(s kclient.TxnSpec) TxnSpec {
 func (t *txn) Begin() error { return t.c.call(context.Background(), OpBegin, t.handle, nil, nil) }
 
 func (t *txn) Send(recs []history.Record, deadline time.Time) error {
-	a := TxnSendArgs{Records: make([]Record, len(recs)), Within: Duration(time.Until(deadline))}
+	a := TxnSendArgs{Records: make([]Record, len(recs)), Within: Duration(max(time.Until(deadline), 0))}
 	for i, r := range recs {
 		a.Records[i] = wireRecord(r)
 	}
@@ -544,20 +544,28 @@ func (c *Client) OpenMember(ctx context.Context, s kclient.MemberSpec) (kclient.
 	return m, nil
 }
 
+// memberPollSlice bounds one member.poll request: a poll without a bound is asked in slices,
+// so that the end of ctx and a close are never held behind a program's wait.
+const memberPollSlice = time.Second
+
 func (m *member) Poll(ctx context.Context, most int, until time.Time) ([]kclient.Event, error) {
-	a := PollArgs{Max: most}
-	if !until.IsZero() {
-		w := Duration(max(time.Until(until), 0))
-		a.Wait = &w
-	}
-	var res PollResult
-	if err := m.c.call(ctx, OpMemberPoll, m.handle, a, &res); err != nil {
-		if ctx.Err() != nil {
-			return nil, nil
+	for {
+		w := memberPollSlice
+		if !until.IsZero() {
+			w = min(max(time.Until(until), 0), memberPollSlice)
 		}
-		return kevents(res.Events), err
+		wd := Duration(w)
+		var res PollResult
+		err := m.c.call(ctx, OpMemberPoll, m.handle, PollArgs{Max: most, Wait: &wd}, &res)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return nil, nil
+		case err != nil:
+			return kevents(res.Events), err
+		case len(res.Events) > 0, ctx.Err() != nil, !until.IsZero() && !time.Now().Before(until):
+			return kevents(res.Events), nil
+		}
 	}
-	return kevents(res.Events), nil
 }
 
 func (m *member) AddOffsets(in []history.Record) error {

@@ -397,7 +397,7 @@ func checkSendUnreachable(_ context.Context, p *probe) error {
 	}
 	spec := ProducerSpec{ClientID: "verity-check", Settings: Settings{Acks: kafkaconf.AcksAll, Idempotent: true, MaxInFlight: 5, Retries: 3},
 		RetryBackoff: Duration(100 * time.Millisecond), RequestTimeout: Duration(2 * time.Second), DeliveryTimeout: Duration(5 * time.Second),
-		Compression: kafkaconf.CompressionNone, Topics: []string{"t"}}
+		Compression: kafkaconf.CompressionNone}
 	m, err := p.call(OpProducerOpen, "p1", spec, 90*time.Second)
 	if err != nil {
 		return err
@@ -419,10 +419,12 @@ func checkSendUnreachable(_ context.Context, p *probe) error {
 			return fmt.Errorf("%d of %d records answered: %w", len(seen), n, err)
 		}
 		for _, a := range m.Answers {
-			if a.Outcome == OutcomeOK {
+			switch {
+			case a.Tag < 1 || a.Tag > n:
+				return fmt.Errorf("an answer for tag %d, which no record sent carries", a.Tag)
+			case a.Outcome == OutcomeOK:
 				return fmt.Errorf("record %d answered ok by brokers that never answer", a.Tag)
-			}
-			if seen[a.Tag] {
+			case seen[a.Tag]:
 				return fmt.Errorf("record %d answered twice", a.Tag)
 			}
 			seen[a.Tag] = true

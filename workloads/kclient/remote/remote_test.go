@@ -181,8 +181,9 @@ func (f *fake) OpenMember(_ context.Context, s kclient.MemberSpec) (kclient.Memb
 
 type fakeMember struct{ fakeTxn }
 
+// Poll: a poll of 99 records finds the client closed.
 func (m *fakeMember) Poll(ctx context.Context, max int, until time.Time) ([]kclient.Event, error) {
-	if until.IsZero() {
+	if max == 99 {
 		return nil, &kclient.ReplaceError{Reason: "the client closed"}
 	}
 	return []kclient.Event{{Kind: kclient.EventRevoked},
@@ -360,7 +361,7 @@ func TestRoundTrip(t *testing.T) {
 	require.Equal(t, []kclient.EventKind{kclient.EventRevoked, kclient.EventRecord}, []kclient.EventKind{evs[0].Kind, evs[1].Kind})
 	require.NoError(t, m.AddOffsets([]history.Record{evs[1].Record}))
 	require.NoError(t, m.Rewind(history.Info))
-	_, err = m.Poll(ctx, 5, time.Time{})
+	_, err = m.Poll(ctx, 99, time.Time{})
 	var rep *kclient.ReplaceError
 	require.ErrorAs(t, err, &rep, "an instance to replace stays one across the wire")
 	m.Close()

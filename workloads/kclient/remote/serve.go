@@ -223,13 +223,26 @@ func (s *server) run(handle string, in *instance) {
 			}
 			return
 		}
-		if err := s.do(handle, in, req); err != nil {
+		err := s.do(handle, in, req)
+		if isOpen(req.Op) && !in.open() {
+			// A failed open leaves nothing to close: the instance's goroutine ends.
+			if err != nil {
+				s.write(Message{ID: req.ID, Error: &Error{Name: "bad_request", Text: fmt.Sprintf("%s: %v", req.Op, err), Permanent: true}})
+			}
+			return
+		}
+		if err != nil {
 			e := &Error{Name: "bad_request", Text: fmt.Sprintf("%s: %v", req.Op, err)}
 			// An open whose arguments the program refuses fails the same way every time.
 			e.Permanent = isOpen(req.Op)
 			s.write(Message{ID: req.ID, Error: e})
 		}
 	}
+}
+
+// open says whether the instance holds a client.
+func (in *instance) open() bool {
+	return in.producer != nil || in.txn != nil || in.consumer != nil || in.member != nil
 }
 
 func isOpen(op Op) bool {

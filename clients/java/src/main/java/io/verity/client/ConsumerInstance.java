@@ -54,6 +54,7 @@ final class ConsumerInstance {
   private final Map<Long, ConsumerRecord<byte[], byte[]>> polled = new HashMap<>();
   private final Map<TopicPartition, OffsetAndMetadata> recorded = new HashMap<>();
   private long nextHandle;
+  private boolean pollFailed;
   private long lastCommit = System.nanoTime();
 
   static int compare(TopicPartition a, TopicPartition b) {
@@ -200,17 +201,28 @@ final class ConsumerInstance {
         if (left <= 0 && n > 0) {
           break;
         }
+        List<ObjectNode> losses = new ArrayList<>();
         try {
           consumer.poll(Duration.ofNanos(Math.max(left, 0))).forEach(pending::add);
         } catch (LogTruncationException e) {
-          truncated(e, events);
+          truncated(e, losses);
         } catch (OffsetOutOfRangeException e) {
-          outOfRange(e.offsetOutOfRangePartitions(), events);
+          outOfRange(e.offsetOutOfRangePartitions(), losses);
         } catch (NoOffsetForPartitionException e) {
           start(e.partitions());
+        } catch (RuntimeException e) {
+          // What this poll gathered is answered: the records taken are past the position.
+          System.err.println("verity-java-client: consumer poll: " + e);
+          pollFailed = true;
         }
+        // The listener ran inside poll, before the error that poll threw.
         queued.forEach(events::add);
         queued.clear();
+        losses.forEach(events::add);
+        if (pollFailed) {
+          pollFailed = false;
+          break;
+        }
         if (pending.isEmpty() && System.nanoTime() >= deadline) {
           break;
         }
@@ -243,7 +255,7 @@ final class ConsumerInstance {
   }
 
   /** A log truncated under the position: the client found where the logs diverge, or not. */
-  private void truncated(LogTruncationException e, ArrayNode events) {
+  private void truncated(LogTruncationException e, List<ObjectNode> events) {
     Map<TopicPartition, OffsetAndMetadata> divergent = e.divergentOffsets();
     for (Map.Entry<TopicPartition, Long> o : e.offsetOutOfRangePartitions().entrySet()) {
       TopicPartition tp = o.getKey();
@@ -252,16 +264,30 @@ final class ConsumerInstance {
         consumer.seek(tp, d);
         events.add(loss(tp, o.getValue(), -1, d.offset(), d.leaderEpoch().orElse(-1)));
       } else {
-        start(List.of(tp));
-        events.add(loss(tp, o.getValue(), -1, consumer.position(tp), -1));
+        events.add(loss(tp, o.getValue(), -1, restart(tp), -1));
       }
     }
   }
 
-  private void outOfRange(Map<TopicPartition, Long> parts, ArrayNode events) {
+  private void outOfRange(Map<TopicPartition, Long> parts, List<ObjectNode> events) {
     for (Map.Entry<TopicPartition, Long> o : parts.entrySet()) {
-      start(List.of(o.getKey()));
-      events.add(loss(o.getKey(), o.getValue(), -1, consumer.position(o.getKey()), -1));
+      events.add(loss(o.getKey(), o.getValue(), -1, restart(o.getKey()), -1));
+    }
+  }
+
+  /**
+   * Moves tp to its start (the oldest offset, the newest with from_newest) and says where that
+   * is: -1 when the cluster does not say within 10 s (position() could block for a minute, and
+   * throw another partition's error).
+   */
+  private long restart(TopicPartition tp) {
+    start(List.of(tp));
+    try {
+      Map<TopicPartition, Long> o = fromNewest ? consumer.endOffsets(List.of(tp), Duration.ofSeconds(10))
+          : consumer.beginningOffsets(List.of(tp), Duration.ofSeconds(10));
+      return o.getOrDefault(tp, -1L);
+    } catch (RuntimeException e) {
+      return -1;
     }
   }
 

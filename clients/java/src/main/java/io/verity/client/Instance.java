@@ -107,6 +107,11 @@ final class Instance {
             // An open the client refuses for its configuration fails the same way every time.
             wire.error(r.id(), e, opens && Outcomes.cause(e) instanceof ConfigException);
           }
+          if (opens) {
+            // A failed open leaves nothing to close: the instance's thread ends.
+            closeAll();
+            return;
+          }
         }
       }
     } catch (InterruptedException e) {

@@ -19,11 +19,7 @@ import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
-import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.errors.FencedInstanceIdException;
-import org.apache.kafka.common.errors.InvalidGroupIdException;
-import org.apache.kafka.common.errors.AuthorizationException;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 /**
@@ -40,6 +36,8 @@ final class MemberInstance {
   private final Deque<ObjectNode> queued = new ArrayDeque<>();
   /** Records polled beyond a poll's max, handed out by the next. */
   private final Deque<ConsumerRecord<byte[], byte[]>> pending = new ArrayDeque<>();
+  /** A revocation came during the poll: rewind before answering. */
+  private boolean rewindAfterPoll;
 
   static MemberInstance open(Cluster cluster, JsonNode s) throws Exception {
     TxnInstance txn = TxnInstance.open(cluster, s.path("txn"));
@@ -106,9 +104,15 @@ final class MemberInstance {
     };
   }
 
-  /** The generation ended: what was handed out is read again from the committed offsets. */
+  /**
+   * Partitions were revoked: what was handed out since the last assignment is read again from
+   * the committed offsets (the role drops its batch). Under the consumer protocol (KIP-848) the
+   * member keeps the positions of the partitions it retains, past records the role dropped, so
+   * the poll seeks every owned partition back to its committed offset before it answers.
+   */
   private void revoked() {
     pending.clear();
+    rewindAfterPoll = true;
     ObjectNode ev = Wire.MAPPER.createObjectNode();
     ev.put("kind", "revoked");
     queued.add(ev);
@@ -119,12 +123,11 @@ final class MemberInstance {
       case "member.poll":
         try {
           wire.reply(id, poll(a));
-        } catch (FencedInstanceIdException | InvalidGroupIdException | AuthorizationException | IllegalStateException e) {
+        } catch (RuntimeException e) {
+          // Whatever broke the poll, this instance's position can no longer be trusted.
           ObjectNode err = Outcomes.error(e);
           err.put("replace", true);
           wire.reply(id, null, err);
-        } catch (KafkaException e) {
-          wire.error(id, e, false);
         }
         return;
       case "member.add_offsets":
@@ -163,6 +166,10 @@ final class MemberInstance {
         return res;
       }
       consumer.poll(Duration.ofNanos(Math.min(Math.max(left, 0), Duration.ofSeconds(1).toNanos()))).forEach(pending::add);
+      if (rewindAfterPoll) {
+        rewindAfterPoll = false;
+        rewind();
+      }
       if (!queued.isEmpty()) {
         // The records of this poll came after the rebalance: they are kept, after its events.
         break;

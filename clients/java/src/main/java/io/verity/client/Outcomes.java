@@ -55,6 +55,15 @@ final class Outcomes {
       new BrokerRow(Errors.INVALID_PRODUCER_EPOCH, FAIL, null, false, "the leader refused the batch's producer epoch before appending it"),
       new BrokerRow(Errors.UNKNOWN_PRODUCER_ID, FAIL, null, false, "the leader knew no state for the producer id and refused the batch"));
 
+  /**
+   * Errors the producer raises itself for more than the batch a broker answered: a fatal error
+   * (not authorized for idempotent writes, a request the broker does not support) fails every
+   * incomplete batch, batches in flight included, whose records may be in the log.
+   */
+  static final List<Class<? extends Throwable>> FATAL_FOR_ALL = List.of(
+      org.apache.kafka.common.errors.ClusterAuthorizationException.class,
+      org.apache.kafka.common.errors.UnsupportedVersionException.class);
+
   /** An outcome with the row that decided it. */
   record Outcome(String type, String rule, String why) {}
 
@@ -76,6 +85,12 @@ final class Outcomes {
     }
     if (c instanceof SerializationException) {
       return new Outcome(FAIL, "serialization", "the record could not be serialized: it was never sent");
+    }
+    for (Class<? extends Throwable> k : FATAL_FOR_ALL) {
+      if (k.isInstance(c)) {
+        return new Outcome(INFO, "fatal-for-all", "a fatal error the producer fails every incomplete batch with, "
+            + "batches in flight included: the record may have been appended");
+      }
     }
     if (c instanceof ApiException) {
       Errors err = Errors.forException(c);

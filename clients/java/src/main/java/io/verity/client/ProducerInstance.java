@@ -64,9 +64,27 @@ final class ProducerInstance {
     }
     String compression = a.path("compression").asText("none");
     p.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, compression.isEmpty() ? "none" : compression);
+    // A send waits at most this long for room in a full buffer (or for metadata): then it
+    // fails the record, never sent, rather than holding every other instance's requests back.
+    p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, "5000");
     p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
     p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
     return p;
+  }
+
+  /** A topic's partitions, asked again while the topic is unknown, for a minute. */
+  static List<PartitionInfo> partitionsFor(KafkaProducer<byte[], byte[]> producer, String topic) throws InterruptedException {
+    long deadline = System.nanoTime() + java.time.Duration.ofMinutes(1).toNanos();
+    while (true) {
+      try {
+        return producer.partitionsFor(topic);
+      } catch (org.apache.kafka.common.errors.TimeoutException e) {
+        if (System.nanoTime() > deadline) {
+          throw e;
+        }
+        Thread.sleep(250);
+      }
+    }
   }
 
   static ProducerInstance open(Cluster cluster, String handle, Wire wire, JsonNode a) throws Exception {
@@ -78,7 +96,7 @@ final class ProducerInstance {
       ObjectNode parts = res.putObject("partitions");
       for (JsonNode t : a.path("topics")) {
         ArrayNode ps = parts.putArray(t.asText());
-        List<PartitionInfo> infos = producer.partitionsFor(t.asText());
+        List<PartitionInfo> infos = partitionsFor(producer, t.asText());
         infos.stream().map(PartitionInfo::partition).sorted().forEach(ps::add);
       }
       if (!warnings.isEmpty()) {

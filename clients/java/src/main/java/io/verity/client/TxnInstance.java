@@ -47,6 +47,9 @@ final class TxnInstance {
     p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
     p.put(ProducerConfig.RETRIES_CONFIG, Integer.toString(set.path("retries").asInt(Integer.MAX_VALUE)));
     p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, Long.toString(request.toMillis()));
+    // Sent at once (Kafka 4's default lingers 5 ms), and delivery.timeout.ms at least
+    // linger.ms + request.timeout.ms, as Kafka's client requires.
+    p.put(ProducerConfig.LINGER_MS_CONFIG, "0");
     p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, Long.toString(Math.max(request.toMillis(), 30_000)));
     // initTransactions, commitTransaction and abortTransaction wait at most this long; the
     // transaction timeout is long enough for the coordinator to have answered or aborted.
