@@ -327,6 +327,7 @@ func testMixed(t *testing.T, c *harness.Cluster, log *slog.Logger, client kafkac
 		Log: log,
 	}
 	path := filepath.Join(t.TempDir(), "history.jsonl")
+	keepOnFailure(t, path)
 	res, err := Run(ctx, c, path, spec)
 	require.NoError(t, err)
 	require.True(t, res.FinalRead.AllComplete(), "final read: %+v", res.FinalRead)
@@ -534,3 +535,25 @@ func (r *timedRecorder) CompleteAsync(inv history.Op, ty history.Type, v history
 }
 
 func (r *timedRecorder) Since() time.Duration { return r.w.Since() }
+
+// keepOnFailure copies the history at path into $VERITY_KEEP_HISTORIES (when set) if the test
+// fails, so that a failure on a runner can be read afterwards.
+func keepOnFailure(t *testing.T, path string) {
+	dir := os.Getenv("VERITY_KEEP_HISTORIES")
+	if dir == "" {
+		return
+	}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return
+		}
+		name := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()) + ".jsonl"
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err == nil {
+			t.Logf("history kept: %s", filepath.Join(dir, name))
+		}
+	})
+}

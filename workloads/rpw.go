@@ -185,9 +185,9 @@ func (w *processor) open(ctx context.Context) (kclient.Member, error) {
 
 // instance runs one instance until ctx ends, MaxSteps are done, or it must be replaced (a
 // *kclient.ReplaceError). It gathers a batch of inputs (at most BatchRecords, for at most
-// BatchWait from its first record) and processes it in one step. A revocation drops the batch:
-// its inputs are read again, by this member or another, from the committed offsets. An
-// assignment alone keeps it (under KIP-848 a member keeps what it had and is given more).
+// BatchWait from its first record) and processes it in one step. A rebalance (an assignment or
+// a revocation) drops the batch: its inputs are read again, by this member or another, from the
+// committed offsets.
 func (w *processor) instance(ctx context.Context) error {
 	m, err := w.open(ctx)
 	if err != nil {
@@ -215,6 +215,7 @@ func (w *processor) instance(ctx context.Context) error {
 		for _, ev := range evs {
 			switch ev.Kind {
 			case kclient.EventAssigned:
+				batch = nil
 				w.stats.Sessions++
 				if err := w.note(history.FAssign, claimsPayload(ev.Claims, w.cfg.Group, history.ReadCommitted)); err != nil {
 					return err

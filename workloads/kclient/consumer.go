@@ -122,9 +122,9 @@ type Member interface {
 	Txn
 	// Poll waits until the client has something, until until passes (zero: no bound) or ctx
 	// ends, and returns at most max records and, in order with them, EventAssigned and
-	// EventRevoked. EventRevoked says that the records handed out since the last one are read
-	// again from the committed offsets (the role drops them); an assignment alone keeps them.
-	// An error means the instance cannot go on (a *ReplaceError: replace it).
+	// EventRevoked. After either, the records handed out before it are read again from the
+	// committed offsets (the role drops them). An error means the instance cannot go on (a
+	// *ReplaceError: replace it).
 	Poll(ctx context.Context, max int, until time.Time) ([]Event, error)
 	// AddOffsets puts the offsets after in (records Poll returned since the last assignment)
 	// into the transaction, with the group metadata of the generation that delivered them.

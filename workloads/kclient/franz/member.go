@@ -57,6 +57,13 @@ type member struct {
 // OpenMember creates the group transact session (the group member joins in the background) and
 // initialises its transactional.id.
 func (c *Client) OpenMember(ctx context.Context, s kclient.MemberSpec) (kclient.Member, error) {
+	if s.GroupProtocol == kafkaconf.GroupConsumer {
+		// Under KIP-848 a member keeps the positions of the partitions it retains, and End
+		// commits the offsets of every record polled: records the processor drops at a
+		// rebalance would be committed unprocessed. franz-go's consumers speak it; its
+		// processors do not, here.
+		return nil, &kclient.PermanentError{Err: errors.New("franz-go's read-process-write member speaks the classic group protocol only")}
+	}
 	m := &member{spec: s, log: kit.OrDiscard(s.Txn.Log), owned: map[string][]int32{}, eager: s.GroupProtocol != kafkaconf.GroupConsumer}
 	opts := append(c.txnOpts(s.Txn, NewLog(m.log, m.ending)),
 		kgo.ConsumerGroup(s.Group),

@@ -94,6 +94,10 @@ final class MemberInstance {
         Map<String, ArrayNode> byTopic = new TreeMap<>();
         consumer.assignment().stream().sorted(ConsumerInstance::compare)
             .forEach(tp -> byTopic.computeIfAbsent(tp.topic(), ps::putArray).add(tp.partition()));
+        // The role drops its batch at an assignment too: under the consumer protocol (KIP-848)
+        // the member keeps the positions of what it retains, past those records.
+        pending.clear();
+        rewindAfterPoll = true;
         queued.add(ev);
       }
 
@@ -105,10 +109,10 @@ final class MemberInstance {
   }
 
   /**
-   * Partitions were revoked: what was handed out since the last assignment is read again from
-   * the committed offsets (the role drops its batch). Under the consumer protocol (KIP-848) the
-   * member keeps the positions of the partitions it retains, past records the role dropped, so
-   * the poll seeks every owned partition back to its committed offset before it answers.
+   * Partitions were revoked: what was handed out is read again from the committed offsets (the
+   * role drops its batch). Under the consumer protocol (KIP-848) the member keeps the positions
+   * of the partitions it retains, past records the role dropped, so the poll seeks every owned
+   * partition back to its committed offset before it answers.
    */
   private void revoked() {
     pending.clear();
