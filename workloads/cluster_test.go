@@ -355,6 +355,7 @@ func testMixed(t *testing.T, c *harness.Cluster, log *slog.Logger, client kafkac
 	var okSends, aborted, committed, rpwOK, rpwFail int
 	abortedValues := map[string]bool{}
 	processed := map[tpo]int{} // committed inputs of the processor
+	maybe := map[tpo]bool{}    // inputs of steps whose commit's outcome is unknown
 	asyncProc := res.Producers[1].Process
 	for _, o := range v.ops {
 		switch {
@@ -406,6 +407,13 @@ func testMixed(t *testing.T, c *harness.Cluster, log *slog.Logger, client kafkac
 					require.Equal(t, out.Value, v.final[history.ReadCommitted][at(out)], "output of committed input %s must be visible", st.Input[i].Value)
 					require.Equal(t, st.Input[i].Value, out.Key, "the output names its input")
 				}
+			case history.Info:
+				// The commit's outcome is unknown: it may have happened, moving the committed
+				// position past these inputs without an ok step (a commit that timed out on a
+				// loaded machine, then an abort that did too).
+				for _, in := range st.Input {
+					maybe[at(in)] = true
+				}
 			case history.Fail:
 				rpwFail++
 				for _, out := range st.Output {
@@ -429,7 +437,7 @@ func testMixed(t *testing.T, c *harness.Cluster, log *slog.Logger, client kafkac
 		maxDone[k.partition] = max(maxDone[k.partition], k.offset+1)
 	}
 	for k, val := range v.final[history.ReadCommitted] {
-		if k.topic == "mix-in" && k.offset < maxDone[k.partition] {
+		if k.topic == "mix-in" && k.offset < maxDone[k.partition] && !maybe[k] {
 			require.Equal(t, 1, processed[k], "input %s at %v is below the committed position but no committed step processed it", val, k)
 		}
 	}
