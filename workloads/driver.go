@@ -112,19 +112,32 @@ func checkSource(dir string) (string, error) {
 // sourceHash is a digest of what a driver is built from: every Go file outside tests, go.mod and
 // go.sum. A driver built from other source is built again.
 func sourceHash(root string) (string, error) {
+	sum, err := hashTree(root,
+		func(name string) bool { return strings.HasPrefix(name, ".") || name == "testdata" || name == "docs" },
+		func(name string) bool {
+			return strings.HasSuffix(name, ".go") && !strings.HasSuffix(name, "_test.go") || name == "go.mod" || name == "go.sum"
+		})
+	if err != nil {
+		return "", fmt.Errorf("hashing Verity's source for a driver: %w", err)
+	}
+	return sum, nil
+}
+
+// hashTree hashes the files below root that keep takes, with their paths, leaving out the
+// folders skip names.
+func hashTree(root string, skip, keep func(name string) bool) (string, error) {
 	h := sha256.New()
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		name := d.Name()
 		if d.IsDir() {
-			if path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "docs") {
+			if path != root && skip(d.Name()) {
 				return filepath.SkipDir
 			}
 			return nil
 		}
-		if !(strings.HasSuffix(name, ".go") && !strings.HasSuffix(name, "_test.go")) && name != "go.mod" && name != "go.sum" {
+		if !keep(d.Name()) {
 			return nil
 		}
 		b, err := os.ReadFile(path)
@@ -137,7 +150,7 @@ func sourceHash(root string) (string, error) {
 		return nil
 	})
 	if err != nil {
-		return "", fmt.Errorf("hashing Verity's source for a driver: %w", err)
+		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16], nil
 }

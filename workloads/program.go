@@ -3,11 +3,8 @@ package workloads
 import (
 	"bufio"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -44,9 +41,10 @@ func ProgramCommand(ctx context.Context, c kafkaconf.Client, version string, log
 		return nil, err
 	}
 	src := filepath.Join(root, "clients", "java")
-	sum, err := treeHash(src, ".java", "pom.xml")
+	sum, err := hashTree(src, func(name string) bool { return strings.HasPrefix(name, ".") || name == "target" },
+		func(name string) bool { return strings.HasSuffix(name, ".java") || name == "pom.xml" })
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("hashing the Java client program's source: %w", err)
 	}
 	cache, err := os.UserCacheDir()
 	if err != nil {
@@ -103,39 +101,6 @@ func tail(b []byte, n int) []byte {
 		return b[len(b)-n:]
 	}
 	return b
-}
-
-// treeHash hashes the files below dir whose names end in one of suffixes.
-func treeHash(dir string, suffixes ...string) (string, error) {
-	h := sha256.New()
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if path != dir && (strings.HasPrefix(d.Name(), ".") || d.Name() == "target") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		for _, s := range suffixes {
-			if strings.HasSuffix(d.Name(), s) {
-				b, err := os.ReadFile(path)
-				if err != nil {
-					return err
-				}
-				rel, _ := filepath.Rel(dir, path)
-				fmt.Fprintf(h, "%s %d\n", filepath.ToSlash(rel), len(b))
-				h.Write(b)
-				break
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return "", fmt.Errorf("hashing %s: %w", dir, err)
-	}
-	return hex.EncodeToString(h.Sum(nil))[:16], nil
 }
 
 // StartProgram starts the client program of env's client against env's cluster: cmd when given,

@@ -239,19 +239,7 @@ final class ConsumerInstance {
   private ObjectNode record(ConsumerRecord<byte[], byte[]> r) {
     long h = ++nextHandle;
     polled.put(h, r);
-    ObjectNode ev = Wire.MAPPER.createObjectNode();
-    ev.put("kind", "record");
-    ObjectNode rec = ev.putObject("record");
-    rec.put("topic", r.topic());
-    rec.put("partition", r.partition());
-    if (r.key() != null) {
-      rec.put("key", new String(r.key(), java.nio.charset.StandardCharsets.UTF_8));
-    }
-    rec.put("value", r.value() == null ? "" : new String(r.value(), java.nio.charset.StandardCharsets.UTF_8));
-    rec.put("offset", r.offset());
-    ev.put("epoch", r.leaderEpoch().orElse(-1));
-    ev.put("handle", h);
-    return ev;
+    return Wire.recordEvent(r, h);
   }
 
   /** A log truncated under the position: the client found where the logs diverge, or not. */

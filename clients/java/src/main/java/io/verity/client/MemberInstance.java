@@ -3,7 +3,6 @@ package io.verity.client;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.Collection;
@@ -184,18 +183,8 @@ final class MemberInstance {
     }
     for (int n = 0; n < max && !pending.isEmpty(); n++) {
       ConsumerRecord<byte[], byte[]> r = pending.poll();
-      ObjectNode ev = events.addObject();
-      ev.put("kind", "record");
-      ObjectNode rec = ev.putObject("record");
-      rec.put("topic", r.topic());
-      rec.put("partition", r.partition());
-      if (r.key() != null) {
-        rec.put("key", new String(r.key(), StandardCharsets.UTF_8));
-      }
-      rec.put("value", r.value() == null ? "" : new String(r.value(), StandardCharsets.UTF_8));
-      rec.put("offset", r.offset());
-      ev.put("epoch", r.leaderEpoch().orElse(-1));
-      ev.put("handle", 1);
+      // A member's records need no handle (nothing is recorded back): 1 keeps the schema's.
+      events.add(Wire.recordEvent(r, 1));
     }
     return res;
   }

@@ -106,6 +106,23 @@ final class Wire {
     return Duration.ofNanos((long) (ms * 1_000_000));
   }
 
+  /** A record event of a poll: the record with its offset and leader epoch, and its handle. */
+  static ObjectNode recordEvent(org.apache.kafka.clients.consumer.ConsumerRecord<byte[], byte[]> r, long handle) {
+    ObjectNode ev = MAPPER.createObjectNode();
+    ev.put("kind", "record");
+    ObjectNode rec = ev.putObject("record");
+    rec.put("topic", r.topic());
+    rec.put("partition", r.partition());
+    if (r.key() != null) {
+      rec.put("key", new String(r.key(), StandardCharsets.UTF_8));
+    }
+    rec.put("value", r.value() == null ? "" : new String(r.value(), StandardCharsets.UTF_8));
+    rec.put("offset", r.offset());
+    ev.put("epoch", r.leaderEpoch().orElse(-1));
+    ev.put("handle", handle);
+    return ev;
+  }
+
   static String text(JsonNode n) {
     return n == null || n.isNull() ? "" : n.asText("");
   }
