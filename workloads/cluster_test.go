@@ -301,7 +301,14 @@ func mixedCount(op history.Op, add func(string, int)) {
 // serves it over the remote protocol.
 func testMixed(t *testing.T, c *harness.Cluster, log *slog.Logger, client kafkaconf.ClientName, command ...string) {
 	ctx := withTimeout(t, 8*time.Minute)
-	topics := []harness.TopicSpec{topic("mix-data", 3), topic("mix-in", 3), topic("mix-txn-a", 2), topic("mix-txn-b", 2), topic("mix-out", 3)}
+	// Topics, groups and transactional ids of its own: the clients' lanes run at once on one
+	// cluster, and a shared group would split the input between their processors.
+	prefix := string(client)
+	if len(command) > 0 {
+		prefix += "-remote"
+	}
+	n := func(name string) string { return prefix + "-" + name }
+	topics := []harness.TopicSpec{topic(n("mix-data"), 3), topic(n("mix-in"), 3), topic(n("mix-txn-a"), 2), topic(n("mix-txn-b"), 2), topic(n("mix-out"), 3)}
 	spec := Spec{
 		// 25 s at least (the processor crashes every 20 s), then until it has crashed and each
 		// workload has done what the checks below count on; 4 minutes is a deadline a loaded
@@ -310,19 +317,19 @@ func testMixed(t *testing.T, c *harness.Cluster, log *slog.Logger, client kafkac
 		Until: countedUntil(25*time.Second, mixedNeed, mixedCount),
 		Producers: []ProducerSpec{
 			// One at a time, key -> partition.
-			{ProducerConfig: ProducerConfig{Topics: []string{"mix-data"}, Partitioning: PartitionKey, Rate: 250}},
+			{ProducerConfig: ProducerConfig{Topics: []string{n("mix-data")}, Partitioning: PartitionKey, Rate: 250}},
 			// Async, many in flight: feeds the processor.
-			{ProducerConfig: ProducerConfig{Topics: []string{"mix-in"}, Async: true, Window: 50, Rate: 250}},
+			{ProducerConfig: ProducerConfig{Topics: []string{n("mix-in")}, Async: true, Window: 50, Rate: 250}},
 		},
-		Transactional: []TxnConfig{{Topics: []string{"mix-txn-a", "mix-txn-b"}, TxnID: "mix-txn", MaxRecords: 4, AbortProbability: 0.2,
+		Transactional: []TxnConfig{{Topics: []string{n("mix-txn-a"), n("mix-txn-b")}, TxnID: n("mix-txn"), MaxRecords: 4, AbortProbability: 0.2,
 			Gap: 20 * time.Millisecond}},
-		Processors: []ProcessorConfig{{Input: "mix-in", Output: "mix-out", TxnID: "mix-rpw", BatchRecords: 100, AbortProbability: 0.1,
+		Processors: []ProcessorConfig{{Input: n("mix-in"), Output: n("mix-out"), TxnID: n("mix-rpw"), BatchRecords: 100, AbortProbability: 0.1,
 			CrashEvery: 20 * time.Second}},
 		Consumers: []ConsumerConfig{
-			{Topics: []string{"mix-data", "mix-txn-a", "mix-txn-b"}, Mode: Subscribe, Group: "mix-rc", Isolation: kafkaconf.ReadCommitted},
-			{Topics: []string{"mix-data", "mix-txn-a", "mix-txn-b", "mix-out"}, Mode: Assign, Isolation: kafkaconf.ReadUncommitted},
-			{Topics: []string{"mix-txn-a", "mix-txn-b", "mix-out"}, Mode: Assign, Isolation: kafkaconf.ReadCommitted, RestartEvery: 25 * time.Second},
-			{Topics: []string{"mix-in"}, Mode: Subscribe, Group: "mix-ru", Isolation: kafkaconf.ReadUncommitted, RestartEvery: 25 * time.Second},
+			{Topics: []string{n("mix-data"), n("mix-txn-a"), n("mix-txn-b")}, Mode: Subscribe, Group: n("mix-rc"), Isolation: kafkaconf.ReadCommitted},
+			{Topics: []string{n("mix-data"), n("mix-txn-a"), n("mix-txn-b"), n("mix-out")}, Mode: Assign, Isolation: kafkaconf.ReadUncommitted},
+			{Topics: []string{n("mix-txn-a"), n("mix-txn-b"), n("mix-out")}, Mode: Assign, Isolation: kafkaconf.ReadCommitted, RestartEvery: 25 * time.Second},
+			{Topics: []string{n("mix-in")}, Mode: Subscribe, Group: n("mix-ru"), Isolation: kafkaconf.ReadUncommitted, RestartEvery: 25 * time.Second},
 		},
 		Log: log,
 	}
@@ -437,7 +444,7 @@ func testMixed(t *testing.T, c *harness.Cluster, log *slog.Logger, client kafkac
 		maxDone[k.partition] = max(maxDone[k.partition], k.offset+1)
 	}
 	for k, val := range v.final[history.ReadCommitted] {
-		if k.topic == "mix-in" && k.offset < maxDone[k.partition] && !maybe[k] {
+		if k.topic == n("mix-in") && k.offset < maxDone[k.partition] && !maybe[k] {
 			require.Equal(t, 1, processed[k], "input %s at %v is below the committed position but no committed step processed it", val, k)
 		}
 	}
