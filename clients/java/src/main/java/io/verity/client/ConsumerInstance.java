@@ -15,7 +15,6 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
-import java.util.TreeMap;
 import java.util.TreeSet;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
@@ -45,7 +44,6 @@ final class ConsumerInstance {
   private final KafkaConsumer<byte[], byte[]> consumer;
   private final boolean group;
   private final boolean fromNewest;
-  private final String isolation;
   /** Control events the listener reported, for the next poll's result. */
   private final List<ObjectNode> queued = new ArrayList<>();
   /** Records polled beyond a poll's max, handed out by the next. */
@@ -75,7 +73,7 @@ final class ConsumerInstance {
       p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
       groupProtocol(p, s.path("group_protocol").asText("classic"), false);
     }
-    ConsumerInstance c = new ConsumerInstance(new KafkaConsumer<>(p), !group.isEmpty(), s.path("from_newest").asBoolean(), isolation);
+    ConsumerInstance c = new ConsumerInstance(new KafkaConsumer<>(p), !group.isEmpty(), s.path("from_newest").asBoolean());
     try {
       if (c.group) {
         List<String> topics = new ArrayList<>();
@@ -109,11 +107,10 @@ final class ConsumerInstance {
     }
   }
 
-  private ConsumerInstance(KafkaConsumer<byte[], byte[]> consumer, boolean group, boolean fromNewest, String isolation) {
+  private ConsumerInstance(KafkaConsumer<byte[], byte[]> consumer, boolean group, boolean fromNewest) {
     this.consumer = consumer;
     this.group = group;
     this.fromNewest = fromNewest;
-    this.isolation = isolation;
   }
 
   private void assign(JsonNode assign) {
@@ -173,18 +170,7 @@ final class ConsumerInstance {
   }
 
   private void queue() {
-    ObjectNode ev = Wire.MAPPER.createObjectNode();
-    ev.put("kind", "assigned");
-    ObjectNode claims = ev.putObject("claims");
-    var meta = consumer.groupMetadata();
-    claims.put("generation", meta.generationId());
-    claims.put("member", meta.memberId());
-    ObjectNode parts = claims.putObject("partitions");
-    Map<String, ArrayNode> byTopic = new TreeMap<>();
-    for (TopicPartition tp : owned) {
-      byTopic.computeIfAbsent(tp.topic(), parts::putArray).add(tp.partition());
-    }
-    queued.add(ev);
+    queued.add(Wire.assignedEvent(consumer.groupMetadata(), owned));
   }
 
   /** What arrives within wait, at most max records, in order, with the control events before the records that followed them. */

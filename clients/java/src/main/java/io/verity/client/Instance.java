@@ -13,35 +13,10 @@ import org.apache.kafka.common.config.ConfigException;
  * backpressure Verity's writes feel.
  */
 final class Instance {
-  enum Kind { PRODUCER, TXN, CONSUMER, MEMBER, ANY }
-
-  static Kind kindOf(String op) {
-    if (op.startsWith("producer.")) {
-      return op.equals("producer.open") || op.equals("producer.send") ? Kind.PRODUCER : null;
-    }
-    switch (op) {
-      case "txn.open":
-        return Kind.TXN;
-      case "txn.begin":
-      case "txn.send":
-      case "txn.commit":
-      case "txn.abort":
-      case "txn.ready":
-      case "close":
-        return Kind.ANY;
-      case "consumer.open":
-      case "consumer.poll":
-      case "consumer.recorded":
-        return Kind.CONSUMER;
-      case "member.open":
-      case "member.poll":
-      case "member.add_offsets":
-      case "member.rewind":
-        return Kind.MEMBER;
-      default:
-        return null;
-    }
-  }
+  /** The requests an instance takes. */
+  static final java.util.Set<String> OPS = java.util.Set.of("producer.open", "producer.send", "txn.open", "txn.begin",
+      "txn.send", "txn.commit", "txn.abort", "txn.ready", "close", "consumer.open", "consumer.poll", "consumer.recorded",
+      "member.open", "member.poll", "member.add_offsets", "member.rewind");
 
   private record Req(long id, String op, JsonNode args) {}
 
@@ -57,7 +32,7 @@ final class Instance {
   private ConsumerInstance consumer;
   private MemberInstance member;
 
-  Instance(String handle, Kind kind, Cluster cluster, Wire wire) {
+  Instance(String handle, Cluster cluster, Wire wire) {
     this.handle = handle;
     this.cluster = cluster;
     this.wire = wire;

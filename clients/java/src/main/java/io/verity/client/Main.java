@@ -96,8 +96,7 @@ public final class Main {
         return;
       default:
     }
-    Instance.Kind kind = Instance.kindOf(op);
-    if (kind == null) {
+    if (!Instance.OPS.contains(op)) {
       wire.refuse(id, "unknown_op", "unknown op \"" + op + "\"");
       return;
     }
@@ -116,7 +115,7 @@ public final class Main {
       return;
     }
     if (opens) {
-      inst = new Instance(handle, kind, cluster, wire);
+      inst = new Instance(handle, cluster, wire);
       instances.put(handle, inst);
     } else if (inst == null) {
       wire.refuse(id, "unknown_instance", "no instance " + handle + " is open");

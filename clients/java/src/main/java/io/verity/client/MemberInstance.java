@@ -12,7 +12,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
-import java.util.TreeMap;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -83,16 +82,7 @@ final class MemberInstance {
 
       @Override
       public void onPartitionsAssigned(Collection<TopicPartition> parts) {
-        ObjectNode ev = Wire.MAPPER.createObjectNode();
-        ev.put("kind", "assigned");
-        ObjectNode claims = ev.putObject("claims");
-        var meta = consumer.groupMetadata();
-        claims.put("generation", meta.generationId());
-        claims.put("member", meta.memberId());
-        ObjectNode ps = claims.putObject("partitions");
-        Map<String, ArrayNode> byTopic = new TreeMap<>();
-        consumer.assignment().stream().sorted(ConsumerInstance::compare)
-            .forEach(tp -> byTopic.computeIfAbsent(tp.topic(), ps::putArray).add(tp.partition()));
+        ObjectNode ev = Wire.assignedEvent(consumer.groupMetadata(), consumer.assignment());
         // The role drops its batch at an assignment too: under the consumer protocol (KIP-848)
         // the member keeps the positions of what it retains, past those records.
         pending.clear();

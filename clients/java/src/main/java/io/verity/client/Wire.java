@@ -123,6 +123,21 @@ final class Wire {
     return ev;
   }
 
+  /** An assigned event: the member's whole assignment, owned, after a rebalance. */
+  static ObjectNode assignedEvent(org.apache.kafka.clients.consumer.ConsumerGroupMetadata meta,
+      java.util.Collection<org.apache.kafka.common.TopicPartition> owned) {
+    ObjectNode ev = MAPPER.createObjectNode();
+    ev.put("kind", "assigned");
+    ObjectNode claims = ev.putObject("claims");
+    claims.put("generation", meta.generationId());
+    claims.put("member", meta.memberId());
+    ObjectNode parts = claims.putObject("partitions");
+    owned.stream().sorted(ConsumerInstance::compare)
+        .forEach(tp -> (parts.has(tp.topic()) ? (com.fasterxml.jackson.databind.node.ArrayNode) parts.get(tp.topic())
+            : parts.putArray(tp.topic())).add(tp.partition()));
+    return ev;
+  }
+
   static String text(JsonNode n) {
     return n == null || n.isNull() ? "" : n.asText("");
   }
