@@ -294,7 +294,17 @@ func runDriven(ctx context.Context, bin string, job driverJob, env Env, w *histo
 		close(logged)
 	}()
 	streamed := make(chan error, 1)
-	go func() { streamed <- appendStream(stdout, w) }()
+	// Until is shown each completion the driver streams, as the runner's own recorder would
+	// show it; once it holds, the driver's input is closed, which ends its workloads.
+	var until func(history.Op)
+	if spec.Until != nil {
+		until = func(op history.Op) {
+			if op.Type != history.Invoke && spec.Until(op) {
+				stop()
+			}
+		}
+	}
+	go func() { streamed <- appendStream(stdout, w, until) }()
 	if spec.Nemesis != nil {
 		wg.Go(func() {
 			nctx, cancel := context.WithTimeout(stopCtx, spec.Duration)
@@ -331,7 +341,8 @@ func runDriven(ctx context.Context, bin string, job driverJob, env Env, w *histo
 
 // appendStream appends the ops of the history stream r to w, mapping the driver's op numbers to
 // w's: an async completion names its invoke by the driver's number.
-func appendStream(r io.Reader, w *history.Writer) (err error) {
+// appended, when set, is shown each op as w numbered it.
+func appendStream(r io.Reader, w *history.Writer, appended func(history.Op)) (err error) {
 	defer func() {
 		if err != nil {
 			// Drained, so that the driver does not block on a full pipe and can be stopped.
@@ -371,6 +382,9 @@ func appendStream(r io.Reader, w *history.Writer) (err error) {
 		if op.Type == history.Invoke {
 			invokes[from] = written.Index
 			lastInvoke[op.Process] = from
+		}
+		if appended != nil {
+			appended(written)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package workloads
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"testing"
@@ -42,7 +43,7 @@ func TestAppendStream(t *testing.T) {
 	require.NoError(t, err)
 	_, err = w.Invoke(history.NemesisP(), history.FStart, history.Payload{}) // the runner's own op first
 	require.NoError(t, err)
-	require.NoError(t, appendStream(&stream, w))
+	require.NoError(t, appendStream(&stream, w, nil))
 	require.NoError(t, w.Close())
 
 	r, err := history.NewReader(&out)
@@ -72,7 +73,7 @@ func TestAppendStream(t *testing.T) {
 	bad.WriteString(`{"i":10,"t":1,"p":1,"type":"ok","f":"send","of":9,"value":{"topic":"t","partition":0,"offset":0,"value":"x"}}` + "\n")
 	w2, err := history.NewWriter(&bytes.Buffer{}, history.Header{})
 	require.NoError(t, err)
-	require.ErrorContains(t, appendStream(&bad, w2), "completes op 9, which is no open invoke")
+	require.ErrorContains(t, appendStream(&bad, w2, nil), "completes op 9, which is no open invoke")
 }
 
 // TestDriverJobJSON: every field of a spec the driver needs survives the job's encoding.
@@ -106,11 +107,24 @@ func TestDriverRefusesBadVersions(t *testing.T) {
 // built for it, their ops stream into the run's history beside the runner's own (the final read
 // here), the header names the version, and the run is judged as any other.
 func testDriven(t *testing.T, c *harness.Cluster, log *slog.Logger) {
-	ctx := withTimeout(t, 5*time.Minute)
+	ctx := withTimeout(t, 8*time.Minute)
 	const version = "v1.61.0"
 	sc, _ := kafkaconf.LookupClient(kafkaconf.Sarama)
 	require.NotEqual(t, version, sc.Version(), "the test needs a version other than the linked one")
-	spec := Spec{Name: "driven", Seed: 20261202, Client: kafkaconf.Sarama, ClientVersion: version, Duration: 10 * time.Second,
+	// The driver runs until each workload has done what the checks below count on, seen in the
+	// ops it streams; 4 minutes is a deadline a loaded machine cannot miss.
+	need := map[string]int{"send ok p0": 1, "send ok p1": 1, "txn ok": 1, "poll records": 1}
+	spec := Spec{Name: "driven", Seed: 20261202, Client: kafkaconf.Sarama, ClientVersion: version, Duration: 4 * time.Minute,
+		Until: countedUntil(0, need, func(op history.Op, add func(string, int)) {
+			switch {
+			case op.F == history.FSend && op.Type == history.OK:
+				add(fmt.Sprintf("send ok p%v", op.Process), 1)
+			case op.F == history.FTxn && op.Type == history.OK:
+				add("txn ok", 1)
+			case op.F == history.FPoll && op.Type == history.OK && op.Value.Poll != nil:
+				add("poll records", len(op.Value.Poll.Records))
+			}
+		}),
 		Topics: []harness.TopicSpec{topic("dv-data", 3), topic("dv-txn", 2), topic("dv-txn-b", 2)},
 		Producers: []ProducerSpec{
 			{ProducerConfig: ProducerConfig{Topics: []string{"dv-data"}, Rate: 50}},

@@ -79,7 +79,8 @@ type Spec struct {
 	// Until, when set, ends the workloads before Duration once it reports true: it is shown
 	// every op this process records, as its completion is recorded (never two at once). A test
 	// runs until what it checks has happened (a sink crashed twice), with Duration as a
-	// deadline a loaded machine cannot miss. A driver's workloads (ClientVersion) ignore it.
+	// deadline a loaded machine cannot miss. A driver's workloads (ClientVersion) are stopped
+	// once it holds for an op they streamed.
 	Until func(op history.Op) bool `json:"-"`
 	// Topics are created before the workloads start (existing ones are left as they are).
 	Topics        []harness.TopicSpec `json:"topics"`
