@@ -45,12 +45,11 @@ func TestOnCluster(t *testing.T) {
 	// default id, verity-txn-<process>, would fence another subtest's). Those that pause, cut or
 	// kill a node run after them, one at a time.
 	failed.run(t, "on the healthy cluster", func(t *testing.T) {
-		failed.run(t, "sinks: every mode, crashed between side effect and commit", func(t *testing.T) {
-			t.Parallel()
-			testSinks(t, c, log)
-		})
 		failed.run(t, "sarama", func(t *testing.T) {
 			t.Parallel()
+			failed.run(t, "sinks: every mode, crashed between side effect and commit", func(t *testing.T) {
+				testSinks(t, c, log, kafkaconf.Sarama, "s")
+			})
 			failed.run(t, "mixed healthy", func(t *testing.T) { testMixed(t, c, log, kafkaconf.Sarama) })
 			failed.run(t, "zombie is fenced", func(t *testing.T) { testZombie(t, c, kafkaconf.Sarama, "sarama", "") })
 			failed.run(t, "fenced from outside: crash and new instance", func(t *testing.T) {
@@ -68,6 +67,9 @@ func TestOnCluster(t *testing.T) {
 			require.NoError(t, err, "building the Java client program")
 			failed.run(t, "keeps the remote client protocol", func(t *testing.T) { testJavaProtocol(t) })
 			failed.run(t, "mixed healthy", func(t *testing.T) { testMixed(t, c, log, kafkaconf.Java) })
+			failed.run(t, "sinks: every mode, crashed between side effect and commit", func(t *testing.T) {
+				testSinks(t, c, log, kafkaconf.Java, "j")
+			})
 			failed.run(t, "zombie is fenced", func(t *testing.T) { testZombie(t, c, kafkaconf.Java, "java", "") })
 			failed.run(t, "fenced from outside: crash and new instance", func(t *testing.T) {
 				testFencedRestart(t, c, kafkaconf.Java, "java", "")
@@ -84,6 +86,9 @@ func TestOnCluster(t *testing.T) {
 				testMixed(t, c, log, kafkaconf.FranzGo, "env", serveEnv+"=franz-go", os.Args[0], "-test.run=^$")
 			})
 			failed.run(t, "EndTxn is announced in franz-go's log", func(t *testing.T) { testFranzEndAnnounced(t, c) })
+			failed.run(t, "sinks: every mode, crashed between side effect and commit", func(t *testing.T) {
+				testSinks(t, c, log, kafkaconf.FranzGo, "f")
+			})
 			for _, pc := range []struct {
 				name      string
 				cap, want kafkaconf.TxnProtocol

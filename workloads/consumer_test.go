@@ -24,11 +24,18 @@ import (
 type scriptedConsumer struct {
 	polls    [][]kclient.Event
 	recorded [][]int64 // the offsets of each non-empty Recorded call
+	sought   []map[string]map[int32]int64
 	closed   bool
+	// drained, when set, is called by the first poll that finds the script done.
+	drained func()
 }
 
 func (s *scriptedConsumer) Poll(ctx context.Context, wait time.Duration, max int) []kclient.Event {
 	if len(s.polls) == 0 {
+		if s.drained != nil {
+			s.drained()
+			s.drained = nil
+		}
 		_ = kit.Sleep(ctx, wait) // a poll that finds nothing waits its time out
 		return nil
 	}
@@ -46,6 +53,11 @@ func (s *scriptedConsumer) Recorded(recs []kclient.Event) {
 		offs = append(offs, *ev.Record.Offset)
 	}
 	s.recorded = append(s.recorded, offs)
+}
+
+func (s *scriptedConsumer) Seek(_ context.Context, at map[string]map[int32]int64) error {
+	s.sought = append(s.sought, at)
+	return nil
 }
 
 func (s *scriptedConsumer) Close() { s.closed = true }

@@ -7,17 +7,17 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/IBM/sarama"
 	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/kafkaconf"
 	"github.com/verity-kafka/verity/sink"
 	"github.com/verity-kafka/verity/workloads/internal/kit"
-	ksarama "github.com/verity-kafka/verity/workloads/kclient/sarama"
+	"github.com/verity-kafka/verity/workloads/kclient"
 )
 
-// A sink consumes a topic in a consumer group (sarama) and applies each record to a system
+// A sink consumes a topic in a consumer group (the run's client) and applies each record to a system
 // outside Kafka — a PostgreSQL table or the HTTP ledger — in one of the sink.Modes; each
 // application is an "effect" op, and at the end the store's state is read back into one
 // "sink-read" op (docs/history.md), which the checker compares with the topic's final read.
@@ -78,9 +78,6 @@ type SinkStats struct {
 	Process                  int
 	Applied, Absorbed, Fails int64
 	Unknown, Crashes         int64
-	// Commits and CommitTime: the offset commits to Kafka and the time they took in all.
-	Commits    int64
-	CommitTime time.Duration
 }
 
 func (c SinkConfig) resolved() (SinkConfig, error) {
@@ -132,7 +129,17 @@ func RunSink(ctx context.Context, env Env, p int, cfg SinkConfig) (SinkStats, er
 	if err != nil {
 		return SinkStats{}, err
 	}
-	w := &sinkRun{env: env, cfg: cfg, p: p, proc: history.Client(p), rng: NewRand(env.Seed, p),
+	cl, err := env.client()
+	if err != nil {
+		return SinkStats{}, err
+	}
+	return runSink(ctx, env, p, cfg, cl, func(ctx context.Context) (sinkStore, error) { return openSinkStore(ctx, env, cfg) })
+}
+
+// runSink is RunSink with the client and the store given.
+func runSink(ctx context.Context, env Env, p int, cfg SinkConfig, cl consumerOpener,
+	openStore func(context.Context) (sinkStore, error)) (SinkStats, error) {
+	w := &sinkRun{env: env, cl: cl, openStore: openStore, cfg: cfg, p: p, proc: history.Client(p), rng: NewRand(env.Seed, p),
 		log: env.Log.With("workload", "sink", "process", p, "sink", cfg.Name, "mode", cfg.Mode)}
 	w.stats.Process = p
 	for first := true; ctx.Err() == nil; first = false {
@@ -156,7 +163,9 @@ func RunSink(ctx context.Context, env Env, p int, cfg SinkConfig) (SinkStats, er
 }
 
 type sinkRun struct {
-	env   Env
+	env       Env
+	cl        consumerOpener
+	openStore func(context.Context) (sinkStore, error)
 	cfg   SinkConfig
 	p     int
 	proc  history.Process
@@ -179,172 +188,100 @@ func (w *sinkRun) note(f string, v any) error {
 // instance runs one consumer group member until ctx ends or, when crashIn is set, until the
 // first side effect crashIn after its first one (joining a group takes seconds, which would
 // otherwise eat the member's life), which it leaves uncommitted.
+//
+// Like a Java consumer's loop: the records of a poll are applied one at a time, in order, and
+// then told to the client as recorded, which commits them (its commit runs about every second
+// and when the member leaves): an offset is committed only after the side effect it covers.
+// A sink that keeps its positions in its store places every partition it is assigned at the
+// store's offset instead, and commits nothing to Kafka.
 func (w *sinkRun) instance(ctx context.Context, crashIn time.Duration) error {
-	store, err := openSinkStore(ctx, w.env, w.cfg)
+	store, err := w.openStore(ctx)
 	if err != nil {
 		return err
 	}
 	defer store.close()
-	scfg := w.env.Sarama(clientID(w.p, "sink"))
-	scfg.Consumer.Offsets.AutoCommit.Enable = false // commits follow the side effects they cover, never a timer
-	scfg.Consumer.Offsets.Initial = sarama.OffsetOldest
-	scfg.Consumer.Return.Errors = true
-	group, err := ksarama.JoinGroup(ctx, w.env.Brokers, w.cfg.Group, scfg, w.log)
+	info, _ := w.cfg.Mode.Info()
+	cons, err := w.cl.OpenConsumer(ctx, kclient.ConsumerSpec{ClientID: clientID(w.p, "sink"), Isolation: kafkaconf.ReadUncommitted,
+		Group: w.cfg.Group, Topics: []string{w.cfg.Topic}, GroupProtocol: w.env.GroupProtocol, StorePositions: info.OffsetsInStore,
+		Log: w.log})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
 		return fmt.Errorf("sink %s: %w", w.cfg.Name, err)
 	}
-	go func() {
-		for gerr := range group.Errors() {
-			w.log.Debug("consumer group", "err", gerr)
-		}
-	}()
-	ictx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	h := &sinkHandler{w: w, store: store, crashIn: crashIn, crash: cancel}
-	for ictx.Err() == nil {
-		if err := group.Consume(ictx, []string{w.cfg.Topic}, h); err != nil && ictx.Err() == nil {
-			w.log.Debug("consume", "err", err)
-			if kit.Sleep(ictx, 500*time.Millisecond) != nil {
-				break
+	defer cons.Close()
+	var until time.Time // the crash is due after it; set at the first side effect
+	for ctx.Err() == nil {
+		var applied []kclient.Event
+		for _, ev := range cons.Poll(ctx, 500*time.Millisecond, commitEvery) {
+			switch ev.Kind {
+			case kclient.EventAssigned:
+				if info.OffsetsInStore {
+					if err := w.place(ctx, store, cons); err != nil {
+						return err
+					}
+				}
+			case kclient.EventRecord:
+				rec := ev.Record
+				ef := EffectValue{Sink: w.cfg.Name, Event: rec.Value, Topic: rec.Topic, Partition: rec.Partition, Offset: *rec.Offset}
+				if err := w.applyUntilDone(ctx, store, ef); err != nil {
+					if ctx.Err() != nil {
+						return nil
+					}
+					return err
+				}
+				if crashIn > 0 && until.IsZero() {
+					until = time.Now().Add(crashIn)
+				}
+				if !until.IsZero() && time.Now().After(until) {
+					// The crash point: the side effect is done, its offset not committed.
+					cons.Recorded(applied)
+					return nil
+				}
+				applied = append(applied, ev)
+			case kclient.EventDataLoss:
+				w.log.Warn("the client found the log truncated under the sink's position", "topic", ev.Loss.Topic,
+					"partition", ev.Loss.Partition, "offset", ev.Loss.Offset, "reset_to", ev.Loss.ResetTo)
 			}
 		}
-		h.mu.Lock()
-		failed := h.err != nil
-		h.mu.Unlock()
-		if failed {
-			break
-		}
-	}
-	// A crash leaves the group without committing what was applied last; Close commits
-	// nothing with auto-commit off.
-	if cerr := group.Close(); cerr != nil {
-		w.log.Debug("closing the group member", "err", cerr)
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.err
-}
-
-// sinkHandler applies the records of the claims of one group session.
-// The claims of a session are consumed on goroutines of their own; mu makes the instance apply
-// one record at a time, as one consumer thread does, so that its process has one op under way.
-type sinkHandler struct {
-	w       *sinkRun
-	store   sinkStore
-	crashIn time.Duration // 0: never
-	until   time.Time     // the crash is due after it; set at the first side effect
-	crash   context.CancelFunc
-	mu      sync.Mutex
-	crashed bool
-	err     error
-	marked  int // records marked since the last commit
-}
-
-// Setup seeks, for a sink that keeps its positions in its store, every claimed partition to
-// the store's offset: the group's offsets are never committed for it.
-func (h *sinkHandler) Setup(sess sarama.ConsumerGroupSession) error {
-	// Bounded: under a black-holed link the store's connection answers nothing.
-	pctx, cancel := context.WithTimeout(sess.Context(), 5*time.Second)
-	defer cancel()
-	pos, err := h.store.positions(pctx, h.w.cfg.Topic)
-	if err != nil {
-		return fmt.Errorf("sink %s: reading the positions the store holds: %w", h.w.cfg.Name, err)
-	}
-	for _, part := range sess.Claims()[h.w.cfg.Topic] {
-		if off, ok := pos[part]; ok {
-			// sarama moves a claim's start forward only by MarkOffset and back only by
-			// ResetOffset; one of the two applies. Nothing is committed (auto-commit is off).
-			sess.MarkOffset(h.w.cfg.Topic, part, off, "")
-			sess.ResetOffset(h.w.cfg.Topic, part, off, "")
-		}
+		cons.Recorded(applied)
 	}
 	return nil
 }
 
-func (h *sinkHandler) Cleanup(sarama.ConsumerGroupSession) error { return nil }
-
-func (h *sinkHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
-	ctx := sess.Context()
-	info, _ := h.w.cfg.Mode.Info()
-	for {
-		var msg *sarama.ConsumerMessage
-		select {
-		case <-ctx.Done():
-			return nil
-		case m, ok := <-claim.Messages():
-			if !ok {
-				return nil
-			}
-			msg = m
-		}
-		// Like a Java consumer's commit after each poll: the offsets are committed once the
-		// records at hand are applied (the claim has nothing more buffered), or every
-		// commitEvery records. A commit takes about half a second on these clusters (a
-		// synchronous OffsetCommit through the group coordinator), one per record would starve
-		// the sink.
-		if done := h.handle(ctx, sess, msg, info, len(claim.Messages()) == 0); done {
-			return nil
-		}
-	}
-}
-
-// commitEvery bounds the records applied between two offset commits.
+// commitEvery bounds the records a poll hands the sink, and so those applied between two
+// chances to commit.
 const commitEvery = 50
 
-// handle applies one record, marks its offset and, when caughtUp (nothing more is buffered) or
-// commitEvery records are marked, commits what is marked; done says the session must end (a
-// crash, an error, the end of the run).
-func (h *sinkHandler) handle(ctx context.Context, sess sarama.ConsumerGroupSession, msg *sarama.ConsumerMessage, info sink.Info, caughtUp bool) (done bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.crashed || h.err != nil || ctx.Err() != nil {
-		return true
-	}
-	ev := EffectValue{Sink: h.w.cfg.Name, Event: string(msg.Value), Topic: msg.Topic, Partition: msg.Partition, Offset: msg.Offset}
-	if err := h.applyUntilDone(ctx, ev); err != nil {
-		if ctx.Err() == nil {
-			h.err = err
-			h.crash()
+// place starts the partitions an assignment added at the offsets the store holds (offsets in
+// the store), reading them again until the store answers: under a fault the store may not.
+func (w *sinkRun) place(ctx context.Context, store sinkStore, cons kclient.Consumer) error {
+	for attempt := 0; ; attempt++ {
+		// Bounded: under a black-holed link the store's connection answers nothing.
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		pos, err := store.positions(pctx, w.cfg.Topic)
+		cancel()
+		if err == nil {
+			return cons.Seek(ctx, map[string]map[int32]int64{w.cfg.Topic: pos})
 		}
-		return true
-	}
-	if h.crashIn > 0 && h.until.IsZero() {
-		h.until = time.Now().Add(h.crashIn)
-	}
-	if !h.until.IsZero() && time.Now().After(h.until) {
-		// The crash point: the side effect is done, its offset not committed.
-		h.crashed = true
-		h.crash()
-		return true
-	}
-	if !info.OffsetsInStore {
-		sess.MarkMessage(msg, "")
-		h.marked++
-		if caughtUp || h.marked >= commitEvery {
-			h.marked = 0
-			began := time.Now()
-			sess.Commit()
-			h.w.stats.Commits++
-			h.w.stats.CommitTime += time.Since(began)
+		w.log.Debug("reading the positions the store holds; retrying", "err", err)
+		if kit.Sleep(ctx, min(time.Duration(attempt+1)*200*time.Millisecond, 2*time.Second)) != nil {
+			return nil
 		}
 	}
-	return false
 }
 
 // applyUntilDone applies ev, again after every failure or unknown outcome, until the store says
 // it is applied or ctx ends: a sink never skips an input. Each attempt is an op.
-func (h *sinkHandler) applyUntilDone(ctx context.Context, ev EffectValue) error {
-	w := h.w
+func (w *sinkRun) applyUntilDone(ctx context.Context, store sinkStore, ev EffectValue) error {
 	for attempt := 0; ; attempt++ {
 		inv, err := w.env.Recorder.Invoke(w.proc, history.FEffect, raw(ev))
 		if err != nil {
 			return fmt.Errorf("sink %d: recording an effect: %w", w.p, err)
 		}
 		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		applied, sure, aerr := h.store.apply(actx, ev)
+		applied, sure, aerr := store.apply(actx, ev)
 		cancel()
 		switch {
 		case aerr == nil:

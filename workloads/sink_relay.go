@@ -8,12 +8,12 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/IBM/sarama"
 	"github.com/jackc/pgx/v5"
+	"github.com/verity-kafka/verity/kafkaconf"
 	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/sink"
 	"github.com/verity-kafka/verity/workloads/internal/kit"
-	ksarama "github.com/verity-kafka/verity/workloads/kclient/sarama"
+	"github.com/verity-kafka/verity/workloads/kclient"
 )
 
 // The relay of an outbox sink (sink.Outbox): it reads the outbox table's unsent rows in the
@@ -136,48 +136,50 @@ func (r *relay) note() error {
 	return nil
 }
 
-// producerConfig is the relay's producer: idempotent, acks=all, one request in flight, a few
-// retries within a bounded time, the event as the key.
-func (r *relay) producerConfig() (*sarama.Config, error) {
-	cfg := r.env.Sarama(clientID(r.p, "relay"))
-	cfg.Producer.Idempotent = true
-	cfg.Producer.RequiredAcks = sarama.WaitForAll
-	cfg.Net.MaxOpenRequests = 1
-	cfg.Producer.Retry.Max = 10
-	cfg.Producer.Retry.Backoff = 250 * time.Millisecond
-	cfg.Producer.Timeout = 5 * time.Second
-	ksarama.EnsureReadTimeout(cfg)
-	cfg.Producer.Partitioner = sarama.NewHashPartitioner
-	cfg.Producer.Return.Successes = true
-	cfg.Producer.Return.Errors = true
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("relay of sink %s: sarama refuses the configuration: %w", r.cfg.Name, err)
+// producerSpec is the relay's producer: idempotent, acks=all, one request in flight (as many as
+// the client's idempotent producer keeps, when it cannot keep one), a few retries within a
+// bounded time.
+func (r *relay) producerSpec() kclient.ProducerSpec {
+	res := kafkaconf.ResolveProducer(kafkaconf.ProducerConfig{Delivery: kafkaconf.Delivery{Acks: new(kafkaconf.AcksAll),
+		Idempotence: new(true), MaxInFlight: new(1), Retries: new(10)}}, r.env.kafka())
+	for _, d := range res.Departures {
+		r.log.Info("the relay's producer departs from its settings", "departure", d)
 	}
-	return cfg, nil
+	return kclient.ProducerSpec{ClientID: clientID(r.p, "relay"), Settings: res.Producer,
+		RetryBackoff: 250 * time.Millisecond, RequestTimeout: 5 * time.Second, DeliveryTimeout: relayDeliveryTimeout,
+		Topics: []string{r.cfg.Outbox}, Log: r.log}
 }
+
+// relayDeliveryTimeout bounds a publish: the relay waits for its answer that long, and longer
+// only by the client's own bound on closing.
+const relayDeliveryTimeout = 30 * time.Second
 
 // instance is one relay's life: a producer of its own, publishing until ctx ends, until the
 // crash due crashIn after its first publish (0: none), or, when drain, until the outbox has no
 // unsent row (done). Failures of the database or of a publish are waited out and retried.
 func (r *relay) instance(ctx context.Context, crashIn time.Duration, drain bool) (done bool, err error) {
-	pcfg, err := r.producerConfig()
+	cl, err := r.env.client()
 	if err != nil {
 		return false, err
 	}
-	var prod sarama.SyncProducer
+	var prod kclient.Producer
+	var parts map[string][]int32
 	for prod == nil {
-		if prod, err = sarama.NewSyncProducer(r.env.Brokers, pcfg); err != nil {
+		if prod, parts, _, err = cl.OpenProducer(ctx, r.producerSpec()); err != nil {
+			if kclient.IsPermanent(err) {
+				return false, fmt.Errorf("relay of sink %s: %w", r.cfg.Name, err)
+			}
 			r.log.Debug("opening the relay's producer", "err", err)
 			if kit.Sleep(ctx, time.Second) != nil {
 				return false, nil
 			}
 		}
 	}
-	defer func() {
-		if cerr := prod.Close(); cerr != nil {
-			r.log.Debug("closing the relay's producer", "err", cerr)
-		}
-	}()
+	defer prod.Close()
+	pub := publisher{prod: prod, partitions: int32(len(parts[r.cfg.Outbox]))}
+	if pub.partitions == 0 {
+		return false, fmt.Errorf("relay of sink %s: the cluster knows no partition of outbox topic %s", r.cfg.Name, r.cfg.Outbox)
+	}
 	var crashAt time.Time
 	for ctx.Err() == nil {
 		rows, err := r.unsent(ctx)
@@ -198,7 +200,7 @@ func (r *relay) instance(ctx context.Context, crashIn time.Duration, drain bool)
 			continue
 		}
 		for _, row := range rows {
-			ok, err := r.publish(prod, row.event)
+			ok, err := r.publish(ctx, pub, row.event)
 			if err != nil {
 				return false, err
 			}
@@ -266,29 +268,57 @@ func (r *relay) mark(ctx context.Context, id int64) error {
 	return nil
 }
 
+// publisher is a relay's producer, and the partition count of its outbox topic, which the
+// event's key is hashed over.
+type publisher struct {
+	prod       kclient.Producer
+	partitions int32
+}
+
 // publish sends one event's outbox record and records the attempt; ok says Kafka acknowledged
 // it. A failed send is info (the producer may have written it before giving up), with the
-// invoke's value.
-func (r *relay) publish(prod sarama.SyncProducer, event string) (ok bool, err error) {
+// invoke's value; so is a send still unanswered when ctx ends.
+func (r *relay) publish(ctx context.Context, pub publisher, event string) (ok bool, err error) {
 	pv := PublishValue{Sink: r.cfg.Name, Event: event, Value: sink.OutboxValue(r.cfg.Name, event), Topic: r.cfg.Outbox}
 	inv, err := r.env.Recorder.Invoke(r.proc, history.FPublish, raw(pv))
 	if err != nil {
 		return false, fmt.Errorf("relay %d: recording a publish: %w", r.p, err)
 	}
-	part, off, serr := prod.SendMessage(&sarama.ProducerMessage{Topic: r.cfg.Outbox, Key: sarama.StringEncoder(event),
-		Value: sarama.StringEncoder(pv.Value)})
+	ans, serr := sendOne(ctx, pub.prod, history.Record{Topic: r.cfg.Outbox, Key: event, Value: pv.Value,
+		Partition: kclient.KeyPartition([]byte(event), pub.partitions)})
+	if serr == nil {
+		serr = ans.Err
+	}
 	if serr != nil {
 		r.stats.Failed++
 		_, err = r.env.Recorder.Complete(inv, history.Info, raw(pv), serr.Error())
 	} else {
 		r.stats.Published++
-		pv.Partition, pv.Offset = &part, &off
+		pv.Partition, pv.Offset = &ans.Partition, &ans.Offset
 		_, err = r.env.Recorder.Complete(inv, history.OK, raw(pv), "")
 	}
 	if err != nil {
 		return false, fmt.Errorf("relay %d: recording a publish: %w", r.p, err)
 	}
 	return serr == nil, nil
+}
+
+// sendOne hands rec to prod, the only record it has under way, and waits for its answer.
+func sendOne(ctx context.Context, prod kclient.Producer, rec history.Record) (kclient.Answer, error) {
+	if !prod.Hand(ctx, kclient.Send{Record: rec}) {
+		return kclient.Answer{}, fmt.Errorf("not handed over: %w", context.Cause(ctx))
+	}
+	var buf []kclient.Answer
+	for {
+		select {
+		case <-prod.Ready():
+			if buf = prod.Take(buf[:0]); len(buf) > 0 {
+				return buf[0], nil
+			}
+		case <-ctx.Done():
+			return kclient.Answer{}, fmt.Errorf("unanswered: %w", context.Cause(ctx))
+		}
+	}
 }
 
 // drainRelays runs every relay of the run until its outbox is empty, each bounded by a minute:

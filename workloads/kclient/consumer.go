@@ -83,7 +83,11 @@ type ConsumerSpec struct {
 	GroupProtocol kafkaconf.GroupProtocol
 	// Assign, in assign mode, is every partition to read and where it resumes.
 	Assign map[string]map[int32]Position
-	Log    *slog.Logger
+	// StorePositions, in group mode, leaves the positions to the role, which keeps them with
+	// its effects (a sink's store): the consumer commits nothing to the group, and returns no
+	// record of a partition an EventAssigned added until the role has called Seek.
+	StorePositions bool
+	Log            *slog.Logger
 }
 
 // Consumer is one consumer instance. Everything the client has to tell reaches the one
@@ -99,6 +103,11 @@ type Consumer interface {
 	// history now shows as polled. In group mode the client commits these, and never a record
 	// it has not been told of, so that a restart resumes right after what the history shows.
 	Recorded(recs []Event)
+	// Seek, with StorePositions, starts the partitions the assignments since the last Seek
+	// added at the offsets in at (the next offset to read; a partition left out starts where
+	// a group with nothing committed starts) and lets the consumer fetch them. Partitions the
+	// member no longer owns are skipped.
+	Seek(ctx context.Context, at map[string]map[int32]int64) error
 	// Close ends the instance (leaving its group) and everything it started.
 	Close()
 }

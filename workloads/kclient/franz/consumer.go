@@ -60,6 +60,11 @@ type consumer struct {
 	// outstanding counts the records Poll handed over that are not Recorded yet. Only the
 	// recording goroutine touches it.
 	outstanding int
+
+	// storePositions (ConsumerSpec): nothing is marked or committed, and held are the
+	// partitions assigned since the last Seek, paused until it places them.
+	storePositions bool
+	held           map[string][]int32
 }
 
 func (c *Client) OpenConsumer(_ context.Context, s kclient.ConsumerSpec) (kclient.Consumer, error) {
@@ -67,7 +72,8 @@ func (c *Client) OpenConsumer(_ context.Context, s kclient.ConsumerSpec) (kclien
 	if s.FromNewest {
 		start = kgo.NewOffset().AtEnd()
 	}
-	cons := &consumer{log: kit.OrDiscard(s.Log), group: s.Group != "", owned: map[string][]int32{}}
+	cons := &consumer{log: kit.OrDiscard(s.Log), group: s.Group != "", owned: map[string][]int32{},
+		storePositions: s.StorePositions, held: map[string][]int32{}}
 	// The reset offset is where franz-go resumes when it cannot locate where a truncated log
 	// diverged from what the consumer read (its default rewinds by a minute of timestamps): the
 	// oldest offset re-reads rather than skips; with FromNewest the consumer wants the end.
@@ -82,11 +88,14 @@ func (c *Client) OpenConsumer(_ context.Context, s kclient.ConsumerSpec) (kclien
 		// pending transactional offset commit: franz-go asks for them on every OffsetFetch
 		// (RequireStableFetchOffsets is a no-op kept for compatibility), at either isolation.
 		opts = append(opts, groupProtocolOpts(s.GroupProtocol)...)
+		commits := []kgo.Opt{kgo.AutoCommitMarks(), kgo.AutoCommitInterval(commitInterval)}
+		if s.StorePositions {
+			commits = []kgo.Opt{kgo.DisableAutoCommit()}
+		}
+		opts = append(opts, commits...)
 		opts = append(opts,
 			kgo.ConsumeTopics(s.Topics...),
 			kgo.ConsumerGroup(s.Group),
-			kgo.AutoCommitMarks(),
-			kgo.AutoCommitInterval(commitInterval),
 			kgo.BlockRebalanceOnPoll(),
 			kgo.OnPartitionsAssigned(cons.assigned),
 			kgo.OnPartitionsRevoked(cons.revoked),
@@ -196,7 +205,7 @@ func (c *consumer) Recorded(recs []kclient.Event) {
 		return
 	}
 	c.outstanding -= len(recs)
-	if c.group {
+	if c.group && !c.storePositions {
 		krs := make([]*kgo.Record, len(recs))
 		for i, ev := range recs {
 			krs[i] = ev.Handle.(*kgo.Record)
@@ -206,6 +215,33 @@ func (c *consumer) Recorded(recs []kclient.Event) {
 	if c.outstanding == 0 {
 		c.cl.AllowRebalance()
 	}
+}
+
+// Seek sets the offsets of the held partitions the member still owns (franz-go keeps a set offset
+// over the committed one it may still be fetching) and resumes them. It runs on the polling
+// goroutine while the rebalance is held, as SetOffsets asks.
+func (c *consumer) Seek(_ context.Context, at map[string]map[int32]int64) error {
+	if !c.storePositions {
+		return errors.New("consumer: seek without store_positions: the group's committed offsets place its partitions")
+	}
+	c.mu.Lock()
+	held := c.held
+	c.held = map[string][]int32{}
+	set := map[string]map[int32]kgo.EpochOffset{}
+	for t, ps := range held {
+		for _, p := range ps {
+			if off, ok := at[t][p]; ok && slices.Contains(c.owned[t], p) {
+				if set[t] == nil {
+					set[t] = map[int32]kgo.EpochOffset{}
+				}
+				set[t][p] = kgo.EpochOffset{Epoch: -1, Offset: off}
+			}
+		}
+	}
+	c.mu.Unlock()
+	c.cl.SetOffsets(set)
+	c.cl.ResumeFetchPartitions(held)
+	return nil
 }
 
 // Close lets a held rebalance go on (records handed over but not recorded are dropped, never
@@ -224,6 +260,13 @@ func (c *consumer) assigned(_ context.Context, cl *kgo.Client, added map[string]
 	for t, ps := range added {
 		c.owned[t] = sortedUnion(c.owned[t], ps)
 	}
+	if c.storePositions {
+		// Fetched only once Seek has placed them.
+		cl.PauseFetchPartitions(added)
+		for t, ps := range added {
+			c.held[t] = sortedUnion(c.held[t], ps)
+		}
+	}
 	// Noted even when nothing was added: the member joined a new generation.
 	c.queueLocked(cl)
 }
@@ -231,12 +274,14 @@ func (c *consumer) assigned(_ context.Context, cl *kgo.Client, added map[string]
 func (c *consumer) revoked(ctx context.Context, cl *kgo.Client, revoked map[string][]int32) {
 	// What the history shows polled from the partitions going away is committed before they
 	// go, so that their next owner resumes right after it.
-	cctx, cancel := context.WithTimeout(ctx, commitTimeout)
-	if err := cl.CommitMarkedOffsets(cctx); err != nil {
-		// Not committed: the next owner reads them again, which is allowed.
-		c.log.Warn("committing the recorded records of revoked partitions failed", "err", err)
+	if !c.storePositions {
+		cctx, cancel := context.WithTimeout(ctx, commitTimeout)
+		if err := cl.CommitMarkedOffsets(cctx); err != nil {
+			// Not committed: the next owner reads them again, which is allowed.
+			c.log.Warn("committing the recorded records of revoked partitions failed", "err", err)
+		}
+		cancel()
 	}
-	cancel()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	// franz-go calls this at the end of every session, mostly with nothing to revoke: then

@@ -454,7 +454,7 @@ type consumer struct {
 
 func (c *Client) OpenConsumer(ctx context.Context, s kclient.ConsumerSpec) (kclient.Consumer, error) {
 	cs := ConsumerSpec{ClientID: s.ClientID, Isolation: s.Isolation, FromNewest: s.FromNewest, Group: s.Group, Topics: s.Topics,
-		GroupProtocol: s.GroupProtocol}
+		GroupProtocol: s.GroupProtocol, StorePositions: s.StorePositions}
 	if len(s.Assign) > 0 {
 		cs.Assign = map[string]map[string]Position{}
 		for t, ps := range s.Assign {
@@ -501,6 +501,18 @@ func (cons *consumer) Recorded(recs []kclient.Event) {
 	if err != nil {
 		cons.c.log.Warn("telling the client program what was recorded", "err", err)
 	}
+}
+
+// Seek asks the program to place the partitions an assignment added.
+func (cons *consumer) Seek(ctx context.Context, at map[string]map[int32]int64) error {
+	a := SeekArgs{Offsets: map[string]map[string]int64{}}
+	for t, ps := range at {
+		a.Offsets[t] = map[string]int64{}
+		for p, off := range ps {
+			a.Offsets[t][strconv.Itoa(int(p))] = off
+		}
+	}
+	return cons.c.call(ctx, OpSeek, cons.handle, a, nil)
 }
 
 func (cons *consumer) Close() { cons.c.closeInstance(cons.handle) }

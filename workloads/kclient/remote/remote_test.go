@@ -25,6 +25,7 @@ type fake struct {
 	hello    HelloArgs
 	closed   []string
 	recorded []history.Record
+	sought   []map[string]map[int32]int64
 	offsets  []history.Record
 	rewound  []history.Type
 	specs    []any
@@ -172,6 +173,15 @@ func (c *fakeConsumer) Recorded(recs []kclient.Event) {
 		}
 		c.f.recorded = append(c.f.recorded, ev.Record)
 	}
+}
+func (c *fakeConsumer) Seek(_ context.Context, at map[string]map[int32]int64) error {
+	c.f.mu.Lock()
+	defer c.f.mu.Unlock()
+	if _, ok := at["gone"]; ok {
+		return errors.New("topic gone is not subscribed")
+	}
+	c.f.sought = append(c.f.sought, at)
+	return nil
 }
 func (c *fakeConsumer) Close() { c.f.note("consumer") }
 
@@ -354,6 +364,19 @@ func TestRoundTrip(t *testing.T) {
 	f.mu.Unlock()
 	cons.Close()
 
+	gspec := kclient.ConsumerSpec{ClientID: "g", Isolation: kafkaconf.ReadUncommitted, Group: "sink", Topics: []string{"t"}, StorePositions: true}
+	cons, err = c.OpenConsumer(ctx, gspec)
+	require.NoError(t, err)
+	gotC := f.specs[len(f.specs)-1].(kclient.ConsumerSpec)
+	gotC.Log = nil
+	require.Equal(t, gspec, gotC, "the spec crosses the wire whole")
+	require.NoError(t, cons.Seek(ctx, map[string]map[int32]int64{"t": {0: 12, 1: 0}}))
+	require.ErrorContains(t, cons.Seek(ctx, map[string]map[int32]int64{"gone": {1: 5}}), "topic gone is not subscribed")
+	f.mu.Lock()
+	require.Equal(t, []map[string]map[int32]int64{{"t": {0: 12, 1: 0}}}, f.sought)
+	f.mu.Unlock()
+	cons.Close()
+
 	m, err := c.OpenMember(ctx, kclient.MemberSpec{Txn: txnSpec, Group: "g", Input: "in"})
 	require.NoError(t, err)
 	evs, err = m.Poll(ctx, 5, time.Now().Add(time.Second))
@@ -368,7 +391,7 @@ func TestRoundTrip(t *testing.T) {
 	f.mu.Lock()
 	require.Equal(t, int64(3), *f.offsets[0].Offset)
 	require.Equal(t, []history.Type{history.Info}, f.rewound)
-	require.Equal(t, []string{"producer", "txn", "consumer", "member"}, f.closed)
+	require.Equal(t, []string{"producer", "txn", "consumer", "consumer", "member"}, f.closed)
 	f.mu.Unlock()
 
 	stop()

@@ -349,6 +349,19 @@ func (s *server) do(handle string, in *instance, req Request) error {
 			}
 		}
 		in.consumer.Recorded(evs)
+	case OpSeek:
+		var a SeekArgs
+		if in.consumer == nil {
+			return errors.New("not a consumer")
+		}
+		if err := args(&a); err != nil {
+			return err
+		}
+		at, err := a.kclient()
+		if err != nil {
+			return err
+		}
+		s.reply(req.ID, struct{}{}, in.consumer.Seek(s.ctx, at))
 	case OpMemberOpen:
 		var sp MemberSpec
 		if err := args(&sp); err != nil {
@@ -499,7 +512,7 @@ func (sp TxnSpec) kclient(log *slog.Logger) kclient.TxnSpec {
 
 func (sp ConsumerSpec) kclient(log *slog.Logger) (kclient.ConsumerSpec, error) {
 	ks := kclient.ConsumerSpec{ClientID: sp.ClientID, Isolation: sp.Isolation, FromNewest: sp.FromNewest, Group: sp.Group,
-		Topics: sp.Topics, GroupProtocol: sp.GroupProtocol, Log: log}
+		Topics: sp.Topics, GroupProtocol: sp.GroupProtocol, StorePositions: sp.StorePositions, Log: log}
 	if len(sp.Assign) > 0 {
 		ks.Assign = map[string]map[int32]kclient.Position{}
 		for t, ps := range sp.Assign {
@@ -514,4 +527,19 @@ func (sp ConsumerSpec) kclient(log *slog.Logger) (kclient.ConsumerSpec, error) {
 		}
 	}
 	return ks, nil
+}
+
+func (a SeekArgs) kclient() (map[string]map[int32]int64, error) {
+	at := make(map[string]map[int32]int64, len(a.Offsets))
+	for t, ps := range a.Offsets {
+		at[t] = make(map[int32]int64, len(ps))
+		for p, off := range ps {
+			n, err := strconv.ParseInt(p, 10, 32)
+			if err != nil {
+				return nil, fmt.Errorf("offsets: partition %q of %s is not a number", p, t)
+			}
+			at[t][int32(n)] = off
+		}
+	}
+	return at, nil
 }

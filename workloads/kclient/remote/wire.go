@@ -39,6 +39,7 @@ const (
 	OpConsumerOpen Op = "consumer.open"
 	OpConsumerPoll Op = "consumer.poll"
 	OpRecorded     Op = "consumer.recorded"
+	OpSeek         Op = "consumer.seek"
 	OpMemberOpen   Op = "member.open"
 	OpMemberPoll   Op = "member.poll"
 	OpAddOffsets   Op = "member.add_offsets"
@@ -75,6 +76,7 @@ func Ops() []OpInfo {
 		{Op: OpConsumerOpen, Instance: true, Opens: true},
 		{Op: OpConsumerPoll, Instance: true},
 		{Op: OpRecorded, Instance: true, NoReply: true},
+		{Op: OpSeek, Instance: true},
 		{Op: OpMemberOpen, Instance: true, Opens: true},
 		{Op: OpMemberPoll, Instance: true},
 		{Op: OpAddOffsets, Instance: true},
@@ -360,6 +362,16 @@ type ConsumerSpec struct {
 	// GroupProtocol: "classic" or "consumer" (KIP-848); absent, classic.
 	GroupProtocol kafkaconf.GroupProtocol        `json:"group_protocol,omitempty"`
 	Assign        map[string]map[string]Position `json:"assign,omitempty"`
+	// StorePositions: Verity keeps the group's positions (consumer.seek places what an
+	// assignment adds); the consumer commits nothing.
+	StorePositions bool `json:"store_positions,omitempty"`
+}
+
+// SeekArgs are the offsets (the next to read) of the partitions the assignments since the last
+// consumer.seek added, by topic and partition number as text; a partition left out starts
+// where a group with nothing committed starts.
+type SeekArgs struct {
+	Offsets map[string]map[string]int64 `json:"offsets"`
 }
 
 // PollArgs: at most Max records, waiting at most Wait (member.poll: no bound when absent).

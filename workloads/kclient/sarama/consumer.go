@@ -29,6 +29,10 @@ type consumer struct {
 	// closeSource closes what was opened: the group member (which commits the marked offsets)
 	// or the partition consumers and their consumer.
 	closeSource func()
+	// storePositions (ConsumerSpec): nothing is marked, and place is the last session's
+	// setup, waiting for Seek.
+	storePositions bool
+	place          chan map[string]map[int32]int64
 }
 
 func (c *Client) OpenConsumer(ctx context.Context, s kclient.ConsumerSpec) (kclient.Consumer, error) {
@@ -37,7 +41,8 @@ func (c *Client) OpenConsumer(ctx context.Context, s kclient.ConsumerSpec) (kcli
 	}
 	cfg := c.consumerConfig(s)
 	sctx, cancel := context.WithCancel(ctx)
-	cons := &consumer{events: make(chan groupEvent), stop: make(chan struct{}), cancel: cancel, log: kit.OrDiscard(s.Log)}
+	cons := &consumer{events: make(chan groupEvent), stop: make(chan struct{}), cancel: cancel, log: kit.OrDiscard(s.Log),
+		storePositions: s.StorePositions}
 	var err error
 	if s.Group != "" {
 		err = cons.startGroup(sctx, c.brokers, s, cfg)
@@ -59,6 +64,8 @@ func (c *Client) consumerConfig(s kclient.ConsumerSpec) *sarama.Config {
 		cfg.Consumer.Offsets.Initial = sarama.OffsetNewest
 	}
 	cfg.Consumer.Return.Errors = true
+	// With the positions kept by the role, nothing is ever committed to the group.
+	cfg.Consumer.Offsets.AutoCommit.Enable = !s.StorePositions
 	return cfg
 }
 
@@ -67,7 +74,7 @@ func (c *consumer) startGroup(ctx context.Context, brokers []string, s kclient.C
 	if err != nil {
 		return err
 	}
-	h := &groupHandler{events: c.events, stop: c.stop}
+	h := &groupHandler{events: c.events, stop: c.stop, storePositions: s.StorePositions}
 	c.wg.Go(func() {
 		for ctx.Err() == nil {
 			if err := group.Consume(ctx, s.Topics, h); err != nil && ctx.Err() == nil {
@@ -188,6 +195,7 @@ func (c *consumer) Poll(ctx context.Context, wait time.Duration, max int) []kcli
 				out = append(out, kclient.Event{Kind: kclient.EventRecord, Record: historyRecord(ev.msg), Epoch: -1, Handle: ev})
 				n++
 			case evSetup:
+				c.place = ev.place
 				return append(out, kclient.Event{Kind: kclient.EventAssigned, Claims: sessionClaims(ev.sess)})
 			case evCleanup:
 				return out
@@ -213,11 +221,27 @@ func historyRecord(m *sarama.ConsumerMessage) history.Record {
 // Recorded marks the records of a group session: sarama commits marked offsets every second
 // (Consumer.Offsets.AutoCommit) and when the member closes.
 func (c *consumer) Recorded(recs []kclient.Event) {
+	if c.storePositions {
+		return
+	}
 	for _, ev := range recs {
 		if ge, ok := ev.Handle.(groupEvent); ok && ge.sess != nil {
 			ge.sess.MarkMessage(ge.msg, "")
 		}
 	}
+}
+
+// Seek hands the offsets to the setup of the session whose assignment Poll returned last: every
+// claim of a sarama session is new (its rebalances are eager).
+func (c *consumer) Seek(_ context.Context, at map[string]map[int32]int64) error {
+	if !c.storePositions {
+		return errors.New("consumer: seek without store_positions: the group's committed offsets place its partitions")
+	}
+	if c.place != nil {
+		c.place <- at // buffered for one, and each setup's channel is handed over once
+		c.place = nil
+	}
+	return nil
 }
 
 // Close ends the senders' waits, closes the source, and reads its events until its goroutines

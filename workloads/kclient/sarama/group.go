@@ -20,6 +20,10 @@ type groupEvent struct {
 	kind groupEventKind
 	sess sarama.ConsumerGroupSession
 	msg  *sarama.ConsumerMessage
+	// place, on a session's setup when the role keeps the positions, takes the offsets the
+	// session's claims start at: Setup waits for them, since sarama starts a claim at its
+	// offset when Setup returns and cannot move it later.
+	place chan map[string]map[int32]int64
 }
 
 type groupEventKind int
@@ -34,6 +38,8 @@ type groupHandler struct {
 	events chan<- groupEvent
 	// stop ends the handler's waits when nobody reads events any more.
 	stop <-chan struct{}
+	// storePositions: each session's claims start where the role says (ConsumerSpec).
+	storePositions bool
 }
 
 func (h *groupHandler) emit(ctx context.Context, ev groupEvent) {
@@ -45,7 +51,30 @@ func (h *groupHandler) emit(ctx context.Context, ev groupEvent) {
 }
 
 func (h *groupHandler) Setup(s sarama.ConsumerGroupSession) error {
-	h.emit(s.Context(), groupEvent{kind: evSetup, sess: s})
+	ev := groupEvent{kind: evSetup, sess: s}
+	if h.storePositions {
+		ev.place = make(chan map[string]map[int32]int64, 1)
+	}
+	h.emit(s.Context(), ev)
+	if ev.place == nil {
+		return nil
+	}
+	select {
+	case at := <-ev.place:
+		for t, parts := range s.Claims() {
+			for _, p := range parts {
+				if off, ok := at[t][p]; ok {
+					// sarama moves a claim's start forward only by MarkOffset and back only
+					// by ResetOffset; one of the two applies. Nothing is committed: auto-commit
+					// is off.
+					s.MarkOffset(t, p, off, "")
+					s.ResetOffset(t, p, off, "")
+				}
+			}
+		}
+	case <-s.Context().Done():
+	case <-h.stop:
+	}
 	return nil
 }
 

@@ -38,12 +38,17 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  *
  * <p>Commits, in a group: only the records Verity said it recorded, asynchronously about every
  * second, synchronously before partitions are revoked and when the consumer closes; so a commit
- * never runs ahead of the history.
+ * never runs ahead of the history. With store_positions Verity keeps the positions (a sink's
+ * store): nothing is committed, and the partitions an assignment adds stay paused until
+ * consumer.seek places them.
  */
 final class ConsumerInstance {
   private final KafkaConsumer<byte[], byte[]> consumer;
   private final boolean group;
   private final boolean fromNewest;
+  private final boolean storePositions;
+  /** With store_positions: the partitions assigned since the last seek, paused until it. */
+  private final Set<TopicPartition> held = new TreeSet<>(ConsumerInstance::compare);
   /** Control events the listener reported, for the next poll's result. */
   private final List<ObjectNode> queued = new ArrayList<>();
   /** Records polled beyond a poll's max, handed out by the next. */
@@ -73,7 +78,8 @@ final class ConsumerInstance {
       p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
       groupProtocol(p, s.path("group_protocol").asText("classic"), false);
     }
-    ConsumerInstance c = new ConsumerInstance(new KafkaConsumer<>(p), !group.isEmpty(), s.path("from_newest").asBoolean());
+    ConsumerInstance c = new ConsumerInstance(new KafkaConsumer<>(p), !group.isEmpty(), s.path("from_newest").asBoolean(),
+        s.path("store_positions").asBoolean());
     try {
       if (c.group) {
         List<String> topics = new ArrayList<>();
@@ -107,10 +113,11 @@ final class ConsumerInstance {
     }
   }
 
-  private ConsumerInstance(KafkaConsumer<byte[], byte[]> consumer, boolean group, boolean fromNewest) {
+  private ConsumerInstance(KafkaConsumer<byte[], byte[]> consumer, boolean group, boolean fromNewest, boolean storePositions) {
     this.consumer = consumer;
     this.group = group;
     this.fromNewest = fromNewest;
+    this.storePositions = storePositions;
   }
 
   private void assign(JsonNode assign) {
@@ -154,6 +161,11 @@ final class ConsumerInstance {
       @Override
       public void onPartitionsAssigned(Collection<TopicPartition> parts) {
         owned.addAll(parts);
+        if (storePositions) {
+          // Fetched only once consumer.seek has placed them.
+          consumer.pause(parts);
+          held.addAll(parts);
+        }
         queue(); // noted even when nothing was added: the member joined a new generation
       }
 
@@ -278,10 +290,37 @@ final class ConsumerInstance {
     return ev;
   }
 
+  /**
+   * Places the held partitions the consumer still owns at the offsets given (a partition left out
+   * starts at its start, as a group with nothing committed would), and resumes them.
+   */
+  void seek(JsonNode a) {
+    if (!storePositions) {
+      throw new UnsupportedOperationException("seek without store_positions: the group's committed offsets place its partitions");
+    }
+    JsonNode offsets = a.path("offsets");
+    List<TopicPartition> place = new ArrayList<>();
+    Set<TopicPartition> assigned = consumer.assignment();
+    for (TopicPartition tp : held) {
+      if (!assigned.contains(tp)) {
+        continue;
+      }
+      JsonNode off = offsets.path(tp.topic()).path(Integer.toString(tp.partition()));
+      if (off.isIntegralNumber()) {
+        consumer.seek(tp, off.asLong());
+      } else {
+        start(List.of(tp));
+      }
+      place.add(tp);
+    }
+    held.clear();
+    consumer.resume(place);
+  }
+
   void recorded(JsonNode a) {
     for (JsonNode h : a.path("handles")) {
       ConsumerRecord<byte[], byte[]> r = polled.remove(h.asLong());
-      if (r != null && group) {
+      if (r != null && group && !storePositions) {
         recorded.put(new TopicPartition(r.topic(), r.partition()), new OffsetAndMetadata(r.offset() + 1, r.leaderEpoch(), ""));
       }
     }

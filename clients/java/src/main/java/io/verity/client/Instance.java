@@ -16,7 +16,7 @@ final class Instance {
   /** The requests an instance takes. */
   static final java.util.Set<String> OPS = java.util.Set.of("producer.open", "producer.send", "txn.open", "txn.begin",
       "txn.send", "txn.commit", "txn.abort", "txn.ready", "close", "consumer.open", "consumer.poll", "consumer.recorded",
-      "member.open", "member.poll", "member.add_offsets", "member.rewind");
+      "consumer.seek", "member.open", "member.poll", "member.add_offsets", "member.rewind");
 
   private record Req(long id, String op, JsonNode args) {}
 
@@ -170,6 +170,13 @@ final class Instance {
           throw new UnsupportedOperationException("not a consumer");
         }
         consumer.recorded(a);
+        return;
+      case "consumer.seek":
+        if (consumer == null) {
+          throw new UnsupportedOperationException("not a consumer");
+        }
+        consumer.seek(a);
+        wire.reply(r.id(), null);
         return;
       case "member.open":
         member = MemberInstance.open(cluster, a);
