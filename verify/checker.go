@@ -395,6 +395,7 @@ func (c *Checker) complete(p *proc, k fkind, op *history.Op, ord uint32) {
 		}
 		c.claimFromOp(p, op, ord)
 		c.sinkOp(op, ord)
+		c.ownership(p, op, ord)
 	}
 	switch k {
 	case fSend:

@@ -125,6 +125,22 @@ func (h *hb) op(p int, f string) int64 {
 	return h.add(history.Op{Process: history.Client(p), Type: history.OK, F: f, Value: history.Payload{Raw: json.RawMessage(`{}`)}})
 }
 
+// assigned writes an invoke and ok of an assign op that gives process p parts, as the consumer
+// role records a rebalance.
+func (h *hb) assigned(p int, parts map[string][]int32) int64 {
+	v := history.Payload{Raw: json.RawMessage(mustJSON(map[string]any{"partitions": parts, "rebalance": true}))}
+	h.add(history.Op{Process: history.Client(p), Type: history.Invoke, F: history.FAssign, Value: v})
+	return h.add(history.Op{Process: history.Client(p), Type: history.OK, F: history.FAssign, Value: v})
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
 // nemesis writes a fault's invoke and ok.
 func (h *hb) nemesis(f, value string) int64 {
 	h.add(history.Op{Process: history.NemesisP(), Type: history.Invoke, F: f, Value: history.Payload{Raw: json.RawMessage(value)}})

@@ -340,6 +340,7 @@ func (c *Checker) completePoll(p *proc, op *history.Op, ord uint32) {
 		_, tp, off := c.read(&pl.Records[i], iso, ord)
 		if ok && off >= 0 {
 			c.advance(p, tp, off, ord, iso)
+			c.unowned(p, tp, off, ord)
 		}
 	}
 }

@@ -1,8 +1,11 @@
 package verify
 
 import (
+	"encoding/json"
 	"math"
 	"slices"
+
+	"github.com/verity-kafka/verity/history"
 
 	"github.com/verity-kafka/verity/verify/guarantee"
 )
@@ -146,4 +149,52 @@ func firstVisible(part *partition, offs []int64, sc *skipCand) (uint32, int64, b
 		return 0, 0, false
 	}
 	return part.log.get(offs[i]).val, offs[i], true
+}
+
+// poll-unowned: a consumer returns records only of the partitions it owns. An assign op (a
+// group's rebalance, or an assign-mode consumer's assignment) says which those are; a poll after
+// it that returns a record of another partition, before the next assignment, read a partition
+// the consumer no longer owned (or never did): its new owner may read the same records.
+
+// ownership follows the partitions a process owns through its ok assign ops; a subscribe or a
+// crash (a new instance, not yet assigned anything) makes them unknown.
+func (c *Checker) ownership(p *proc, op *history.Op, ord uint32) {
+	switch {
+	case op.F == history.FSubscribe || isCrash(op.F):
+		p.ownedKnown = false
+	case op.F == history.FAssign && op.Type == history.OK:
+		var v struct {
+			Partitions map[string][]int32 `json:"partitions"`
+		}
+		if json.Unmarshal(op.Value.Raw, &v) != nil || v.Partitions == nil {
+			p.ownedKnown = false
+			return
+		}
+		if p.owned == nil {
+			p.owned = map[uint32]bool{}
+		}
+		clear(p.owned)
+		for t, ps := range v.Partitions {
+			for _, n := range ps {
+				p.owned[c.parts.id(t, n)] = true
+			}
+		}
+		p.ownedOrd, p.ownedKnown = ord, true
+	}
+}
+
+// unowned reports the first record of partition tp, at offset off, that p's ok poll at ord
+// returned, when its latest assignment did not give it tp.
+func (c *Checker) unowned(p *proc, tp uint32, off int64, ord uint32) {
+	if !p.ownedKnown || p.owned[tp] {
+		return
+	}
+	if p.unownedOrd != ord {
+		p.unowned, p.unownedOrd = p.unowned[:0], ord
+	}
+	if slices.Contains(p.unowned, tp) {
+		return
+	}
+	p.unowned = append(p.unowned, tp)
+	c.find(finding{a: guarantee.PollUnowned, tp: tp, off: off, ops: [4]uint32{p.ownedOrd, ord, none, none}, proc: int32(p.id)})
 }

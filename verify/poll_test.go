@@ -181,3 +181,80 @@ func TestPollSkip(t *testing.T) {
 		},
 	})
 }
+
+func TestPollUnowned(t *testing.T) {
+	var a, b, c history.Record
+	x := at(rec("t", 1, "2-1"), 0)
+	records := func(h *hb) {
+		a, b, c = threeRecords(h)
+		h.send(2, x, OK, 0)
+	}
+	final := func(h *hb) {
+		h.finalBoth("t", 0, 0, 3, a, b, c)
+		h.finalBoth("t", 1, 0, 1, x)
+	}
+	runCases(t, []tcase{
+		{
+			name: "a poll returns a partition the last rebalance took away",
+			build: func(h *hb) {
+				records(h)
+				h.op(7, history.FSubscribe)
+				h.assigned(7, map[string][]int32{"t": {0, 1}})
+				h.poll(7, RC, a)
+				h.assigned(7, map[string][]int32{"t": {0}}) // ops 14, 15
+				h.poll(7, RC, b, x, c)                      // ops 16, 17
+				final(h)
+			},
+			want:    map[guarantee.Anomaly]want{guarantee.PollUnowned: {count: 1, ops: []int64{15, 17}}},
+			verdict: results.Fail,
+		},
+		{
+			name: "every partition lost: a poll still returns records",
+			build: func(h *hb) {
+				records(h)
+				h.assigned(7, map[string][]int32{"t": {0, 1}})
+				h.assigned(7, map[string][]int32{}) // ops 10, 11
+				h.poll(7, RC, a, b, x)              // ops 12, 13: one finding per partition
+				final(h)
+			},
+			want:    map[guarantee.Anomaly]want{guarantee.PollUnowned: {count: 2, ops: []int64{11, 13}}},
+			verdict: results.Fail,
+		},
+		// Near misses.
+		{
+			name: "the partition assigned again before the poll",
+			build: func(h *hb) {
+				records(h)
+				h.assigned(7, map[string][]int32{"t": {0}})
+				h.assigned(7, map[string][]int32{"t": {0, 1}})
+				h.poll(7, RC, a, x)
+				final(h)
+			},
+			verdict: results.Pass,
+		},
+		{
+			name: "a new instance polls before its first assignment is recorded",
+			build: func(h *hb) {
+				records(h)
+				h.assigned(7, map[string][]int32{"t": {0}})
+				h.op(7, history.FCrash)
+				h.op(7, history.FSubscribe)
+				h.poll(7, RC, x)
+				final(h)
+			},
+			verdict: results.Pass,
+		},
+		{
+			name: "another process owns it",
+			build: func(h *hb) {
+				records(h)
+				h.assigned(7, map[string][]int32{"t": {0}})
+				h.assigned(8, map[string][]int32{"t": {1}})
+				h.poll(8, RC, x)
+				h.poll(7, RC, a)
+				final(h)
+			},
+			verdict: results.Pass,
+		},
+	})
+}

@@ -624,6 +624,9 @@ func (c *Checker) describe(f *finding, ops []int64) string {
 	case guarantee.PollSkip:
 		return fmt.Sprintf("process %d (%s) read %s offset %d (%s), then offset %d (%s), skipping %s at offset %d",
 			f.proc, isoName(f.iso), part(f.tp), f.off, at(0), f.off2, at(1), c.name(f.v), f.skipped)
+	case guarantee.PollUnowned:
+		return fmt.Sprintf("process %d's assignment (%s) does not give it %s, yet its poll %s returned records of it from offset %d",
+			f.proc, at(0), part(f.tp), at(1), f.off)
 	case guarantee.MetadataLost:
 		if f.meta == 0 {
 			break

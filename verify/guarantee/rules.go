@@ -29,6 +29,7 @@ const (
 	EOSDuplicate       Anomaly = "eos-duplicate"
 	NonmonotonicPoll   Anomaly = "nonmonotonic-poll"
 	PollSkip           Anomaly = "poll-skip"
+	PollUnowned        Anomaly = "poll-unowned"
 	UnexpectedAck      Anomaly = "unexpected-ack"
 	MetadataLost       Anomaly = "metadata-lost"
 	EffectDuplicate    Anomaly = "effect-duplicate"
@@ -40,7 +41,7 @@ const (
 // Anomalies lists every family in report order.
 func Anomalies() []Anomaly {
 	return []Anomaly{LostWrite, LostObserved, Duplicate, Reorder, InconsistentOffset, AbortedRead,
-		PartialTransaction, ZombieWrite, MergedTransaction, HangingTransaction, EOSMissing, EOSDuplicate, NonmonotonicPoll, PollSkip, UnexpectedAck, MetadataLost,
+		PartialTransaction, ZombieWrite, MergedTransaction, HangingTransaction, EOSMissing, EOSDuplicate, NonmonotonicPoll, PollSkip, PollUnowned, UnexpectedAck, MetadataLost,
 		EffectDuplicate, EffectMissing, OutboxLost, OutboxDuplicate}
 }
 
@@ -337,6 +338,7 @@ func Rules() Table {
 		{NonmonotonicPoll, "otherwise", always, Forbidden, "a consumer's position in a partition only moves forward between rebalances and seeks"},
 		{PollSkip, "log truncation possible", truncOrDisk, Permitted, "the log may be truncated (unclean election, or disk or power loss beyond the guarantee): a consumer whose position is past the new end is reset (OFFSET_OUT_OF_RANGE)"},
 		{PollSkip, "otherwise", always, Forbidden, "between rebalances and seeks a consumer reads, in offset order, every record its isolation level shows (offsets taken by transaction markers are not records)"},
+		{PollUnowned, "always", always, Forbidden, "a consumer returns records only of the partitions assigned to it: once its rebalance listener was told a partition is revoked or lost (onPartitionsRevoked, onPartitionsLost), no poll returns a record of it until it is assigned again, for its new owner may be reading the same records"},
 
 		// Only acks=all writes are checked: min.insync.replicas applies to them alone.
 		{UnexpectedAck, "acks=all", always, Forbidden, "acks=all: the leader must reject writes with NOT_ENOUGH_REPLICAS while the ISR has fewer than min.insync.replicas members"},

@@ -65,7 +65,8 @@ func (m *Model) start() {
 	}
 	if m.opts.Consumers {
 		m.add(&action{proc: history.Client(procAssigned), f: history.FAssign, out: history.OK,
-			raw: mustJSON(map[string]any{"topic": topicMain, "partitions": m.partitionList(), "isolation": m.consumerIso(procAssigned)})})
+			raw: mustJSON(map[string]any{"topics": []string{topicMain}, "partitions": map[string][]int{topicMain: m.partitionList()},
+				"isolation": m.consumerIso(procAssigned)})})
 		m.add(&action{proc: history.Client(procGroup), f: history.FSubscribe, out: history.OK,
 			raw: mustJSON(map[string]any{"topics": []string{topicMain}, "group": groupName, "isolation": m.consumerIso(procGroup)})})
 	}
@@ -105,7 +106,7 @@ func (m *Model) step() {
 	}
 	if m.opts.Consumers {
 		choices = append(choices, choice{18, func() { m.poll(procAssigned) }}, choice{12, func() { m.poll(procGroup) }},
-			choice{3, m.rebalance})
+			choice{3, func() { m.rebalance() }})
 	}
 	if m.opts.Nemesis {
 		choices = append(choices, choice{5, m.nemesisStep})
@@ -340,13 +341,19 @@ func (m *Model) pollOp(c int, iso string, read []*entry) *action {
 
 // rebalance moves the group consumer back to its group's committed offsets, as a new
 // generation of the group does.
-func (m *Model) rebalance() {
+func (m *Model) rebalance() *action {
+	return m.assignGroup(m.partitionList())
+}
+
+// assignGroup is a new generation of the group that gives its consumer parts of the topic, as
+// the consumer role records it (workloads.claimsPayload).
+func (m *Model) assignGroup(parts []int) *action {
 	m.pos[procGroup] = map[tp]int64{}
 	for t, o := range m.groupPos {
 		m.pos[procGroup][t] = o
 	}
-	m.add(&action{proc: history.Client(procGroup), f: history.FAssign, out: history.OK,
-		raw: mustJSON(map[string]any{"topics": []string{topicMain}, "partitions": m.partitionList(), "group": groupName,
+	return m.add(&action{proc: history.Client(procGroup), f: history.FAssign, out: history.OK,
+		raw: mustJSON(map[string]any{"topics": []string{topicMain}, "partitions": map[string][]int{topicMain: parts}, "group": groupName,
 			"isolation": m.consumerIso(procGroup), "rebalance": true})})
 }
 

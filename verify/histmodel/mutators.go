@@ -107,6 +107,7 @@ func Mutators() []Mutator {
 		{guarantee.EOSDuplicate, Needs{RPW: true}, eosDuplicate},
 		{guarantee.NonmonotonicPoll, Needs{Consumers: true}, nonmonotonicPoll},
 		{guarantee.PollSkip, Needs{Consumers: true}, pollSkip},
+		{guarantee.PollUnowned, Needs{Consumers: true}, pollUnowned},
 		{guarantee.UnexpectedAck, Needs{ISR: true}, unexpectedAck},
 		{guarantee.MetadataLost, Needs{ISR: true}, metadataLost},
 		{guarantee.EffectDuplicate, Needs{Sink: true}, effectDuplicate},
@@ -524,6 +525,29 @@ func pollSkip(m *Model) (*Injection, error) {
 	}
 	return &Injection{Variant: v, Facts: m.facts(0, "", topicMain, kafkaconf.ReadCommitted),
 		refs: []ref{doneOf(before), doneOf(after), proof}}, nil
+}
+
+// pollUnowned: a rebalance leaves a partition out of the group consumer's assignment, and its
+// next poll still returns a record of it (a client that returned what it fetched before the
+// partition was revoked or lost); the next generation gives the whole topic back.
+func pollUnowned(m *Model) (*Injection, error) {
+	t, p := m.mainPart(), m.producer()
+	a := m.send(p, t, history.OK, true)
+	var rest []int
+	for _, n := range m.partitionList() {
+		if int32(n) != t.part {
+			rest = append(rest, n)
+		}
+	}
+	v := "the partition revoked"
+	if len(rest) == 0 {
+		v = "every partition lost"
+	}
+	narrowed := m.assignGroup(rest)
+	iso := m.consumerIso(procGroup)
+	read := m.pollOp(procGroup, iso, m.readFrom(procGroup, t, iso, -1, a.rec))
+	m.rebalance()
+	return &Injection{Variant: v, Facts: m.facts(0, "", topicMain, ""), refs: []ref{doneOf(narrowed), doneOf(read)}}, nil
 }
 
 // unexpectedAck: the watcher sees the ISR at the leader alone, below min ISR 2, before an
