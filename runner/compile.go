@@ -153,7 +153,8 @@ func compile(s scenarios.Resolved, tag string) (*plan, error) {
 		refs.Group = name
 		for range g.Count {
 			ws.Consumers = append(ws.Consumers, workloads.ConsumerConfig{Topics: g.Topics, Mode: workloads.Subscribe,
-				Group: name, Isolation: cl.Isolation, RestartEvery: g.RestartEvery.Std()})
+				Group: name, Isolation: cl.Isolation, RestartEvery: g.RestartEvery.Std(), StallEvery: g.StallEvery.Std(),
+				MaxPollInterval: g.MaxPollInterval.Std()})
 		}
 	}
 	for _, sk := range s.Workload.Sinks {

@@ -63,6 +63,7 @@ func builtinMakers() []func() Scenario {
 		regressSaramaStableOffsets,
 		regressKIP890HangingTxn,
 		regressKIP966ELR,
+		regressKafka20321,
 		exploreRequestFaults,
 		upgradeEOS,
 	}
@@ -816,6 +817,33 @@ func regressSaramaStableOffsets() Scenario {
 		"that takes over a crashed one's partitions starts after its last committed transaction and every committed input " +
 		"yields its output once. sarama v1.61.0 (the regression's bad side) did not ask: it starts from the offsets before " +
 		"that transaction and writes their outputs again — eos-duplicate, forbidden."}
+	return s
+}
+
+// regressKafka20321 replays the Java client bug fixed in 4.3.0 (KAFKA-20321): a KIP-848
+// consumer whose group dropped it (a poll later than max.poll.interval.ms) ran its
+// onPartitionsLost callback without first stopping the fetches of the lost partitions, so the
+// poll that ran the callback could still return records of them, which their new owner reads
+// too.
+func regressKafka20321() Scenario {
+	s := base("regress-kafka-20321", "Three KIP-848 group members of Kafka's Java client, each stalling past max.poll.interval.ms "+
+		"about every 12 s: 4.2.1's poll that tells a member its partitions are lost still returns records of them, 4.3.0's does not.",
+		"KAFKA-20321 (apache/kafka#21781), KIP-848")
+	s.Tags = []Tag{TagRegression, TagConsumers}
+	s.Topics = []Topic{{Name: DefaultTopic, Partitions: 6, ReplicationFactor: 3, MinInsyncReplicas: 2}}
+	s.Client.Name, s.Client.GroupProtocol = kafkaconf.Java, kafkaconf.GroupConsumer
+	s.Workload = Workload{
+		Producers: []ProducerGroup{{Count: 2, Topic: DefaultTopic}, {Count: 1, Async: true, Topic: DefaultTopic}},
+		Group:     Group{Count: 3, Name: DefaultGroup, Topics: []string{DefaultTopic}, StallEvery: sec(12), MaxPollInterval: sec(3)},
+	}
+	s.Duration = sec(60)
+	s.Regression = &Regression{Bug: "KAFKA-20321", Knob: "client", Bad: "java@4.2.1", Fixed: "java@4.3.0",
+		Shows: []guarantee.Anomaly{guarantee.PollUnowned}}
+	s.Expect = Expectation{Text: "A group member that does not poll within max.poll.interval.ms leaves its group; its next poll " +
+		"runs onPartitionsLost and, from then until the partitions are assigned again, returns no record of them, since " +
+		"another member now owns them. Kafka's Java client 4.3.0 pauses the lost partitions' fetches before the callback; " +
+		"4.2.1 (the regression's bad side) did not, and the same poll returned records it had fetched before — " +
+		"poll-unowned, forbidden. Re-reading from the committed offsets after the member rejoins is at-least-once, no anomaly."}
 	return s
 }
 

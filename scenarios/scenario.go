@@ -328,6 +328,11 @@ type Group struct {
 	// RestartEvery crashes each member about this often, on its own seeded schedule (a
 	// rebalance each time).
 	RestartEvery Duration `yaml:"restart_every,omitempty" json:"restart_every,omitempty"`
+	// StallEvery stalls each member about this often, on its own seeded schedule, for twice
+	// MaxPollInterval (max.poll.interval.ms, which a stalling group needs) without a poll: a
+	// slow application, which the group drops until it polls again.
+	StallEvery      Duration `yaml:"stall_every,omitempty" json:"stall_every,omitempty"`
+	MaxPollInterval Duration `yaml:"max_poll_interval,omitempty" json:"max_poll_interval,omitempty"`
 }
 
 // Schedule kinds.

@@ -545,6 +545,14 @@ func (c *checker) workload() {
 	if g.RestartEvery < 0 {
 		c.addf("workload.group.restart_every", "%s: want 0 or more", g.RestartEvery)
 	}
+	switch {
+	case g.StallEvery < 0:
+		c.addf("workload.group.stall_every", "%s: want 0 or more", g.StallEvery)
+	case g.MaxPollInterval < 0:
+		c.addf("workload.group.max_poll_interval", "%s: want 0 or more", g.MaxPollInterval)
+	case g.StallEvery > 0 && g.MaxPollInterval == 0:
+		c.addf("workload.group.max_poll_interval", "missing: a member stalls for twice it (stall_every %s), so that the group drops it", g.StallEvery)
+	}
 	if len(w.Producers) == 0 && w.Transactional.Count == 0 && w.Processors.Count == 0 {
 		c.addf("workload", "no producers, transactional producers or processors: nothing would be written")
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/kafkaconf"
+	"github.com/verity-kafka/verity/workloads/internal/kit"
 	"github.com/verity-kafka/verity/workloads/kclient"
 )
 
@@ -50,6 +51,13 @@ type ConsumerConfig struct {
 	RestartEvery time.Duration `json:"restart_every,omitempty"`
 	// MaxPolls stops the consumer after this many polls (0: until its context ends).
 	MaxPolls int `json:"max_polls,omitempty"`
+	// StallEvery, when set (subscribe mode), stalls the consumer about that often (0.5x to
+	// 1.5x, from the seed) for twice MaxPollInterval without a poll, as a slow application
+	// does: the group drops the member, and its next poll tells it that its partitions are
+	// lost. MaxPollInterval is its client's max.poll.interval.ms (for the clients that have
+	// one; 0: the client's default).
+	StallEvery      time.Duration `json:"stall_every,omitempty"`
+	MaxPollInterval time.Duration `json:"max_poll_interval,omitempty"`
 }
 
 func (c ConsumerConfig) resolved(p int) (ConsumerConfig, error) {
@@ -78,6 +86,9 @@ func (c ConsumerConfig) resolved(p int) (ConsumerConfig, error) {
 			c.Topics = slices.Sorted(maps.Keys(c.Partitions))
 		}
 	}
+	if c.StallEvery != 0 && (c.Mode != Subscribe || c.StallEvery < 0 || c.MaxPollInterval <= 0) {
+		return c, fmt.Errorf("consumer: stall_every %s: only a group member stalls, every positive duration, past a max_poll_interval given", c.StallEvery)
+	}
 	if c.PollWait <= 0 {
 		c.PollWait = 200 * time.Millisecond
 	}
@@ -98,6 +109,8 @@ type ConsumerStats struct {
 	Process             int
 	Polls, Records      int64
 	Rebalances, Crashes int64
+	// Stalls counts the stalls past max.poll.interval.ms (StallEvery).
+	Stalls int64
 	// DataLosses counts the truncations under the consumer's position that its client reported.
 	DataLosses int64
 }
@@ -189,7 +202,7 @@ func runConsumer(ctx context.Context, env Env, p int, cfg ConsumerConfig, cl con
 		}
 	}
 	w.log.Info("consumer done", "polls", w.stats.Polls, "records", w.stats.Records, "rebalances", w.stats.Rebalances,
-		"data_losses", w.stats.DataLosses)
+		"data_losses", w.stats.DataLosses, "stalls", w.stats.Stalls)
 	return w.stats, nil
 }
 
@@ -228,7 +241,8 @@ func (w *consumerRun) instance(ctx context.Context, until time.Time) error {
 			return err
 		}
 	}
-	spec := kclient.ConsumerSpec{ClientID: clientID(w.p, "consumer"), Isolation: w.cfg.Isolation, FromNewest: w.cfg.FromNewest, Log: w.log}
+	spec := kclient.ConsumerSpec{ClientID: clientID(w.p, "consumer"), Isolation: w.cfg.Isolation, FromNewest: w.cfg.FromNewest,
+		MaxPollInterval: w.cfg.MaxPollInterval, Log: w.log}
 	var parts map[string][]int32
 	if w.cfg.Mode == Subscribe {
 		spec.Group, spec.Topics, spec.GroupProtocol = w.cfg.Group, w.cfg.Topics, w.env.GroupProtocol
@@ -257,12 +271,29 @@ func (w *consumerRun) instance(ctx context.Context, until time.Time) error {
 		}
 	}
 	w.pending = nil
+	stallAt := w.nextStall()
 	for ictx.Err() == nil && !w.pollsDone() {
+		if !stallAt.IsZero() && time.Now().After(stallAt) {
+			w.stats.Stalls++
+			w.log.Info("stalling past max.poll.interval.ms", "for", 2*w.cfg.MaxPollInterval)
+			if kit.Sleep(ictx, 2*w.cfg.MaxPollInterval) != nil {
+				return nil
+			}
+			stallAt = w.nextStall()
+		}
 		if err := w.poll(ictx, cc); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// nextStall is when the instance stalls next (StallEvery); zero: never.
+func (w *consumerRun) nextStall() time.Time {
+	if w.cfg.StallEvery <= 0 {
+		return time.Time{}
+	}
+	return time.Now().Add(time.Duration((0.5 + w.rng.Float64()) * float64(w.cfg.StallEvery)))
 }
 
 // assignment lists the partitions an assign-mode consumer reads: those cfg.Partitions names, and

@@ -87,7 +87,11 @@ type ConsumerSpec struct {
 	// its effects (a sink's store): the consumer commits nothing to the group, and returns no
 	// record of a partition an EventAssigned added until the role has called Seek.
 	StorePositions bool
-	Log            *slog.Logger
+	// MaxPollInterval is max.poll.interval.ms, for the clients that have it (Kafka's Java
+	// client): a group member that does not poll for longer is dropped from its group. Zero:
+	// the client's default.
+	MaxPollInterval time.Duration
+	Log             *slog.Logger
 }
 
 // Consumer is one consumer instance. Everything the client has to tell reaches the one

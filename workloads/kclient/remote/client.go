@@ -455,6 +455,10 @@ type consumer struct {
 func (c *Client) OpenConsumer(ctx context.Context, s kclient.ConsumerSpec) (kclient.Consumer, error) {
 	cs := ConsumerSpec{ClientID: s.ClientID, Isolation: s.Isolation, FromNewest: s.FromNewest, Group: s.Group, Topics: s.Topics,
 		GroupProtocol: s.GroupProtocol, StorePositions: s.StorePositions}
+	if s.MaxPollInterval > 0 {
+		d := Duration(s.MaxPollInterval)
+		cs.MaxPollInterval = &d
+	}
 	if len(s.Assign) > 0 {
 		cs.Assign = map[string]map[string]Position{}
 		for t, ps := range s.Assign {

@@ -513,6 +513,9 @@ func (sp TxnSpec) kclient(log *slog.Logger) kclient.TxnSpec {
 func (sp ConsumerSpec) kclient(log *slog.Logger) (kclient.ConsumerSpec, error) {
 	ks := kclient.ConsumerSpec{ClientID: sp.ClientID, Isolation: sp.Isolation, FromNewest: sp.FromNewest, Group: sp.Group,
 		Topics: sp.Topics, GroupProtocol: sp.GroupProtocol, StorePositions: sp.StorePositions, Log: log}
+	if sp.MaxPollInterval != nil {
+		ks.MaxPollInterval = time.Duration(*sp.MaxPollInterval)
+	}
 	if len(sp.Assign) > 0 {
 		ks.Assign = map[string]map[int32]kclient.Position{}
 		for t, ps := range sp.Assign {

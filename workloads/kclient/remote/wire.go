@@ -365,6 +365,8 @@ type ConsumerSpec struct {
 	// StorePositions: Verity keeps the group's positions (consumer.seek places what an
 	// assignment adds); the consumer commits nothing.
 	StorePositions bool `json:"store_positions,omitempty"`
+	// MaxPollInterval is max.poll.interval.ms, for clients that have it; absent: the client's.
+	MaxPollInterval *Duration `json:"max_poll_interval,omitempty"`
 }
 
 // SeekArgs are the offsets (the next to read) of the partitions the assignments since the last

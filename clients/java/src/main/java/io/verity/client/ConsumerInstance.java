@@ -77,6 +77,9 @@ final class ConsumerInstance {
     if (!group.isEmpty()) {
       p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
       groupProtocol(p, s.path("group_protocol").asText("classic"), false);
+      if (s.hasNonNull("max_poll_interval")) {
+        p.put(ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG, Long.toString(Wire.duration(s.get("max_poll_interval"), null).toMillis()));
+      }
     }
     ConsumerInstance c = new ConsumerInstance(new KafkaConsumer<>(p), !group.isEmpty(), s.path("from_newest").asBoolean(),
         s.path("store_positions").asBoolean());
