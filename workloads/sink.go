@@ -166,12 +166,12 @@ type sinkRun struct {
 	env       Env
 	cl        consumerOpener
 	openStore func(context.Context) (sinkStore, error)
-	cfg   SinkConfig
-	p     int
-	proc  history.Process
-	rng   *rand.Rand
-	log   *slog.Logger
-	stats SinkStats
+	cfg       SinkConfig
+	p         int
+	proc      history.Process
+	rng       *rand.Rand
+	log       *slog.Logger
+	stats     SinkStats
 }
 
 func (w *sinkRun) note(f string, v any) error {
