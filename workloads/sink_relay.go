@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/verity-kafka/verity/kafkaconf"
 	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/kafkaconf"
 	"github.com/verity-kafka/verity/sink"
 	"github.com/verity-kafka/verity/workloads/internal/kit"
 	"github.com/verity-kafka/verity/workloads/kclient"
