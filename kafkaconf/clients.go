@@ -42,12 +42,15 @@ const (
 	// retries run out, so that the application learns of an unknown outcome (franz-go retries
 	// such a send until an answer comes: failing it could leave a gap in the sequence numbers).
 	CapIdempotentGivesUp Capability = "idempotent-gives-up"
+	// CapMaxPollInterval: a group member that does not poll within max.poll.interval.ms leaves
+	// its group, and its next poll is told its partitions are lost (a stall_every scenario needs it).
+	CapMaxPollInterval Capability = "max-poll-interval"
 )
 
 // Capabilities lists every capability, in the order listings show them.
 func Capabilities() []Capability {
 	return []Capability{CapIdempotentInFlight5, CapTxnProtocolV2, CapGroupMetadata, CapStableOffsetFetch, CapTruncationDetection,
-		CapIdempotentGivesUp}
+		CapIdempotentGivesUp, CapMaxPollInterval}
 }
 
 // ParseCapability reads a capability's name.
@@ -160,7 +163,7 @@ func Clients() []Client {
 			TxnProtocols:   []TxnProtocol{TxnProtocolV2, TxnProtocolV1},
 			GroupProtocols: []GroupProtocol{GroupClassic, GroupConsumer},
 			Capabilities: []Capability{CapIdempotentInFlight5, CapTxnProtocolV2, CapGroupMetadata, CapStableOffsetFetch, CapTruncationDetection,
-				CapIdempotentGivesUp},
+				CapIdempotentGivesUp, CapMaxPollInterval},
 			RewindNote: "after an abort the Java processor seeks the member's partitions back to their committed offsets " +
 				"(Kafka's consumer does not rewind by itself, KAFKA-17582)",
 			Doc: "Kafka's Java client (kafka-clients), a program behind the remote client protocol: idempotence on by default with " +

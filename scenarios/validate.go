@@ -552,6 +552,11 @@ func (c *checker) workload() {
 		c.addf("workload.group.max_poll_interval", "%s: want 0 or more", g.MaxPollInterval)
 	case g.StallEvery > 0 && g.MaxPollInterval == 0:
 		c.addf("workload.group.max_poll_interval", "missing: a member stalls for twice it (stall_every %s), so that the group drops it", g.StallEvery)
+	case g.StallEvery > 0:
+		if kc, ok := kafkaconf.LookupClient(c.s.Client.Name); ok && !kc.Has(kafkaconf.CapMaxPollInterval) {
+			c.addf("workload.group.stall_every", "%s: %s has no max.poll.interval.ms, so a stalled member stays in its group: run it with a client that has it (java)",
+				g.StallEvery, kc.Name)
+		}
 	}
 	if len(w.Producers) == 0 && w.Transactional.Count == 0 && w.Processors.Count == 0 {
 		c.addf("workload", "no producers, transactional producers or processors: nothing would be written")

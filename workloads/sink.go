@@ -219,6 +219,9 @@ func (w *sinkRun) instance(ctx context.Context, crashIn time.Duration) error {
 			case kclient.EventAssigned:
 				if info.OffsetsInStore {
 					if err := w.place(ctx, store, cons); err != nil {
+						if ctx.Err() != nil {
+							return nil
+						}
 						return err
 					}
 				}

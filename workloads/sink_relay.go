@@ -150,8 +150,8 @@ func (r *relay) producerSpec() kclient.ProducerSpec {
 		Topics: []string{r.cfg.Outbox}, Log: r.log}
 }
 
-// relayDeliveryTimeout bounds a publish: the relay waits for its answer that long, and longer
-// only by the client's own bound on closing.
+// relayDeliveryTimeout bounds a publish: the relay waits for its answer that long (a client may
+// keep retrying an idempotent record in flight past it), then takes the outcome as unknown.
 const relayDeliveryTimeout = 30 * time.Second
 
 // instance is one relay's life: a producer of its own, publishing until ctx ends, until the
@@ -176,7 +176,7 @@ func (r *relay) instance(ctx context.Context, crashIn time.Duration, drain bool)
 		}
 	}
 	defer prod.Close()
-	pub := publisher{prod: prod, partitions: int32(len(parts[r.cfg.Outbox]))}
+	pub := &publisher{prod: prod, partitions: int32(len(parts[r.cfg.Outbox]))}
 	if pub.partitions == 0 {
 		return false, fmt.Errorf("relay of sink %s: the cluster knows no partition of outbox topic %s", r.cfg.Name, r.cfg.Outbox)
 	}
@@ -273,18 +273,19 @@ func (r *relay) mark(ctx context.Context, id int64) error {
 type publisher struct {
 	prod       kclient.Producer
 	partitions int32
+	sent       uint64 // tags the sends, so that a late answer is not taken for a later send's
 }
 
 // publish sends one event's outbox record and records the attempt; ok says Kafka acknowledged
 // it. A failed send is info (the producer may have written it before giving up), with the
 // invoke's value; so is a send still unanswered when ctx ends.
-func (r *relay) publish(ctx context.Context, pub publisher, event string) (ok bool, err error) {
+func (r *relay) publish(ctx context.Context, pub *publisher, event string) (ok bool, err error) {
 	pv := PublishValue{Sink: r.cfg.Name, Event: event, Value: sink.OutboxValue(r.cfg.Name, event), Topic: r.cfg.Outbox}
 	inv, err := r.env.Recorder.Invoke(r.proc, history.FPublish, raw(pv))
 	if err != nil {
 		return false, fmt.Errorf("relay %d: recording a publish: %w", r.p, err)
 	}
-	ans, serr := sendOne(ctx, pub.prod, history.Record{Topic: r.cfg.Outbox, Key: event, Value: pv.Value,
+	ans, serr := pub.sendOne(ctx, history.Record{Topic: r.cfg.Outbox, Key: event, Value: pv.Value,
 		Partition: kclient.KeyPartition([]byte(event), pub.partitions)})
 	if serr == nil {
 		serr = ans.Err
@@ -303,17 +304,25 @@ func (r *relay) publish(ctx context.Context, pub publisher, event string) (ok bo
 	return serr == nil, nil
 }
 
-// sendOne hands rec to prod, the only record it has under way, and waits for its answer.
-func sendOne(ctx context.Context, prod kclient.Producer, rec history.Record) (kclient.Answer, error) {
-	if !prod.Hand(ctx, kclient.Send{Record: rec}) {
+// sendOne hands rec to the producer and waits, at most relayDeliveryTimeout, for its answer;
+// answers to earlier sends that gave up waiting are dropped.
+func (pub *publisher) sendOne(ctx context.Context, rec history.Record) (kclient.Answer, error) {
+	ctx, cancel := context.WithTimeoutCause(ctx, relayDeliveryTimeout, errors.New("no answer within the relay's delivery timeout"))
+	defer cancel()
+	pub.sent++
+	tag := pub.sent
+	if !pub.prod.Hand(ctx, kclient.Send{Record: rec, Tag: tag}) {
 		return kclient.Answer{}, fmt.Errorf("not handed over: %w", context.Cause(ctx))
 	}
 	var buf []kclient.Answer
 	for {
 		select {
-		case <-prod.Ready():
-			if buf = prod.Take(buf[:0]); len(buf) > 0 {
-				return buf[0], nil
+		case <-pub.prod.Ready():
+			buf = pub.prod.Take(buf[:0])
+			for _, a := range buf {
+				if a.Tag == tag {
+					return a, nil
+				}
 			}
 		case <-ctx.Done():
 			return kclient.Answer{}, fmt.Errorf("unanswered: %w", context.Cause(ctx))

@@ -110,6 +110,11 @@ func testSinks(t *testing.T, c *harness.Cluster, log *slog.Logger, client kafkac
 		}
 		if sc.Mode == sink.OffsetsInDB {
 			require.Zero(t, byName[sc.Name].Absorbed, "offsets-in-db resumes after the last applied input: nothing is replayed")
+			env, err := Env{Brokers: c.Bootstrap()}.settled()
+			require.NoError(t, err)
+			group, err := groupOffsets(env, "verity-sink-"+sc.Name, in)
+			require.NoError(t, err)
+			require.Empty(t, group, "offsets-in-db keeps its positions in its store: its group commits nothing to Kafka")
 		}
 	}
 

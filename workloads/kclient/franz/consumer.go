@@ -175,12 +175,19 @@ func (c *consumer) Poll(ctx context.Context, wait time.Duration, max int) []kcli
 			c.outstanding++
 		}
 	}
-	if c.outstanding == 0 {
-		// Nothing to record: the group may rebalance (a poll that returned only errors, or
-		// ended at its deadline, holds it back as well).
+	c.allowRebalance()
+	return out
+}
+
+// allowRebalance lets the group rebalance once nothing Poll handed over awaits Recorded and no
+// assigned partition awaits Seek: SetOffsets must not race a revoke.
+func (c *consumer) allowRebalance() {
+	c.mu.Lock()
+	held := len(c.held) > 0
+	c.mu.Unlock()
+	if c.outstanding == 0 && !held {
 		c.cl.AllowRebalance()
 	}
-	return out
 }
 
 func (c *consumer) fetchError(out []kclient.Event, topic string, partition int32, err error) []kclient.Event {
@@ -212,14 +219,13 @@ func (c *consumer) Recorded(recs []kclient.Event) {
 		}
 		c.cl.MarkCommitRecords(krs...)
 	}
-	if c.outstanding == 0 {
-		c.cl.AllowRebalance()
-	}
+	c.allowRebalance()
 }
 
 // Seek sets the offsets of the held partitions the member still owns (franz-go keeps a set offset
 // over the committed one it may still be fetching) and resumes them. It runs on the polling
-// goroutine while the rebalance is held, as SetOffsets asks.
+// goroutine while the rebalance is held (Poll does not let it go while partitions are held), as
+// SetOffsets asks.
 func (c *consumer) Seek(_ context.Context, at map[string]map[int32]int64) error {
 	if !c.storePositions {
 		return errors.New("consumer: seek without store_positions: the group's committed offsets place its partitions")
@@ -241,6 +247,7 @@ func (c *consumer) Seek(_ context.Context, at map[string]map[int32]int64) error 
 	c.mu.Unlock()
 	c.cl.SetOffsets(set)
 	c.cl.ResumeFetchPartitions(held)
+	c.allowRebalance()
 	return nil
 }
 

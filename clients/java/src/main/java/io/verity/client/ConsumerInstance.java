@@ -175,6 +175,8 @@ final class ConsumerInstance {
       @Override
       public void onPartitionsLost(Collection<TopicPartition> parts) {
         pending.removeIf(r -> parts.contains(new TopicPartition(r.topic(), r.partition())));
+        // Their next owner commits them now: a later commit of ours would move the group back.
+        recorded.keySet().removeAll(parts);
         boolean changed = !owned.isEmpty();
         owned.clear();
         if (changed) {
