@@ -336,11 +336,12 @@ func (c *Checker) completePoll(p *proc, op *history.Op, ord uint32) {
 	}
 	iso := isoOf(pl.Isolation, isoOf(string(c.cfg.ReadIsolation()), isoRC))
 	ok := op.Type == history.OK
+	var unowned []uint32
 	for i := range pl.Records {
 		_, tp, off := c.read(&pl.Records[i], iso, ord)
 		if ok && off >= 0 {
 			c.advance(p, tp, off, ord, iso)
-			c.unowned(p, tp, off, ord)
+			unowned = c.unowned(p, tp, off, ord, unowned)
 		}
 	}
 }

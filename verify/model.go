@@ -434,15 +434,10 @@ type proc struct {
 	pos   []pollPos
 	txn   bool // wrote a txn or rpw: it has a transactional.id
 	wrote bool // wrote a record (send, txn or rpw)
-	// owned are the partitions its latest assign op gave it (ownedOrd), while ownedKnown:
-	// a subscribe or crash makes them unknown until the next assignment.
-	owned      map[uint32]bool
-	ownedOrd   uint32
-	ownedKnown bool
-	// unowned are the partitions its poll at unownedOrd was found reading without owning
-	// them: one finding per poll and partition.
-	unowned    []uint32
-	unownedOrd uint32
+	// owned are the partitions its latest assign op (at ownedOrd) gave it; nil when not known
+	// (before any, or since a subscribe or crash).
+	owned    map[uint32]bool
+	ownedOrd uint32
 }
 
 // pending is an invoked op waiting for its completion.

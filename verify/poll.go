@@ -161,40 +161,31 @@ func firstVisible(part *partition, offs []int64, sc *skipCand) (uint32, int64, b
 func (c *Checker) ownership(p *proc, op *history.Op, ord uint32) {
 	switch {
 	case op.F == history.FSubscribe || isCrash(op.F):
-		p.ownedKnown = false
+		p.owned = nil
 	case op.F == history.FAssign && op.Type == history.OK:
 		var v struct {
 			Partitions map[string][]int32 `json:"partitions"`
 		}
+		p.owned = nil
 		if json.Unmarshal(op.Value.Raw, &v) != nil || v.Partitions == nil {
-			p.ownedKnown = false
 			return
 		}
-		if p.owned == nil {
-			p.owned = map[uint32]bool{}
-		}
-		clear(p.owned)
+		p.owned, p.ownedOrd = map[uint32]bool{}, ord
 		for t, ps := range v.Partitions {
 			for _, n := range ps {
 				p.owned[c.parts.id(t, n)] = true
 			}
 		}
-		p.ownedOrd, p.ownedKnown = ord, true
 	}
 }
 
-// unowned reports the first record of partition tp, at offset off, that p's ok poll at ord
-// returned, when its latest assignment did not give it tp.
-func (c *Checker) unowned(p *proc, tp uint32, off int64, ord uint32) {
-	if !p.ownedKnown || p.owned[tp] {
-		return
+// unowned reports a record of partition tp, at offset off, that p's ok poll at ord returned,
+// when its latest assignment did not give it tp and the poll's earlier records of tp were not
+// reported already (seen, which it returns grown): one finding per poll and partition.
+func (c *Checker) unowned(p *proc, tp uint32, off int64, ord uint32, seen []uint32) []uint32 {
+	if p.owned == nil || p.owned[tp] || slices.Contains(seen, tp) {
+		return seen
 	}
-	if p.unownedOrd != ord {
-		p.unowned, p.unownedOrd = p.unowned[:0], ord
-	}
-	if slices.Contains(p.unowned, tp) {
-		return
-	}
-	p.unowned = append(p.unowned, tp)
 	c.find(finding{a: guarantee.PollUnowned, tp: tp, off: off, ops: [4]uint32{p.ownedOrd, ord, none, none}, proc: int32(p.id)})
+	return append(seen, tp)
 }

@@ -43,8 +43,10 @@ func TestAppendStream(t *testing.T) {
 	require.NoError(t, err)
 	_, err = w.Invoke(history.NemesisP(), history.FStart, history.Payload{}) // the runner's own op first
 	require.NoError(t, err)
-	require.NoError(t, appendStream(&stream, w, nil))
+	var shown []int64 // what Spec.Until would be shown: each op as the runner's history numbers it
+	require.NoError(t, appendStream(&stream, w, func(op history.Op) { shown = append(shown, op.Index) }))
 	require.NoError(t, w.Close())
+	require.Equal(t, []int64{1, 2, 3, 4, 5, 6}, shown, "every streamed op, renumbered after the runner's own")
 
 	r, err := history.NewReader(&out)
 	require.NoError(t, err)

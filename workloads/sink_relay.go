@@ -57,6 +57,7 @@ type relay struct {
 	log   *slog.Logger
 	stats *RelayStats
 	db    *pgStore
+	spec  kclient.ProducerSpec // every instance's producer
 }
 
 // RunRelay runs the relay of outbox sink cfg as process p until ctx ends, crashing as
@@ -120,8 +121,10 @@ func newRelay(ctx context.Context, env Env, p int, cfg SinkConfig, st *RelayStat
 	if err != nil {
 		return nil, err
 	}
-	return &relay{env: env, cfg: cfg, p: p, proc: history.Client(p), rng: NewRand(env.Seed, p), stats: st, db: db,
-		log: env.Log.With("workload", "relay", "process", p, "sink", cfg.Name)}, nil
+	r := &relay{env: env, cfg: cfg, p: p, proc: history.Client(p), rng: NewRand(env.Seed, p), stats: st, db: db,
+		log: env.Log.With("workload", "relay", "process", p, "sink", cfg.Name)}
+	r.spec = r.producerSpec()
+	return r, nil
 }
 
 func (r *relay) note() error {
@@ -164,8 +167,9 @@ func (r *relay) instance(ctx context.Context, crashIn time.Duration, drain bool)
 	}
 	var prod kclient.Producer
 	var parts map[string][]int32
+	var warnings []string
 	for prod == nil {
-		if prod, parts, _, err = cl.OpenProducer(ctx, r.producerSpec()); err != nil {
+		if prod, parts, warnings, err = cl.OpenProducer(ctx, r.spec); err != nil {
 			if kclient.IsPermanent(err) {
 				return false, fmt.Errorf("relay of sink %s: %w", r.cfg.Name, err)
 			}
@@ -176,6 +180,9 @@ func (r *relay) instance(ctx context.Context, crashIn time.Duration, drain bool)
 		}
 	}
 	defer prod.Close()
+	for _, w := range warnings {
+		r.log.Debug("the relay's producer", "warning", w)
+	}
 	pub := &publisher{prod: prod, partitions: int32(len(parts[r.cfg.Outbox]))}
 	if pub.partitions == 0 {
 		return false, fmt.Errorf("relay of sink %s: the cluster knows no partition of outbox topic %s", r.cfg.Name, r.cfg.Outbox)

@@ -158,6 +158,21 @@ func (m *memStore) apply(_ context.Context, ev EffectValue) (bool, bool, error) 
 func (m *memStore) positions(context.Context, string) (map[int32]int64, error) { return m.pos, nil }
 func (m *memStore) close()                                                     {}
 
+// appliedFirst is a consumer that fails the test when told a record is recorded (and so may be
+// committed) before the store has applied it.
+type appliedFirst struct {
+	t *testing.T
+	*scriptedConsumer
+	store *memStore
+}
+
+func (a appliedFirst) Recorded(recs []kclient.Event) {
+	for _, ev := range recs {
+		require.Contains(a.t, a.store.applied, *ev.Record.Offset, "offset %d told recorded before its effect", *ev.Record.Offset)
+	}
+	a.scriptedConsumer.Recorded(recs)
+}
+
 // TestSinkCommitsAfterEffects: over any client, a sink applies a poll's records in order and only
 // then tells the client they are recorded (which commits them); a crash leaves the record it
 // applied last untold; a sink that keeps its positions in its store places each assignment at
@@ -192,8 +207,11 @@ func TestSinkCommitsAfterEffects(t *testing.T) {
 			defer cancel()
 			s := &scriptedConsumer{polls: script(), drained: cancel}
 			var spec kclient.ConsumerSpec
-			opener := funcOpener{open: func(cs kclient.ConsumerSpec) kclient.Consumer { spec = cs; return s }}
 			store := &memStore{pos: map[int32]int64{0: 5}}
+			opener := funcOpener{open: func(cs kclient.ConsumerSpec) kclient.Consumer {
+				spec = cs
+				return appliedFirst{t, s, store}
+			}}
 			env, err := Env{Brokers: []string{"unused:9092"}, Recorder: w, Seed: 1}.withDefaults()
 			require.NoError(t, err)
 			cfg, err := SinkConfig{Name: "s", Mode: tc.mode, Topic: "in"}.resolved()

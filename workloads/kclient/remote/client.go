@@ -460,13 +460,7 @@ func (c *Client) OpenConsumer(ctx context.Context, s kclient.ConsumerSpec) (kcli
 		cs.MaxPollInterval = &d
 	}
 	if len(s.Assign) > 0 {
-		cs.Assign = map[string]map[string]Position{}
-		for t, ps := range s.Assign {
-			cs.Assign[t] = map[string]Position{}
-			for p, pos := range ps {
-				cs.Assign[t][strconv.Itoa(int(p))] = Position{Offset: pos.Offset, Epoch: pos.Epoch}
-			}
-		}
+		cs.Assign = byText(s.Assign, func(pos kclient.Position) Position { return Position{Offset: pos.Offset, Epoch: pos.Epoch} })
 	}
 	cons := &consumer{c: c, handle: c.handle("c")}
 	if err := c.call(ctx, OpConsumerOpen, cons.handle, cs, nil); err != nil {
@@ -509,14 +503,7 @@ func (cons *consumer) Recorded(recs []kclient.Event) {
 
 // Seek asks the program to place the partitions an assignment added.
 func (cons *consumer) Seek(ctx context.Context, at map[string]map[int32]int64) error {
-	a := SeekArgs{Offsets: map[string]map[string]int64{}}
-	for t, ps := range at {
-		a.Offsets[t] = map[string]int64{}
-		for p, off := range ps {
-			a.Offsets[t][strconv.Itoa(int(p))] = off
-		}
-	}
-	return cons.c.call(ctx, OpSeek, cons.handle, a, nil)
+	return cons.c.call(ctx, OpSeek, cons.handle, SeekArgs{Offsets: byText(at, func(off int64) int64 { return off })}, nil)
 }
 
 func (cons *consumer) Close() { cons.c.closeInstance(cons.handle) }

@@ -471,3 +471,16 @@ func TestParseDuration(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "1500ms", string(b))
 }
+
+// Partition maps cross the wire keyed by the partition's number as text, and back; a key that is
+// no number is refused with the field it came in.
+func TestPartitionKeys(t *testing.T) {
+	in := map[string]map[int32]int64{"t": {0: 5, 12: 7}, "u": {}}
+	wire := byText(in, func(v int64) int64 { return v })
+	require.Equal(t, map[string]map[string]int64{"t": {"0": 5, "12": 7}, "u": {}}, wire)
+	back, err := byNumber("offsets", wire, func(v int64) int64 { return v })
+	require.NoError(t, err)
+	require.Equal(t, in, back)
+	_, err = byNumber("offsets", map[string]map[string]int64{"t": {"one": 1}}, func(v int64) int64 { return v })
+	require.EqualError(t, err, `offsets: partition "one" of t is not a number`)
+}

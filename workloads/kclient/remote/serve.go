@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -517,32 +516,16 @@ func (sp ConsumerSpec) kclient(log *slog.Logger) (kclient.ConsumerSpec, error) {
 		ks.MaxPollInterval = time.Duration(*sp.MaxPollInterval)
 	}
 	if len(sp.Assign) > 0 {
-		ks.Assign = map[string]map[int32]kclient.Position{}
-		for t, ps := range sp.Assign {
-			ks.Assign[t] = map[int32]kclient.Position{}
-			for p, pos := range ps {
-				n, err := strconv.ParseInt(p, 10, 32)
-				if err != nil {
-					return ks, fmt.Errorf("assign: partition %q of %s is not a number", p, t)
-				}
-				ks.Assign[t][int32(n)] = kclient.Position{Offset: pos.Offset, Epoch: pos.Epoch}
-			}
+		var err error
+		if ks.Assign, err = byNumber("assign", sp.Assign, func(pos Position) kclient.Position {
+			return kclient.Position{Offset: pos.Offset, Epoch: pos.Epoch}
+		}); err != nil {
+			return ks, err
 		}
 	}
 	return ks, nil
 }
 
 func (a SeekArgs) kclient() (map[string]map[int32]int64, error) {
-	at := make(map[string]map[int32]int64, len(a.Offsets))
-	for t, ps := range a.Offsets {
-		at[t] = make(map[int32]int64, len(ps))
-		for p, off := range ps {
-			n, err := strconv.ParseInt(p, 10, 32)
-			if err != nil {
-				return nil, fmt.Errorf("offsets: partition %q of %s is not a number", p, t)
-			}
-			at[t][int32(n)] = off
-		}
-	}
-	return at, nil
+	return byNumber("offsets", a.Offsets, func(off int64) int64 { return off })
 }

@@ -369,6 +369,35 @@ type ConsumerSpec struct {
 	MaxPollInterval *Duration `json:"max_poll_interval,omitempty"`
 }
 
+// byText keys a map by partition as the wire does: by each partition's number as text.
+func byText[A, B any](m map[string]map[int32]A, f func(A) B) map[string]map[string]B {
+	out := make(map[string]map[string]B, len(m))
+	for t, ps := range m {
+		out[t] = make(map[string]B, len(ps))
+		for p, v := range ps {
+			out[t][strconv.Itoa(int(p))] = f(v)
+		}
+	}
+	return out
+}
+
+// byNumber undoes byText; field names the request's field in the error for a key that is no
+// partition number.
+func byNumber[A, B any](field string, m map[string]map[string]A, f func(A) B) (map[string]map[int32]B, error) {
+	out := make(map[string]map[int32]B, len(m))
+	for t, ps := range m {
+		out[t] = make(map[int32]B, len(ps))
+		for p, v := range ps {
+			n, err := strconv.ParseInt(p, 10, 32)
+			if err != nil {
+				return nil, fmt.Errorf("%s: partition %q of %s is not a number", field, p, t)
+			}
+			out[t][int32(n)] = f(v)
+		}
+	}
+	return out, nil
+}
+
 // SeekArgs are the offsets (the next to read) of the partitions the assignments since the last
 // consumer.seek added, by topic and partition number as text; a partition left out starts
 // where a group with nothing committed starts.

@@ -160,22 +160,13 @@ final class Instance {
         wire.reply(r.id(), null);
         return;
       case "consumer.poll":
-        if (consumer == null) {
-          throw new UnsupportedOperationException("not a consumer");
-        }
-        wire.reply(r.id(), consumer.poll(a));
+        wire.reply(r.id(), consumer().poll(a));
         return;
       case "consumer.recorded":
-        if (consumer == null) {
-          throw new UnsupportedOperationException("not a consumer");
-        }
-        consumer.recorded(a);
+        consumer().recorded(a);
         return;
       case "consumer.seek":
-        if (consumer == null) {
-          throw new UnsupportedOperationException("not a consumer");
-        }
-        consumer.seek(a);
+        consumer().seek(a);
         wire.reply(r.id(), null);
         return;
       case "member.open":
@@ -193,5 +184,12 @@ final class Instance {
       default:
         throw new UnsupportedOperationException("not an instance's request");
     }
+  }
+
+  private ConsumerInstance consumer() {
+    if (consumer == null) {
+      throw new UnsupportedOperationException("not a consumer");
+    }
+    return consumer;
   }
 }

@@ -10,8 +10,11 @@ import java.io.OutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.Collection;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
+import org.apache.kafka.common.TopicPartition;
 
 /** The program's output: one JSON message per line, written whole by one writer at a time. */
 final class Wire {
@@ -124,8 +127,7 @@ final class Wire {
   }
 
   /** An assigned event: the member's whole assignment, owned, after a rebalance. */
-  static ObjectNode assignedEvent(org.apache.kafka.clients.consumer.ConsumerGroupMetadata meta,
-      java.util.Collection<org.apache.kafka.common.TopicPartition> owned) {
+  static ObjectNode assignedEvent(ConsumerGroupMetadata meta, Collection<TopicPartition> owned) {
     ObjectNode ev = MAPPER.createObjectNode();
     ev.put("kind", "assigned");
     ObjectNode claims = ev.putObject("claims");
@@ -133,8 +135,7 @@ final class Wire {
     claims.put("member", meta.memberId());
     ObjectNode parts = claims.putObject("partitions");
     owned.stream().sorted(ConsumerInstance::compare)
-        .forEach(tp -> (parts.has(tp.topic()) ? (com.fasterxml.jackson.databind.node.ArrayNode) parts.get(tp.topic())
-            : parts.putArray(tp.topic())).add(tp.partition()));
+        .forEach(tp -> (parts.has(tp.topic()) ? (ArrayNode) parts.get(tp.topic()) : parts.putArray(tp.topic())).add(tp.partition()));
     return ev;
   }
 
