@@ -143,7 +143,7 @@ func Compare(cells []Cell) []Row {
 		for name, a := range r.Anomalies {
 			if !slices.Contains(shownFamilies, name) {
 				other.Total += a.Count
-				other.Forbidden += ForbiddenCount(a)
+				other.Forbidden += a.ForbiddenCount()
 			}
 		}
 		row.Other.Checked++
@@ -210,7 +210,7 @@ func addFamily(f *FamilyCount, a results.Anomaly) {
 		f.Checked++
 	}
 	f.Total += a.Count
-	f.Forbidden += ForbiddenCount(a)
+	f.Forbidden += a.ForbiddenCount()
 	if a.Count > 0 {
 		f.Runs++
 	}

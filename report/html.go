@@ -127,7 +127,7 @@ pre{background:#f7f7f7;padding:.6em;overflow:auto;max-height:30em}ul.ex{margin:0
 {{define "anomalies"}}<section id="anomalies"><h2>Anomalies</h2>
 {{if .Anomalies}}<table><tr><th>anomaly</th><th>count</th><th>judgement</th><th>why</th><th>evidence (op indices "i" in the history)</th></tr>
 {{range .Anomalies}}<tr class="{{.Class}}" id="anomaly-{{.Name}}"><td>{{.Name}}</td><td class="num">{{.Count}}</td><td>{{.Judgement}}</td>
-<td>{{.Why}}{{if .ByRule}}<ul class="ex">{{range .ByRule}}<li>{{.Count}} {{.Judgement}}: {{.Why}}</li>{{end}}</ul>{{end}}</td>
+<td>{{.Why}}{{range .Known}}<p class="known">{{.}}</p>{{end}}{{if .ByRule}}<ul class="ex">{{range .ByRule}}<li>{{.Count}} {{.Judgement}}: {{.Why}}</li>{{end}}</ul>{{end}}</td>
 <td>{{if .Examples}}<ul class="ex">{{range .Examples}}<li>{{if .Href}}<a href="{{.Href}}">{{.Text}}</a>{{else}}{{.Text}}{{end}}</li>{{end}}</ul>{{if .More}}<span class="note">and {{.More}} more</span>{{end}}{{end}}</td></tr>
 {{end}}</table>{{end}}
 <p class="note">None found: {{if .NoneFound}}{{join .NoneFound ", "}}{{else}}—{{end}}.</p>
@@ -191,9 +191,11 @@ type partitionView struct {
 
 type anomalyView struct {
 	Name, Judgement, Class, Why string
-	Count, More                 int
-	ByRule                      []results.RuleCount
-	Examples                    []exampleView
+	// Known says which known issues explain forbidden findings, and what they are.
+	Known       []string
+	Count, More int
+	ByRule      []results.RuleCount
+	Examples    []exampleView
 }
 
 // exampleView is one example: its text, and the section of ops.html that shows its ops.
@@ -397,12 +399,28 @@ func partitionSummary(tl *Timeline, tr *PartitionTrack) partitionView {
 	return v
 }
 
+// knownViews say how many forbidden findings of a known issues explain, and what each is.
+func knownViews(a results.Anomaly) []string {
+	if a.Known == 0 {
+		return nil
+	}
+	out := []string{fmt.Sprintf("%d of the forbidden findings are explained by a known issue; they still fail the run:", a.Known)}
+	for _, i := range a.KnownIssues {
+		text := string(i)
+		if k, ok := guarantee.LookupKnown(i); ok {
+			text += ": " + k.About + " (shown by " + k.Shown + ")"
+		}
+		out = append(out, text)
+	}
+	return out
+}
+
 // forbiddenSummary says in a line what decided the verdict.
 func forbiddenSummary(r *results.Results) string {
 	var forb, perm []string
 	for _, name := range Families(r) {
 		a := r.Anomalies[name]
-		if n := ForbiddenCount(a); n > 0 {
+		if n := a.ForbiddenCount(); n > 0 {
 			forb = append(forb, fmt.Sprintf("%d %s", n, name))
 		} else if a.Count > 0 {
 			perm = append(perm, fmt.Sprintf("%d %s", a.Count, name))
@@ -428,11 +446,12 @@ func anomalyViews(r *results.Results, opsPage map[string]bool) (views []anomalyV
 		switch {
 		case a.Unchecked != "":
 			v.Judgement, v.Class, v.Why = "not checked", "unchecked", a.Unchecked
-		case ForbiddenCount(a) > 0:
+		case a.ForbiddenCount() > 0:
 			v.Judgement, v.Class = "forbidden", "forbidden"
-			if n := ForbiddenCount(a); n < a.Count {
+			if n := a.ForbiddenCount(); n < a.Count {
 				v.Judgement = fmt.Sprintf("forbidden (%d of %d)", n, a.Count)
 			}
+			v.Known = knownViews(a)
 		case a.Judgement == guarantee.Unknown:
 			v.Judgement, v.Class = "not judged", "notjudged"
 		default:

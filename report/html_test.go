@@ -21,6 +21,7 @@ import (
 	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/kafkaconf"
 	"github.com/verity-kafka/verity/metrics"
+	"github.com/verity-kafka/verity/verify/guarantee"
 	"github.com/verity-kafka/verity/verify/results"
 )
 
@@ -416,6 +417,30 @@ func TestReportOpensInChromium(t *testing.T) {
 	for _, l := range strings.Split(stderr.String(), "\n") {
 		if strings.Contains(l, ":CONSOLE") {
 			t.Errorf("console message: %s", l)
+		}
+	}
+}
+
+// A family whose forbidden findings a known issue explains says so, and what the issue is; the
+// findings stay forbidden.
+func TestReportNamesKnownIssues(t *testing.T) {
+	r := &results.Results{Verdict: results.Fail, Anomalies: map[guarantee.Anomaly]results.Anomaly{
+		guarantee.Duplicate: {Count: 6, Forbidden: 6, Known: 6, KnownIssues: []guarantee.KnownIssue{guarantee.ResendAfterSnapshotReload},
+			Judgement: guarantee.Forbidden, Why: "enable.idempotence=true"},
+		guarantee.LostWrite: {Count: 1, Forbidden: 1, Judgement: guarantee.Forbidden, Why: "acks=all"},
+	}}
+	views, _ := anomalyViews(r, nil)
+	for _, v := range views {
+		switch v.Name {
+		case string(guarantee.Duplicate):
+			k, _ := guarantee.LookupKnown(guarantee.ResendAfterSnapshotReload)
+			if v.Class != "forbidden" || len(v.Known) != 2 || !strings.HasPrefix(v.Known[0], "6 of the forbidden") || !strings.Contains(v.Known[1], k.About) {
+				t.Errorf("duplicate: class %s, known %q", v.Class, v.Known)
+			}
+		case string(guarantee.LostWrite):
+			if v.Known != nil {
+				t.Errorf("lost-write names known issues %q", v.Known)
+			}
 		}
 	}
 }

@@ -114,7 +114,7 @@ func indexRun(rel, hist string, r *results.Results) IndexRun {
 			continue
 		}
 		s := fmt.Sprintf("%s %d", a, e.Count)
-		if n := ForbiddenCount(e); n > 0 {
+		if n := e.ForbiddenCount(); n > 0 {
 			s += fmt.Sprintf(" (%d forbidden)", n)
 		}
 		ir.Anomalies = append(ir.Anomalies, s)

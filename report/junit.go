@@ -74,21 +74,6 @@ func Families(r *results.Results) []guarantee.Anomaly {
 	return out
 }
 
-// ForbiddenCount is how many findings of a the guarantee table forbade, as results.json says:
-// Forbidden when the checker split the count, else all of Count when the family is judged
-// forbidden.
-func ForbiddenCount(a results.Anomaly) int {
-	switch {
-	case a.Count == 0 || a.Unchecked != "":
-		return 0
-	case a.Forbidden > 0:
-		return a.Forbidden
-	case a.Judgement == guarantee.Forbidden:
-		return a.Count
-	}
-	return 0
-}
-
 // JUnit builds the junit.xml of one checked run: a test case per anomaly family — failed when
 // the family has forbidden findings, skipped (with its count and reason) when its findings are
 // permitted or not judged or it could not be checked, passed otherwise — and one for the
@@ -124,7 +109,7 @@ func JUnit(r *results.Results) *JUnitSuites {
 	case results.Fail:
 		var parts []string
 		for _, name := range Families(r) {
-			if n := ForbiddenCount(r.Anomalies[name]); n > 0 {
+			if n := r.Anomalies[name].ForbiddenCount(); n > 0 {
 				parts = append(parts, fmt.Sprintf("%d %s", n, name))
 			}
 		}
@@ -150,7 +135,7 @@ func JUnit(r *results.Results) *JUnitSuites {
 		if found && a.Why != "" {
 			c.Properties = append(c.Properties, JUnitProperty{Name: "why", Value: a.Why})
 		}
-		switch n := ForbiddenCount(a); {
+		switch n := a.ForbiddenCount(); {
 		case a.Unchecked != "":
 			c.Skipped = &JUnitMessage{Message: "not checked: " + a.Unchecked}
 		case n > 0:

@@ -31,6 +31,10 @@ const (
 	JudgementIncomplete Judgement = "incomplete"
 	// JudgementPending: the run is judged with runs another shard holds; verity merge judges it.
 	JudgementPending Judgement = "pending"
+	// JudgementKnownIssue: the run failed where its scenario expects a pass, and a known issue
+	// (guarantee.KnownIssues) explains every forbidden finding: a real break of Kafka's promise
+	// shown and explained before, listed in its own colour; it does not fail the suite.
+	JudgementKnownIssue Judgement = "known-issue"
 	// JudgementNotApplicable: the scenario cannot run at the cell's settings (a client without a
 	// capability it requires, a knob it has no place for); the cell has no runs.
 	JudgementNotApplicable Judgement = "not-applicable"
@@ -38,7 +42,7 @@ const (
 
 // Judgements lists every judgement, worst first: the order a row's summary names them in.
 func Judgements() []Judgement {
-	return []Judgement{JudgementNotMet, JudgementUnknown, JudgementIncomplete, JudgementPending, JudgementNotApplicable, JudgementMet}
+	return []Judgement{JudgementNotMet, JudgementUnknown, JudgementIncomplete, JudgementPending, JudgementKnownIssue, JudgementNotApplicable, JudgementMet}
 }
 
 // class is the judgement's colour in the suite's page.
@@ -50,6 +54,8 @@ func (j Judgement) class() string {
 		return "fail"
 	case JudgementNotApplicable:
 		return "na"
+	case JudgementKnownIssue:
+		return "known"
 	}
 	return "unknown"
 }
@@ -317,7 +323,7 @@ const suiteTemplate = `<!DOCTYPE html>
 <style>
 body{font-family:system-ui,-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;margin:1.5em;color:#222}
 table{border-collapse:collapse;font-size:14px}th,td{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}
-th{background:#f0f0f0}.pass{background:#e3f4e1}.fail{background:#fbe0e0}.unknown{background:#fff2cc}.na{background:#eee;color:#666}
+th{background:#f0f0f0}.pass{background:#e3f4e1}.fail{background:#fbe0e0}.unknown{background:#fff2cc}.na{background:#eee;color:#666}.known{background:#ffe0b2}
 .note{color:#555;font-size:13px}pre{font-size:13px}
 </style></head><body>
 <h1>{{.Title}}</h1>
@@ -413,7 +419,7 @@ func SuiteJUnit(name string, rows []SuiteRow) *JUnitSuites {
 			case JudgementMet:
 			case JudgementNotMet:
 				c.Failure = msg
-			case JudgementPending:
+			case JudgementPending, JudgementKnownIssue:
 				c.Skipped = msg
 			default:
 				c.Error = msg

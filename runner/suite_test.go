@@ -364,6 +364,47 @@ func TestSuiteControlsRegressionsAndIncompleteRuns(t *testing.T) {
 	require.Contains(t, string(junit), `<property name="unknown_causes" value="harness-error">`)
 }
 
+// A run whose every forbidden finding a known issue explains is judged known-issue: listed in
+// its own colour and as a skipped case, and the suite's exit does not fail for it; one
+// forbidden finding no known issue explains makes the run not met.
+func TestSuiteKnownIssueNeitherHidesNorFails(t *testing.T) {
+	known := func(r *results.Results, n int) *results.Results {
+		d := r.Anomalies[guarantee.Duplicate]
+		d.Known, d.KnownIssues = n, []guarantee.KnownIssue{guarantee.ResendAfterSnapshotReload}
+		r.Anomalies[guarantee.Duplicate] = d
+		return r
+	}
+	res := fakeSuite(t, nightly(t, t.TempDir(), Shard{}), func(u unit) *results.Results {
+		s, client := u.cell.scenario, report.AxisValue(u.cell.axes, clientKnob)
+		switch {
+		case s.Name == "default" && client == "sarama":
+			return known(fakeResults(s.Name, s.Seed, results.Fail, guarantee.Duplicate), 3)
+		case s.Name == "default" && client == "franz-go" && u.k == 1:
+			return known(fakeResults(s.Name, s.Seed, results.Fail, guarantee.Duplicate), 2) // one not explained
+		}
+		return nightlyResults(u)
+	})
+	got := judgements(res.Manifest)
+	const why = "expected pass, got fail (3 duplicate forbidden), every forbidden finding explained by known issue resend-after-snapshot-reload"
+	require.Equal(t, "default client=sarama run 1: known-issue ("+why+")", got[0])
+	require.Equal(t, "default client=franz-go run 1: not-met (expected pass, got fail (3 duplicate forbidden))", got[2])
+	require.Equal(t, report.JudgementNotMet, res.Manifest.Worst())
+	require.Contains(t, res.Markdown, "| default | sarama |  | 2 | pass | fail ×2 | duplicate 6 in 2/2 runs (forbidden) |")
+	require.Contains(t, res.Markdown, "known-issue ×2: "+why)
+	junit, err := os.ReadFile(res.JUnitFile)
+	require.NoError(t, err)
+	require.Contains(t, string(junit), `<skipped message="`+why+`" type="known-issue">`)
+	page, err := os.ReadFile(res.HTMLFile)
+	require.NoError(t, err)
+	require.Contains(t, string(page), `class="known"`)
+
+	// Alone, known issues fail nothing.
+	m := res.Manifest
+	m.Runs = slices.DeleteFunc(slices.Clone(m.Runs), func(r SuiteRun) bool { return r.Judgement != report.JudgementKnownIssue })
+	require.Len(t, m.Runs, 2)
+	require.Equal(t, report.JudgementMet, m.Worst())
+}
+
 // A run the suite's interruption ended did not complete, but it is no harness error; a run that
 // failed before it is one.
 func TestSuiteInterruptionIsNoHarnessError(t *testing.T) {

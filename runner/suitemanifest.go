@@ -264,6 +264,10 @@ func (m *SuiteManifest) judgeCell(idx []int, res []*results.Results, unread []st
 		case got.Verdict == results.Unknown:
 			r.Judgement, r.Why = report.JudgementUnknown, "verdict unknown: "+strings.Join(got.UnknownReasons, "; ")
 			continue
+		case r.Expect.Verdict == results.Pass && len(got.OnlyKnown()) > 0:
+			r.Judgement, r.Why = report.JudgementKnownIssue, fmt.Sprintf("expected pass, got fail%s, every forbidden finding explained by known issue %s",
+				forbiddenText(got), knownText(got.OnlyKnown()))
+			continue
 		default:
 			r.Judgement, r.Why = report.JudgementNotMet, fmt.Sprintf("expected %s, got %s%s", r.Expect.Verdict, got.Verdict, forbiddenText(got))
 			continue
@@ -290,7 +294,7 @@ func (m *SuiteManifest) judgeCell(idx []int, res []*results.Results, unread []st
 func forbiddenText(r *results.Results) string {
 	var parts []string
 	for _, a := range report.Families(r) {
-		if n := report.ForbiddenCount(r.Anomalies[a]); n > 0 {
+		if n := r.Anomalies[a].ForbiddenCount(); n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n, a))
 		}
 	}
@@ -298,6 +302,14 @@ func forbiddenText(r *results.Results) string {
 		return ""
 	}
 	return " (" + strings.Join(parts, ", ") + " forbidden)"
+}
+
+func knownText(ks []guarantee.KnownIssue) string {
+	s := make([]string, len(ks))
+	for i, k := range ks {
+		s[i] = string(k)
+	}
+	return strings.Join(s, ", ")
 }
 
 // judgeRegression judges the runs (indices idx) of a regression's two sides at one combination

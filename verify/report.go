@@ -31,6 +31,7 @@ type finding struct {
 	sink      uint8  // effect-*: the sink's mode, c.sinks.modes[sink-1]; 0 none
 	note      note
 	judgement guarantee.Judgement // once judged
+	known     guarantee.KnownIssue
 }
 
 type note uint8
@@ -311,13 +312,13 @@ func (c *Checker) anomaly(a guarantee.Anomaly, idx []int, table guarantee.Table,
 	var groups []group
 	for _, i := range idx {
 		d := c.judge(c.findings.at(i), table, cache)
-		j := slices.IndexFunc(groups, func(g group) bool { return g.d.Rule == d.Rule && g.d.Why == d.Why })
+		j := slices.IndexFunc(groups, func(g group) bool { return g.d.Rule == d.Rule && g.d.Why == d.Why && g.d.Known == d.Known })
 		if j < 0 {
 			groups = append(groups, group{d: d})
 			j = len(groups) - 1
 		}
 		groups[j].count++
-		c.findings.at(i).judgement = d.Judgement
+		c.findings.at(i).judgement, c.findings.at(i).known = d.Judgement, d.Known
 	}
 	slices.SortStableFunc(groups, func(x, y group) int { return cmp.Compare(x.d.Judgement.Severity(), y.d.Judgement.Severity()) })
 	// The entry speaks for its worst finding.
@@ -331,8 +332,14 @@ func (c *Checker) anomaly(a guarantee.Anomaly, idx []int, table guarantee.Table,
 		case guarantee.Unknown:
 			unknown += g.count
 		}
+		if g.d.Known != "" {
+			e.Known += g.count
+			if !slices.Contains(e.KnownIssues, g.d.Known) {
+				e.KnownIssues = append(e.KnownIssues, g.d.Known)
+			}
+		}
 		if len(groups) > 1 {
-			e.ByRule = append(e.ByRule, results.RuleCount{Count: g.count, Judgement: g.d.Judgement, Why: g.d.Why})
+			e.ByRule = append(e.ByRule, results.RuleCount{Count: g.count, Judgement: g.d.Judgement, Why: g.d.Why, KnownIssue: g.d.Known})
 		}
 	}
 	// Examples: the worst first, in history order within each judgement.
@@ -342,7 +349,7 @@ func (c *Checker) anomaly(a guarantee.Anomaly, idx []int, table guarantee.Table,
 	})
 	for _, i := range ex[:min(len(ex), c.opts.MaxExamples)] {
 		f := c.findings.at(i)
-		e.Examples = append(e.Examples, c.example(f, f.judgement))
+		e.Examples = append(e.Examples, c.example(f))
 	}
 	return e, unknown
 }
@@ -514,8 +521,8 @@ func (c *Checker) assumed() []string {
 func (c *Checker) name(v uint32) string { return c.vals.name(v) }
 
 // example turns a finding into its results.json form, with the history's op indices.
-func (c *Checker) example(f *finding, j guarantee.Judgement) results.Example {
-	e := results.Example{Value: c.name(f.v), Judgement: j}
+func (c *Checker) example(f *finding) results.Example {
+	e := results.Example{Value: c.name(f.v), Judgement: f.judgement, KnownIssue: f.known}
 	for _, o := range f.ops {
 		if o != none {
 			e.Ops = append(e.Ops, c.opIndex(o))

@@ -188,6 +188,8 @@ type Decision struct {
 	Judgement Judgement
 	Why       string
 	Rule      int // index into Rules(); -1 when no row matched
+	// Known is the known issue that explains a forbidden finding (KnownIssues); "" for none.
+	Known KnownIssue
 }
 
 // Predicates the rows share. Each says why it is what it is, since the table is the place a
@@ -372,7 +374,11 @@ func Judge(a Anomaly, f Facts) Decision { return Rules().Judge(a, f) }
 func (t Table) Judge(a Anomaly, f Facts) Decision {
 	for i, r := range t {
 		if r.Anomaly == a && r.Match(f) {
-			return Decision{Judgement: r.Judgement, Why: Explain(r.Why, f), Rule: i}
+			d := Decision{Judgement: r.Judgement, Why: Explain(r.Why, f), Rule: i}
+			if d.Judgement == Forbidden {
+				d.Known = knownFor(a, f)
+			}
+			return d
 		}
 	}
 	return Decision{Judgement: Unknown, Rule: -1,

@@ -169,3 +169,57 @@ func TestParseAnomaly(t *testing.T) {
 		t.Errorf("an unknown name: %v", err)
 	}
 }
+
+// A known issue explains a finding the table forbids, under its conditions only, and never
+// turns it permitted.
+func TestKnownIssues(t *testing.T) {
+	flushEach := strictTopic
+	flushEach.FlushMessages = p(int64(1))
+	allLostPower := Faults{Kinds: []string{FaultPowerLoss}, PowerLossNodes: 3}
+	inFlight := func(n int) Producer { d := idem; d.MaxInFlight = p(n); return d }
+	cases := []struct {
+		name string
+		f    Facts
+		want KnownIssue
+	}{
+		{"five in flight, every replica lost power", facts(inFlight(5), flushEach, allLostPower), ResendAfterSnapshotReload},
+		{"one in flight: the snapshot keeps the only unanswered batch", facts(inFlight(1), flushEach, allLostPower), ""},
+		{"two of three replicas lost power: a replica kept its memory", facts(inFlight(5), flushEach, Faults{Kinds: []string{FaultPowerLoss}, PowerLossNodes: 2}), ""},
+		{"power loss on nodes not known", facts(inFlight(5), flushEach, Faults{Kinds: []string{FaultPowerLoss}, PowerLossNodes: -1}), ""},
+		{"no power loss", facts(inFlight(5), flushEach, Faults{}), ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d := Judge(Duplicate, c.f)
+			if d.Judgement != Forbidden {
+				t.Fatalf("a duplicate of an idempotent send with flush.messages=1 is %s (%s), want forbidden", d.Judgement, d.Why)
+			}
+			if d.Known != c.want {
+				t.Errorf("known issue %q, want %q", d.Known, c.want)
+			}
+		})
+	}
+	// A transactional writer's duplicate is not the plain producer's resend.
+	txn := facts(inFlight(5), flushEach, allLostPower)
+	txn.WriterKind = WriterTxn
+	if d := Judge(Duplicate, txn); d.Known != "" {
+		t.Errorf("a transactional write's duplicate is explained by %q", d.Known)
+	}
+	// Without flush.messages=1 the same duplicate is permitted: a known issue never touches it.
+	if d := Judge(Duplicate, facts(inFlight(5), strictTopic, allLostPower)); d.Judgement != Permitted || d.Known != "" {
+		t.Errorf("default flush: %s, known %q; want permitted, none", d.Judgement, d.Known)
+	}
+	for _, k := range KnownIssues() {
+		if k.When == "" || k.About == "" || k.Shown == "" || k.Match == nil {
+			t.Errorf("%s: says too little", k.Issue)
+		}
+		var back KnownIssue
+		if err := back.UnmarshalText([]byte(k.Issue)); err != nil || back != k.Issue {
+			t.Errorf("%s does not read back: %v", k.Issue, err)
+		}
+	}
+	var k KnownIssue
+	if err := k.UnmarshalText([]byte("flaky")); err == nil {
+		t.Error("an unknown known issue was read")
+	}
+}

@@ -84,6 +84,32 @@ type Results struct {
 // run`; any history can be judged again with `verity check`.
 func (r *Results) FromVerityRun() bool { return r.Scenario != "" }
 
+// OnlyKnown names the known issues that explain every forbidden finding of a failed run, in
+// the table's order of families; nil when the run did not fail or some forbidden finding is
+// not explained by one (a new break, which the run must not hide behind a known one).
+func (r *Results) OnlyKnown() []guarantee.KnownIssue {
+	if r.Verdict != Fail {
+		return nil
+	}
+	var out []guarantee.KnownIssue
+	for _, a := range guarantee.Anomalies() {
+		an := r.Anomalies[a]
+		forbidden := an.ForbiddenCount()
+		if forbidden == 0 {
+			continue
+		}
+		if an.Known < forbidden {
+			return nil
+		}
+		for _, k := range an.KnownIssues {
+			if !slices.Contains(out, k) {
+				out = append(out, k)
+			}
+		}
+	}
+	return out
+}
+
 // BrokerMetrics sums up a run's metrics.jsonl and checks its alerts against the ISR watch:
 // an alert that stayed silent while the condition it watches held is a finding (it does not
 // change the verdict, which judges Kafka's delivery guarantees, not its monitoring).
@@ -178,17 +204,37 @@ type Anomaly struct {
 	Examples  []Example           `json:"examples,omitempty"`
 	// Forbidden counts the findings judged forbidden.
 	Forbidden int `json:"forbidden,omitempty"`
+	// Known counts the forbidden findings a known issue explains (guarantee.KnownIssues), and
+	// KnownIssues names those issues: the findings still fail the run.
+	Known       int                    `json:"known,omitempty"`
+	KnownIssues []guarantee.KnownIssue `json:"known_issues,omitempty"`
 	// ByRule splits Count by the table row that judged each finding, when more than one did.
 	ByRule []RuleCount `json:"by_rule,omitempty"`
 	// Unchecked is set when the family could not be checked at all, with the reason.
 	Unchecked string `json:"unchecked,omitempty"`
 }
 
+// ForbiddenCount is how many findings the guarantee table forbade: Forbidden when the checker
+// split the count, else all of Count when the family is judged forbidden (results written
+// before findings were counted apart).
+func (a Anomaly) ForbiddenCount() int {
+	switch {
+	case a.Count == 0 || a.Unchecked != "":
+		return 0
+	case a.Forbidden > 0:
+		return a.Forbidden
+	case a.Judgement == guarantee.Forbidden:
+		return a.Count
+	}
+	return 0
+}
+
 // RuleCount is the number of findings one row of the guarantee table judged.
 type RuleCount struct {
-	Count     int                 `json:"count"`
-	Judgement guarantee.Judgement `json:"judgement"`
-	Why       string              `json:"why"`
+	Count      int                  `json:"count"`
+	Judgement  guarantee.Judgement  `json:"judgement"`
+	Why        string               `json:"why"`
+	KnownIssue guarantee.KnownIssue `json:"known_issue,omitempty"`
 }
 
 // Example is one finding with the op indices (history "i") that prove it.
@@ -200,7 +246,9 @@ type Example struct {
 	Offsets   []int64             `json:"offsets,omitempty"`
 	Process   *int                `json:"process,omitempty"`
 	Judgement guarantee.Judgement `json:"judgement"`
-	Note      string              `json:"note,omitempty"`
+	// KnownIssue is the known issue that explains the finding, when one does.
+	KnownIssue guarantee.KnownIssue `json:"known_issue,omitempty"`
+	Note       string               `json:"note,omitempty"`
 }
 
 // Outcomes counts one kind of op by completion.

@@ -13,6 +13,7 @@ import (
 	"github.com/verity-kafka/verity/runner"
 	"github.com/verity-kafka/verity/scenarios"
 	"github.com/verity-kafka/verity/verify"
+	"github.com/verity-kafka/verity/verify/guarantee"
 	"github.com/verity-kafka/verity/verify/results"
 	"github.com/verity-kafka/verity/verify/results/schematest"
 )
@@ -43,6 +44,13 @@ func TestResultsMatchTheirSchema(t *testing.T) {
 		t.Fatalf("the history must fail with one lost write: %s %+v", r.Verdict, r.Anomalies["lost-write"])
 	}
 	r.Timings = results.Timings{ClusterReadyS: 12.5, RunS: 60, CheckS: 0.1}
+	lost := r.Anomalies["lost-write"]
+	for _, k := range guarantee.KnownIssues() { // the schema names every known issue
+		lost.KnownIssues = append(lost.KnownIssues, k.Issue)
+		lost.Examples[0].KnownIssue = k.Issue
+	}
+	lost.Known = 1
+	r.Anomalies["lost-write"] = lost
 	for _, c := range results.UnknownCauses() {
 		r.RunUnknownReasons, r.RunUnknownCauses = append(r.RunUnknownReasons, "why"), append(r.RunUnknownCauses, c)
 		r.AddUnknown(results.UnknownReason{Cause: c, Text: "why"})
@@ -78,7 +86,10 @@ func TestResultsMatchTheirSchema(t *testing.T) {
 		"an unknown anomaly": func(d map[string]any) {
 			d["anomalies"].(map[string]any)["lost-writes"] = map[string]any{"count": 0, "judgement": "permitted", "why": ""}
 		},
-		"an unknown cause":       func(d map[string]any) { d["unknown_causes"] = []string{"flaky"} },
+		"an unknown cause": func(d map[string]any) { d["unknown_causes"] = []string{"flaky"} },
+		"an unknown known issue": func(d map[string]any) {
+			d["anomalies"].(map[string]any)["lost-write"].(map[string]any)["known_issues"] = []string{"flaky-broker"}
+		},
 		"a negative count":       func(d map[string]any) { d["anomalies"].(map[string]any)["lost-write"].(map[string]any)["count"] = -1 },
 		"a run without its id":   func(d map[string]any) { delete(d["run"].(map[string]any), "id") },
 		"timings without a unit": func(d map[string]any) { d["timings"].(map[string]any)["run"] = 60 },
