@@ -542,24 +542,30 @@ func appResend() Scenario {
 	s := base("app-resend", "Idempotent producers whose application sends a payload again after an unknown outcome, under ack loss.", "000 §8.4, §9.5")
 	s.Tags = []Tag{TagDelivery}
 	s.Client.AppResend = 1
-	// Hold mode: the requests already on their way are appended and their answers never come.
-	// The client gives up on a request after its read timeout (request timeout + 5 s = 7 s),
-	// retries once on a new connection, which hangs too (its first answer is black-holed), and
-	// reports the send failed at about 14 s, after the 10 s fault: the resend goes through.
+	// Hold mode: the requests already on their way are appended and their answers never come,
+	// so a send the client gives up is in the log, and so is the application's resend of it
+	// whenever it reaches the leader. The fault must outlast the slowest way a client gives up:
+	// sarama and franz-go after their one retry's read timeout (request timeout + 5 s, twice:
+	// about 14 s); Kafka's Java client only at delivery.timeout.ms (20 s), for its retry waits
+	// for a new connection whose first answer (ApiVersions) is black-holed too, and a connection
+	// not ready costs a batch no attempt. At 25 s every client has given up some sends while the
+	// fault holds, and their resends are appended, during it or after it.
 	// (sarama's own retries are de-duplicated by idempotence, so they must run out; in close mode
-	// they run out at once, while the fault still holds, and the resend is lost as well.)
+	// nothing is appended while the fault holds, and a resend that gives up then is lost too.)
 	s.Client.RequestTimeout, s.Client.DeliveryTimeout, s.Client.Retries = sec(2), sec(20), new(1)
 	ackLoss := Fault{Name: FaultAckLoss, Target: leaderOf0(), Params: Params{Hold: true}}
-	s.Faults = timeline(Step{At: sec(10), For: sec(10), Fault: ackLoss}, Step{At: sec(35), For: sec(10), Fault: ackLoss})
+	s.Faults = timeline(Step{At: sec(10), For: sec(25), Fault: ackLoss}, Step{At: sec(50), For: sec(25), Fault: ackLoss})
+	s.Duration = sec(90)
 	s.Expect = Expectation{
 		Text: "Idempotence de-duplicates the producer's own retries only: when the application sends the same payload " +
 			"again after a send failed or timed out, that is a new record, and if the first one had been appended both " +
 			"are in the log. Duplicates are permitted in every configuration.",
 		Likely:      []guarantee.Anomaly{guarantee.Duplicate},
 		LikelyNeeds: []kafkaconf.Capability{kafkaconf.CapIdempotentGivesUp},
-		Provoke: "ack-loss in hold mode black-holes the leader's answers for 10 s while the requests already sent are " +
-			"appended; with a 2 s request timeout and one retry the client gives those sends up about 14 s later, after the " +
-			"fault, and the application resends each payload once, so the first copy and the resend are both in the log.",
+		Provoke: "ack-loss in hold mode black-holes the leader's answers for 25 s while the requests sent are appended; " +
+			"the client gives those sends up (sarama and franz-go after one retry with a 2 s request timeout, about 14 s; " +
+			"Kafka's Java client at its 20 s delivery timeout), and the application resends each payload once, so the first " +
+			"copy and the resend are both in the log.",
 	}
 	return s
 }
