@@ -44,7 +44,7 @@ type decoder struct {
 	rpw  RPW
 	// The backing arrays of their record lists, kept apart from the payloads so that they
 	// survive an op whose list is null.
-	txnRecs, pollRecs, frRecs, rpwIn, rpwOut []Record
+	txnRecs, txnReads, pollRecs, frRecs, rpwIn, rpwOut []Record
 }
 
 const (
@@ -869,6 +869,12 @@ func (d *decoder) txnValue(t *Txn) error {
 			t.Records, err = d.records(&d.txnRecs)
 		case "intent":
 			t.Intent, err = d.istr()
+		case "reads":
+			t.Reads, err = d.records(&d.txnReads)
+		case "isolation":
+			t.Isolation, err = d.istr()
+		case "end_t":
+			t.EndT, err = d.int()
 		default:
 			err = d.skip()
 		}
@@ -962,6 +968,8 @@ func (d *decoder) rpwValue(r *RPW) error {
 			r.Output, err = d.records(&d.rpwOut)
 		case "txn_id":
 			r.TxnID, err = d.istr()
+		case "end_t":
+			r.EndT, err = d.int()
 		default:
 			err = d.skip()
 		}

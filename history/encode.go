@@ -107,6 +107,18 @@ func appendPayload(dst []byte, f string, p *Payload) ([]byte, error) {
 		dst = appendRecords(dst, p.Txn.Records)
 		dst = append(dst, `,"intent":`...)
 		dst = appendString(dst, p.Txn.Intent)
+		if p.Txn.Reads != nil {
+			dst = append(dst, `,"reads":`...)
+			dst = appendRecords(dst, p.Txn.Reads)
+		}
+		if p.Txn.Isolation != "" {
+			dst = append(dst, `,"isolation":`...)
+			dst = appendString(dst, p.Txn.Isolation)
+		}
+		if p.Txn.EndT != 0 {
+			dst = append(dst, `,"end_t":`...)
+			dst = strconv.AppendInt(dst, p.Txn.EndT, 10)
+		}
 		return append(dst, '}'), nil
 	case p.Poll != nil:
 		dst = append(dst, `{"isolation":`...)
@@ -143,6 +155,10 @@ func appendPayload(dst []byte, f string, p *Payload) ([]byte, error) {
 		dst = appendRecords(dst, p.RPW.Output)
 		dst = append(dst, `,"txn_id":`...)
 		dst = appendString(dst, p.RPW.TxnID)
+		if p.RPW.EndT != 0 {
+			dst = append(dst, `,"end_t":`...)
+			dst = strconv.AppendInt(dst, p.RPW.EndT, 10)
+		}
 		return append(dst, '}'), nil
 	}
 	// Raw: compacting both validates it and guarantees it holds no newline, which would split

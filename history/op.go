@@ -223,11 +223,20 @@ type Payload struct {
 	Raw       json.RawMessage
 }
 
-// Txn is the payload of a transactional producer's op.
+// Txn is the payload of a transactional producer's op. A transaction that reads also holds
+// the records its member polled for it (Reads, in the order polled, with their offsets) at its
+// consumer's isolation level; their offsets went into the transaction with its records.
 type Txn struct {
 	TxnID   string   `json:"txn_id"`
 	Records []Record `json:"records"`
 	Intent  string   `json:"intent"` // "commit" or "abort"
+	// Reads are the records the transaction polled; nil for one that only sends.
+	Reads []Record `json:"reads,omitempty"`
+	// Isolation is the isolation level of Reads; empty takes the header's.
+	Isolation string `json:"isolation,omitempty"`
+	// EndT is when the client was asked to end the transaction (commit or abort), in
+	// nanoseconds since the run started as an event's t; 0 when not recorded.
+	EndT int64 `json:"end_t,omitempty"`
 }
 
 // Transaction intents.
@@ -270,6 +279,8 @@ type RPW struct {
 	Input  []Record `json:"input"`
 	Output []Record `json:"output"`
 	TxnID  string   `json:"txn_id"`
+	// EndT is as Txn's.
+	EndT int64 `json:"end_t,omitempty"`
 }
 
 // Crash is the payload of a crash op: why the instance ended, and which instance it was when
@@ -427,6 +438,9 @@ func (v *Payload) checkPartitions() error {
 	case v.Send != nil:
 		return checkPartition(v.Send.Partition)
 	case v.Txn != nil:
+		if err := checkRecordPartitions("reads", v.Txn.Reads); err != nil {
+			return err
+		}
 		return checkRecordPartitions("records", v.Txn.Records)
 	case v.Poll != nil:
 		return checkRecordPartitions("records", v.Poll.Records)
@@ -479,6 +493,7 @@ func (op Op) Clone() Op {
 	if v.Txn != nil {
 		t := *v.Txn
 		t.Records = cloneRecords(t.Records)
+		t.Reads = cloneRecords(t.Reads)
 		v.Txn = &t
 	}
 	if v.Poll != nil {

@@ -63,7 +63,7 @@ func sampleSteps() []step {
 		{name: "final-read info incomplete", inv: 22, op: Op{Type: Info, Value: Payload{FinalRead: &FinalRead{Topic: "verity", Partition: 8, Isolation: ReadCommitted,
 			End: 5, Records: []Record{}, Incomplete: true}}, Error: "deadline exceeded"}},
 		{name: "rpw invoke", op: Op{Process: c(10), Type: Invoke, F: FRPW, Value: Payload{RPW: &RPW{TxnID: "rpw-10", Input: big[:2]}}}},
-		{name: "rpw ok", inv: 24, op: Op{Type: OK, Value: Payload{RPW: &RPW{TxnID: "rpw-10", Input: big[:2], Output: []Record{rec("out", 0, "", "10-1").At(0)}}}}},
+		{name: "rpw ok", inv: 24, op: Op{Type: OK, Value: Payload{RPW: &RPW{TxnID: "rpw-10", Input: big[:2], Output: []Record{rec("out", 0, "", "10-1").At(0)}, EndT: 77}}}},
 		{name: "nemesis kill", op: Op{Process: NemesisP(), Type: Invoke, F: "kill", Value: raw(`{"nodes":[2]}`)}},
 		{name: "nemesis ok", inv: 26, op: Op{Type: OK, Value: raw(`{"nodes":[2],"links":[["1","2"]],"toxic":{"type":"latency","attributes":{"latency":1e3,"x":[true,false,null]}}}`)}},
 		{name: "assign", op: Op{Process: c(11), Type: Invoke, F: FAssign, Value: raw(`{"topic":"verity","partitions":[0,1,2]}`)}},
@@ -73,6 +73,10 @@ func sampleSteps() []step {
 		{name: "crash", op: Op{Process: c(12), Type: Invoke, F: FCrash, Value: raw(`{"reason":"restart \u00e9"}`)}},
 		{name: "crash info", inv: 32, op: Op{Type: Info, Value: raw(`null`)}},
 		{name: "negative process", op: Op{Process: c(-3), Type: Invoke, F: "custom", Value: raw(`1.5e-3`)}},
+		{name: "txn that reads invoke", op: Op{Process: c(13), Type: Invoke, F: FTxn, Value: Payload{Txn: &Txn{TxnID: "t-13", Intent: IntentCommit,
+			Records: []Record{rec("verity", 1, "", "13-1")}, Reads: []Record{send.At(42)}, Isolation: ReadCommitted}}}},
+		{name: "txn that read ok", inv: 35, op: Op{Type: OK, Value: Payload{Txn: &Txn{TxnID: "t-13", Intent: IntentCommit,
+			Records: []Record{rec("verity", 1, "", "13-1").At(4)}, Reads: []Record{send.At(42)}, Isolation: ReadCommitted, EndT: 123456789}}}},
 	}
 }
 

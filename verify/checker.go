@@ -55,7 +55,10 @@ type Checker struct {
 	txnIDs   map[string]uint32
 	txnOwner []txnOwner // by interned transactional.id
 	txnUsed  map[txnUse]struct{}
-	rpwIn    []uint32 // inputs of rpw ops, sliced by txn.inStart/inLen
+	now      int64 // the time (t) of the op being added
+	early    []earlyRead
+	cycles   []cycleEvidence
+	reads    []uint32 // what transactions read (rpw inputs, txn reads), sliced by txn.inStart/inLen
 	eos      eosState
 	views    []txnView      // computed once the history is in
 	unjudged map[uint32]int // by partition: committed records beyond the read_committed scans
@@ -255,6 +258,7 @@ func (c *Checker) Add(op *history.Op) {
 	ord := c.ord
 	c.ord++
 	c.ops++
+	c.now = op.Time
 	if d := op.Index - int64(ord); d != c.delta {
 		c.delta = d
 		c.jumps = append(c.jumps, jump{ord: ord, delta: d})
@@ -310,12 +314,13 @@ func (c *Checker) invoke(p *proc, k fkind, op *history.Op, ord uint32) {
 		if t := op.Value.Txn; t != nil {
 			pd.txn = c.newTxn(p, t.TxnID, ord, t.Intent == history.IntentAbort, false)
 			c.writeTxnRecords(pd, p, t.Records, ord)
+			c.txnReads(pd, t.Reads, c.readIsolation(t.Isolation), ord)
 		}
 	case fRPW:
 		if r := op.Value.RPW; r != nil {
 			pd.txn = c.newTxn(p, r.TxnID, ord, false, true)
 			c.writeTxnRecords(pd, p, r.Output, ord)
-			c.rpwInputs(pd, p, r.Input, ord)
+			c.txnReads(pd, r.Input, c.readIsolation(""), ord)
 		}
 	case fFinal:
 		if fr := op.Value.FinalRead; fr != nil {

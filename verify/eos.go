@@ -50,7 +50,7 @@ func (c *Checker) checkEOS() {
 	bounds := map[uint32]eosBound{}
 	for _, ti := range counted {
 		t := &c.txns[ti]
-		for _, v := range c.rpwIn[t.inStart : t.inStart+t.inLen] {
+		for _, v := range c.reads[t.inStart : t.inStart+t.inLen] {
 			u := uses[v]
 			u.n++
 			switch u.n {
@@ -72,7 +72,7 @@ func (c *Checker) checkEOS() {
 		if w := &views[ti]; t.committed() && w.hidden > 0 {
 			in := uint32(0)
 			if t.inLen > 0 {
-				in = c.rpwIn[t.inStart]
+				in = c.reads[t.inStart]
 			}
 			c.find(finding{a: guarantee.EOSMissing, v: in, v2: w.firstHide, tp: c.vals.at(w.firstHide).tp,
 				off: c.vals.at(w.firstHide).off, off2: -1, ops: [4]uint32{t.invokeOrd, t.doneOrd, none, none},

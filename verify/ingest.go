@@ -144,16 +144,24 @@ func (c *Checker) writeTxnRecords(pd *pending, p *proc, recs []history.Record, o
 	}
 }
 
-func (c *Checker) rpwInputs(pd *pending, p *proc, recs []history.Record, ord uint32) {
+// txnReads notes what the transaction pd read (an rpw's inputs, a txn's reads) at isolation
+// iso; the reads happened before the op at ord was written.
+func (c *Checker) txnReads(pd *pending, recs []history.Record, iso int, ord uint32) {
 	t := &c.txns[pd.txn]
-	t.inStart = uint32(len(c.rpwIn))
-	iso := isoOf(string(c.cfg.ReadIsolation()), isoRC)
+	t.inStart, t.readIso = uint32(len(c.reads)), int8(iso)
 	for i := range recs {
 		v, tp, _ := c.read(&recs[i], iso, ord)
-		c.rpwIn = append(c.rpwIn, v)
-		c.eos.inputPartition(tp)
+		c.reads = append(c.reads, v)
+		if t.rpw {
+			c.eos.inputPartition(tp)
+		}
 	}
 	t.inLen = uint32(len(recs))
+}
+
+// readIsolation is the isolation of a transaction's reads: the op's own, else the header's.
+func (c *Checker) readIsolation(own string) int {
+	return isoOf(own, isoOf(string(c.cfg.ReadIsolation()), isoRC))
 }
 
 // read notes that a consumer at isolation iso read r in the op at ord.
@@ -169,6 +177,9 @@ func (c *Checker) read(r *history.Record, iso int, ord uint32) (v, tp uint32, of
 	} else {
 		st.flags |= fSeenRU
 		c.sawRU = true
+	}
+	if k := st.kind(); (k == kindTxn || k == kindRPW) && st.txn != none && c.txns[st.txn].doneOrd == none {
+		c.early = append(c.early, earlyRead{v: v, ord: ord, t: c.now, iso: int8(iso)})
 	}
 	if st.readOrd == none {
 		st.readOrd = ord
@@ -252,11 +263,12 @@ func (c *Checker) completeTxn(p *proc, pd *pending, k fkind, op *history.Op, ord
 			t := op.Value.Txn
 			scratch.txn = c.newTxn(p, t.TxnID, ord, t.Intent == history.IntentAbort, false)
 			c.writeTxnRecords(scratch, p, t.Records, ord)
+			c.txnReads(scratch, t.Reads, c.readIsolation(t.Isolation), ord)
 		case k == fRPW && op.Value.RPW != nil:
 			r := op.Value.RPW
 			scratch.txn = c.newTxn(p, r.TxnID, ord, false, true)
 			c.writeTxnRecords(scratch, p, r.Output, ord)
-			c.rpwInputs(scratch, p, r.Input, ord)
+			c.txnReads(scratch, r.Input, c.readIsolation(""), ord)
 		}
 		if pd != nil {
 			scratch.time = pd.time
@@ -273,12 +285,23 @@ func (c *Checker) completeTxn(p *proc, pd *pending, k fkind, op *history.Op, ord
 	var recs []history.Record
 	switch {
 	case k == fTxn && op.Value.Txn != nil:
-		recs = op.Value.Txn.Records
-		if op.Value.Txn.Intent == history.IntentAbort {
+		tx := op.Value.Txn
+		recs = tx.Records
+		if tx.Intent == history.IntentAbort {
 			t.abort = true
+		}
+		if t.inLen == 0 && len(tx.Reads) > 0 { // the reads are known once the transaction polled
+			c.txnReads(pd, tx.Reads, c.readIsolation(tx.Isolation), ord)
+			t = &c.txns[pd.txn]
+		}
+		if tx.EndT != 0 {
+			t.endT = tx.EndT
 		}
 	case k == fRPW && op.Value.RPW != nil:
 		recs = op.Value.RPW.Output
+		if op.Value.RPW.EndT != 0 {
+			t.endT = op.Value.RPW.EndT
+		}
 	}
 	if t.committed() {
 		// Offsets the producer reports for committed records are acknowledgements.
@@ -315,7 +338,7 @@ func (c *Checker) completeTxn(p *proc, pd *pending, k fkind, op *history.Op, ord
 	case outOK:
 		c.eos.commit(pd.txn)
 		iso := isoOf(string(c.cfg.ReadIsolation()), isoRC)
-		for _, v := range c.rpwIn[t.inStart : t.inStart+t.inLen] {
+		for _, v := range c.reads[t.inStart : t.inStart+t.inLen] {
 			if st := c.vals.at(v); st.off >= 0 {
 				c.advance(p, st.tp, st.off, ord, iso)
 			}

@@ -42,6 +42,7 @@ const (
 	fFinalRU  = 1 << 8  // in a read_uncommitted final read
 	fDup      = 1 << 9  // a duplicate finding was made for it
 	fLostObs  = 1 << 10 // a lost-observed finding was made for it
+	fElsewise = 1 << 11 // written other than by a send, txn or rpw: a fault (stray-txn-produce) or a relay's publish
 	fSeenAny  = fSeenRC | fSeenRU
 	fFinalAny = fFinalRC | fFinalRU
 )
@@ -408,8 +409,10 @@ type txn struct {
 	rpw       bool
 	zombie    bool   // invoked after another instance took its transactional.id
 	fenceOrd  uint32 // the op that showed the other instance
-	inStart   uint32 // rpw inputs in checker.rpwIn[inStart:inStart+inLen]
+	inStart   uint32 // what it read (rpw inputs, txn reads): checker.reads[inStart:inStart+inLen]
 	inLen     uint32
+	readIso   int8  // the isolation of its reads
+	endT      int64 // when the client was asked to end it (ns since the start); 0 unknown
 }
 
 func (t *txn) committed() bool { return t.outcome == outOK && !t.abort }

@@ -28,6 +28,7 @@ type finding struct {
 	iso       int8
 	txn       uint32
 	meta      uint32 // metadata-lost: its evidence, c.meta.evidence[meta-1]; 0 none
+	cycle     uint32 // G0, G1c…: its witness cycle, c.cycles[cycle-1]; 0 none
 	sink      uint8  // effect-*: the sink's mode, c.sinks.modes[sink-1]; 0 none
 	note      note
 	judgement guarantee.Judgement // once judged
@@ -80,6 +81,8 @@ func (c *Checker) finish() {
 	c.checkLostObserved()
 	c.checkReorder()
 	c.checkAbortedRead()
+	c.checkReads()
+	c.checkCycles()
 	c.checkTransactions()
 	c.checkMergedTransactions()
 	c.checkHangingTransactions()
@@ -476,6 +479,18 @@ func (c *Checker) unchecked(a guarantee.Anomaly) string {
 		if len(c.txns) == 0 {
 			return "no transactions"
 		}
+	case guarantee.PhantomRead:
+		if !c.phantomsJudged() {
+			return "the history is not a Verity run's (its header names no scenario), so it need not record every writer"
+		}
+	case guarantee.G0, guarantee.G1c, guarantee.G1cProcess, guarantee.G1cRealtime, guarantee.PrecommittedRead:
+		if c.reads == nil {
+			return "no transaction read anything"
+		}
+	case guarantee.UncommittedRead:
+		if !slices.ContainsFunc(c.txns, func(t txn) bool { return t.endT != 0 }) {
+			return "no transaction says when its end was asked for (end_t)"
+		}
 	case guarantee.HangingTransaction:
 		if len(c.strays) == 0 {
 			return "no stray transactional record"
@@ -526,6 +541,12 @@ func (c *Checker) example(f *finding) results.Example {
 	for _, o := range f.ops {
 		if o != none {
 			e.Ops = append(e.Ops, c.opIndex(o))
+		}
+	}
+	if f.cycle != 0 {
+		e.Value = ""
+		for _, s := range c.cycles[f.cycle-1].steps {
+			e.Ops = append(e.Ops, c.opIndex(c.txnOp(s.from)))
 		}
 	}
 	if e.Ops == nil {
@@ -631,6 +652,20 @@ func (c *Checker) describe(f *finding, ops []int64) string {
 	case guarantee.PollSkip:
 		return fmt.Sprintf("process %d (%s) read %s offset %d (%s), then offset %d (%s), skipping %s at offset %d",
 			f.proc, isoName(f.iso), part(f.tp), f.off, at(0), f.off2, at(1), c.name(f.v), f.skipped)
+	case guarantee.G0, guarantee.G1c, guarantee.G1cProcess, guarantee.G1cRealtime:
+		if f.cycle != 0 {
+			return c.describeCycle(c.cycles[f.cycle-1])
+		}
+	case guarantee.PrecommittedRead:
+		return fmt.Sprintf("transaction %s (%s) read %s at %s offset %d, a record it wrote itself, before it ended (%s)",
+			at(0), isoName(f.iso), c.name(f.v), part(f.tp), f.off, at(1))
+	case guarantee.UncommittedRead:
+		return fmt.Sprintf("the %s read %s returned %s at %s offset %d, written by transaction %s, before that transaction's end was asked for (it completed at %s)",
+			isoName(f.iso), at(1), c.name(f.v), part(f.tp), f.off, at(0), at(2))
+	case guarantee.FutureRead:
+		return fmt.Sprintf("%s read %s before any op that wrote it began: its first writer is %s", at(0), c.name(f.v), at(1))
+	case guarantee.PhantomRead:
+		return fmt.Sprintf("%s read %s, which no op of the history wrote", at(0), c.name(f.v))
 	case guarantee.PollUnowned:
 		return fmt.Sprintf("process %d's assignment (%s) does not give it %s, yet its poll %s returned records of it from offset %d",
 			f.proc, at(0), part(f.tp), at(1), f.off)

@@ -152,6 +152,7 @@ func (c *Checker) publishOp(op *history.Op, ord uint32) {
 		return
 	}
 	v := c.vals.intern(pv.Value)
+	c.vals.at(v).flags |= fElsewise
 	if c.sinks.published == nil {
 		c.sinks.published = map[uint32]uint32{}
 	}

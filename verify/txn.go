@@ -225,6 +225,7 @@ func (c *Checker) observeStray(op *history.Op, ord uint32) {
 		return
 	}
 	for _, r := range v.Records {
+		c.vals.at(c.vals.intern(r.Value)).flags |= fElsewise
 		if r.Offset != nil && *r.Offset >= 0 {
 			c.strays = append(c.strays, stray{tp: c.parts.id(r.Topic, r.Partition), off: *r.Offset, ord: ord})
 		}

@@ -36,12 +36,24 @@ const (
 	EffectMissing      Anomaly = "effect-missing"
 	OutboxLost         Anomaly = "outbox-lost"
 	OutboxDuplicate    Anomaly = "outbox-duplicate"
+
+	// Transactions that read (a txn op's reads, an rpw's inputs): the dependency graph.
+	G0               Anomaly = "G0"
+	G1c              Anomaly = "G1c"
+	G1cProcess       Anomaly = "G1c-process"
+	G1cRealtime      Anomaly = "G1c-realtime"
+	PrecommittedRead Anomaly = "precommitted-read"
+	UncommittedRead  Anomaly = "uncommitted-read"
+	FutureRead       Anomaly = "future-read"
+	PhantomRead      Anomaly = "phantom-read"
 )
 
 // Anomalies lists every family in report order.
 func Anomalies() []Anomaly {
 	return []Anomaly{LostWrite, LostObserved, Duplicate, Reorder, InconsistentOffset, AbortedRead,
-		PartialTransaction, ZombieWrite, MergedTransaction, HangingTransaction, EOSMissing, EOSDuplicate, NonmonotonicPoll, PollSkip, PollUnowned, UnexpectedAck, MetadataLost,
+		PartialTransaction, ZombieWrite, MergedTransaction, HangingTransaction, EOSMissing, EOSDuplicate,
+		G1c, G1cProcess, G1cRealtime, PrecommittedRead, UncommittedRead, FutureRead, PhantomRead, G0,
+		NonmonotonicPoll, PollSkip, PollUnowned, UnexpectedAck, MetadataLost,
 		EffectDuplicate, EffectMissing, OutboxLost, OutboxDuplicate}
 }
 
@@ -334,6 +346,21 @@ func Rules() Table {
 		{EOSMissing, "log truncation possible", truncOrDisk, Permitted, "the log may be truncated (unclean election, or disk or power loss beyond the guarantee), which can cut a committed output record, or the input it came from, from the log"},
 		{EOSMissing, "otherwise", always, Forbidden, "exactly-once read-process-write (offsets sent in the transaction, read_committed downstream{txn_protocol}): each committed input record yields its output in the committed output"},
 		{EOSDuplicate, "always", always, Forbidden, "exactly-once read-process-write{txn_protocol}: each committed input record yields its output exactly once, and group offsets move only with committed transactions{rewind}"},
+
+		// Transactions that read: the dependency graph of what each transaction read from which.
+		{G0, "always", always, Permitted, "Kafka's transactions do not isolate their writes from each other: two transactions may append to two partitions in opposite orders (a cycle of write-write edges), and nothing Kafka documents rules it out"},
+		{G1c, "a read_uncommitted read on the cycle", readUncommitted, Permitted, "isolation.level=read_uncommitted: a reader sees records of open transactions, so two transactions may each read what the other wrote before either ends"},
+		{G1c, "otherwise", always, Forbidden, "isolation.level=read_committed: a transaction reads another's records only once that one's end is decided (the last stable offset passed them), and ends only after its own reads, so no chain of reads can lead back to a transaction it started from{txn_protocol}"},
+		{G1cProcess, "a read_uncommitted read on the cycle", readUncommitted, Permitted, "isolation.level=read_uncommitted: a reader sees records of open transactions, so what one transaction read need not come after the other's end"},
+		{G1cProcess, "otherwise", always, Forbidden, "isolation.level=read_committed: a transaction reads another's records only after that one's end is decided, and a process begins its next transaction only after the previous one completed, so reads and the process's order cannot form a cycle{txn_protocol}"},
+		{G1cRealtime, "a read_uncommitted read on the cycle", readUncommitted, Permitted, "isolation.level=read_uncommitted: a reader sees records of open transactions, so what one transaction read need not come after the other's end"},
+		{G1cRealtime, "otherwise", always, Forbidden, "isolation.level=read_committed: a transaction reads another's records only after that one's end is decided, and a transaction that completed before another began ended before it: reads and real time cannot form a cycle{txn_protocol}"},
+		{PrecommittedRead, "read_uncommitted reader", readUncommitted, Permitted, "isolation.level=read_uncommitted: the transaction's consumer sees its own producer's records while the transaction is open"},
+		{PrecommittedRead, "otherwise", always, Forbidden, "isolation.level=read_committed: a transaction's own records are in an open transaction until it commits, and read_committed consumers, its own included, see none of them before"},
+		{UncommittedRead, "read_uncommitted reader", readUncommitted, Permitted, "isolation.level=read_uncommitted: readers see records of open transactions"},
+		{UncommittedRead, "otherwise", always, Forbidden, "isolation.level=read_committed: a consumer reads only below the last stable offset, which passes a transaction's records once its end is decided; no read can return them before the transaction's commit was even asked for"},
+		{FutureRead, "always", always, Forbidden, "a consumer returns records that were written: no read can complete before any op that could have written its record began"},
+		{PhantomRead, "always", always, Forbidden, "a consumer returns only records a producer wrote: a value no op of the history wrote was made up or corrupted on its way (or the history lost its writer)"},
 
 		// Consumers.
 		{NonmonotonicPoll, "log truncation possible", truncOrDisk, Permitted, "the log may be truncated (unclean election, or disk or power loss beyond the guarantee): a consumer whose position is past the new end is reset (OFFSET_OUT_OF_RANGE)"},

@@ -190,7 +190,7 @@ func (m *Model) transaction() {
 // txnOp writes a transaction of the transactional producer to parts with its records and,
 // when markers, a marker in each partition it wrote.
 func (m *Model) txnOp(parts []tp, intent string, out history.Type, committed, markers bool) *action {
-	tx := &txn{id: txnIDOf(procTxn), proc: procTxn, intent: intent, committed: committed}
+	tx := &txn{id: txnIDOf(procTxn), proc: procTxn, intent: intent, committed: committed, endT: true}
 	for _, t := range parts {
 		e := m.newRecord(procTxn, t, kindTxn)
 		e.txn = tx

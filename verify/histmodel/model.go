@@ -51,6 +51,9 @@ const (
 	procRelay      = 8
 	procFenced     = 10 // a second instance of the transactional producer's id (zombie-write)
 	procReader     = 11 // a fresh consumer a mutator starts
+	procReadTxnA   = 12 // transactions that read, which a mutator starts
+	procReadTxnB   = 13
+	procReadTxnC   = 14
 	procSinkReader = 98
 	procFinal      = 99
 
@@ -144,6 +147,11 @@ type txn struct {
 	recs      []*entry
 	inputs    []*entry // rpw
 	rpw       bool
+	// reads are what a transaction that reads polled, at readIso; endT: its completion says
+	// when its end was asked for (half a millisecond before it).
+	reads   []*entry
+	readIso string
+	endT    bool
 }
 
 // action is one client or nemesis op: an invoke and (unless out is empty) a completion.

@@ -143,6 +143,9 @@ func (m *Model) Render() *History {
 		op := m.renderStep(s)
 		now += int64(time.Millisecond + s.after)
 		op.Index, op.Time = int64(i), now
+		if s.done && op.Value.Txn != nil && s.a.txn.endT {
+			op.Value.Txn.EndT = now - int64(time.Millisecond/2)
+		}
 		if s.done {
 			s.a.done = op.Index
 			if s.a.async {
@@ -175,6 +178,9 @@ func (m *Model) renderStep(s step) history.Op {
 		// A committed transaction reports its records' offsets; any other its records alone.
 		recs := records(a.txn.recs, s.done && a.out == history.OK && a.txn.intent == history.IntentCommit)
 		op.Value.Txn = &history.Txn{TxnID: a.txn.id, Records: recs, Intent: a.txn.intent}
+		if a.txn.reads != nil && s.done { // what a transaction read is known once it polled
+			op.Value.Txn.Reads, op.Value.Txn.Isolation = records(a.txn.reads, true), a.txn.readIso
+		}
 	case history.FRPW:
 		out := records(a.txn.recs, s.done && a.out == history.OK)
 		op.Value.RPW = &history.RPW{Input: records(a.txn.inputs, true), Output: out, TxnID: a.txn.id}

@@ -1,0 +1,436 @@
+package verify
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/verity-kafka/verity/verify/guarantee"
+)
+
+// The dependency graph of transactions (txn and rpw ops), and the cycles in it.
+//
+// Vertices are transactions. Edges:
+//   - wr: T1 wrote a record T2 read (T1 != T2, T1 not known to have aborted, the value written
+//     by one op only, so that its writer is certain);
+//   - process: T1 and T2 are consecutive transactions of one process and T1 completed ok or
+//     fail (its end was decided before T2 began);
+//   - realtime: T1 completed ok or fail before T2 was invoked, kept as a transitive reduction
+//     (an edge from each transaction completed and not yet followed by one invoked after it);
+//   - ww: T1's record directly precedes T2's in a partition's log.
+//
+// At read_committed each wr, process and realtime edge T1 → T2 leads from T1's end (its commit
+// or abort decided) to a moment before T2's end, so a cycle of them is impossible: G1c (wr edges
+// only), G1c-process (wr and process), G1c-realtime (with realtime). ww cycles (G0) are what
+// Kafka's transactions allow, since they do not isolate writes; cycles that mix ww with wr are
+// not reported, since they follow from a permitted ww order.
+
+// Edge kinds, in the order a cycle's name is chosen by.
+const (
+	edgeWR uint8 = iota
+	edgeProcess
+	edgeRealtime
+	edgeWW
+)
+
+func edgeMask(ks ...uint8) uint8 {
+	var m uint8
+	for _, k := range ks {
+		m |= 1 << k
+	}
+	return m
+}
+
+type gedge struct {
+	from, to uint32
+	kind     uint8
+	v        uint32 // wr: the value read; ww: the earlier value (v2 the later); 0 otherwise
+	v2       uint32
+}
+
+// depGraph is the edges by their source (CSR).
+type depGraph struct {
+	start []uint32 // edges of vertex u: edges[start[u]:start[u+1]]
+	edges []gedge
+}
+
+func newDepGraph(n int, es []gedge) depGraph {
+	slices.SortFunc(es, func(a, b gedge) int {
+		if c := cmp.Compare(a.from, b.from); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.to, b.to)
+	})
+	g := depGraph{start: make([]uint32, n+1), edges: es}
+	for _, e := range es {
+		g.start[e.from+1]++
+	}
+	for i := 1; i <= n; i++ {
+		g.start[i] += g.start[i-1]
+	}
+	return g
+}
+
+func (g *depGraph) out(u uint32) []gedge { return g.edges[g.start[u]:g.start[u+1]] }
+
+// sccs finds the strongly connected components of more than one vertex over the edges whose
+// kind is in mask (Tarjan's algorithm, iteratively, so that a long chain of a million
+// transactions needs no deep stack). comp[u] is u's component, -1 for none.
+func (g *depGraph) sccs(mask uint8) (comp []int32, comps [][]uint32) {
+	n := len(g.start) - 1
+	index := make([]int32, n)
+	low := make([]int32, n)
+	onStack := make([]bool, n)
+	comp = make([]int32, n)
+	for i := range index {
+		index[i], comp[i] = -1, -1
+	}
+	var stack []uint32
+	type frame struct {
+		u    uint32
+		next uint32 // position in u's edges
+	}
+	var call []frame
+	next := int32(0)
+	for root := range uint32(n) {
+		if index[root] >= 0 || g.start[root] == g.start[root+1] {
+			continue
+		}
+		call = append(call[:0], frame{u: root, next: g.start[root]})
+		index[root], low[root] = next, next
+		next++
+		stack = append(stack, root)
+		onStack[root] = true
+		for len(call) > 0 {
+			f := &call[len(call)-1]
+			u := f.u
+			if f.next < g.start[u+1] {
+				e := g.edges[f.next]
+				f.next++
+				if mask&(1<<e.kind) == 0 {
+					continue
+				}
+				switch w := e.to; {
+				case index[w] < 0:
+					index[w], low[w] = next, next
+					next++
+					stack = append(stack, w)
+					onStack[w] = true
+					call = append(call, frame{u: w, next: g.start[w]})
+				case onStack[w]:
+					low[u] = min(low[u], index[w])
+				}
+				continue
+			}
+			call = call[:len(call)-1]
+			if len(call) > 0 {
+				p := call[len(call)-1].u
+				low[p] = min(low[p], low[u])
+			}
+			if low[u] != index[u] {
+				continue
+			}
+			i := len(stack) - 1
+			for stack[i] != u {
+				i--
+			}
+			members := stack[i:]
+			for _, w := range members {
+				onStack[w] = false
+			}
+			if len(members) > 1 {
+				id := int32(len(comps))
+				c := slices.Clone(members)
+				for _, w := range c {
+					comp[w] = id
+				}
+				comps = append(comps, c)
+			}
+			stack = stack[:i]
+		}
+	}
+	return comp, comps
+}
+
+// path finds a shortest path from s to t over edges of mask that stay in component id, by
+// breadth-first search; nil when there is none.
+func (g *depGraph) path(s, t uint32, mask uint8, comp []int32, id int32, prev map[uint32]uint32) []gedge {
+	clear(prev)
+	prev[s] = ^uint32(0)
+	queue := []uint32{s}
+	for len(queue) > 0 {
+		u := queue[0]
+		queue = queue[1:]
+		for i := g.start[u]; i < g.start[u+1]; i++ {
+			e := g.edges[i]
+			if mask&(1<<e.kind) == 0 || comp[e.to] != id {
+				continue
+			}
+			if _, seen := prev[e.to]; seen {
+				continue
+			}
+			prev[e.to] = i
+			if e.to == t {
+				var out []gedge
+				for w := t; w != s; {
+					ed := g.edges[prev[w]]
+					out = append(out, ed)
+					w = ed.from
+				}
+				slices.Reverse(out)
+				return out
+			}
+			queue = append(queue, e.to)
+		}
+	}
+	return nil
+}
+
+// witness is a short cycle in component id over the edges of mask that takes at least one
+// edge of kind need (need = edgeWR takes any cycle): for up to maxTries edges u → v of that
+// kind, a shortest path v ⇝ u closes it; the shortest cycle found is kept.
+func (g *depGraph) witness(members []uint32, mask uint8, need uint8, comp []int32, id int32) []gedge {
+	const maxTries = 32
+	prev := map[uint32]uint32{}
+	var best []gedge
+	tries := 0
+	for _, u := range members {
+		for i := g.start[u]; i < g.start[u+1] && tries < maxTries; i++ {
+			e := g.edges[i]
+			if e.kind != need || comp[e.to] != id {
+				continue
+			}
+			tries++
+			back := g.path(e.to, u, mask, comp, id, prev)
+			if back == nil {
+				continue
+			}
+			if c := append([]gedge{e}, back...); best == nil || len(c) < len(best) {
+				best = c
+			}
+		}
+	}
+	return best
+}
+
+// cycleEvidence is one witness cycle: its edges in order, each from the previous one's target.
+type cycleEvidence struct {
+	steps []gedge
+}
+
+func (c *Checker) checkCycles() {
+	n := len(c.txns)
+	if n < 2 {
+		return
+	}
+	wr, ruReader := c.wrEdges()
+	ww := c.wwEdges()
+	if len(wr) > 0 {
+		es := append(wr, c.orderEdges()...)
+		g := newDepGraph(n, es)
+		c.findCycles(&g, guarantee.G1c, edgeMask(edgeWR), edgeWR, ruReader)
+		c.findCycles(&g, guarantee.G1cProcess, edgeMask(edgeWR, edgeProcess), edgeProcess, ruReader)
+		c.findCycles(&g, guarantee.G1cRealtime, edgeMask(edgeWR, edgeProcess, edgeRealtime), edgeRealtime, ruReader)
+	}
+	if len(ww) > 0 {
+		g := newDepGraph(n, ww)
+		c.findCycles(&g, guarantee.G0, edgeMask(edgeWW), edgeWW, nil)
+	}
+}
+
+// findCycles reports a witness cycle for each strongly connected component of the edges of
+// mask that has a cycle through an edge of kind need.
+func (c *Checker) findCycles(g *depGraph, a guarantee.Anomaly, mask, need uint8, ruReader []bool) {
+	comp, comps := g.sccs(mask)
+	for id, members := range comps {
+		steps := g.witness(members, mask, need, comp, int32(id))
+		if steps == nil {
+			continue
+		}
+		iso := int8(isoRC)
+		for _, e := range steps {
+			if e.kind == edgeWR && ruReader[e.to] {
+				iso = isoRU
+			}
+		}
+		c.cycles = append(c.cycles, cycleEvidence{steps: steps})
+		first := &c.txns[steps[0].from]
+		c.find(finding{a: a, v: steps[0].v, tp: 0, off: -1, off2: -1, proc: first.proc, iso: iso, txn: steps[0].from,
+			ops: [4]uint32{none, none, none, none}, cycle: uint32(len(c.cycles))})
+	}
+}
+
+// wrEdges are the write → read edges, one per pair of transactions; ruReader[t] is set when
+// transaction t read at read_uncommitted.
+func (c *Checker) wrEdges() (es []gedge, ruReader []bool) {
+	type pair struct{ from, to uint32 }
+	seen := map[pair]bool{}
+	for ti := range c.txns {
+		t := &c.txns[ti]
+		for _, v := range c.reads[t.inStart : t.inStart+t.inLen] {
+			st := c.vals.at(v)
+			if k := st.kind(); (k != kindTxn && k != kindRPW) || st.txn == none || st.txn == uint32(ti) ||
+				st.flags&fResent != 0 || c.txns[st.txn].neverCommitted() {
+				continue
+			}
+			p := pair{st.txn, uint32(ti)}
+			if seen[p] {
+				continue
+			}
+			seen[p] = true
+			es = append(es, gedge{from: st.txn, to: uint32(ti), kind: edgeWR, v: v})
+			if t.readIso == isoRU {
+				if ruReader == nil {
+					ruReader = make([]bool, len(c.txns))
+				}
+				ruReader[ti] = true
+			}
+		}
+	}
+	if ruReader == nil {
+		ruReader = make([]bool, len(c.txns))
+	}
+	return es, ruReader
+}
+
+// orderEdges are the process and realtime edges. A transaction's end is decided by the time it
+// completes ok or fail; one that completed info may end later, so no edge leaves it.
+func (c *Checker) orderEdges() []gedge {
+	ended := func(t *txn) bool { return t.doneOrd != none && (t.outcome == outOK || t.outcome == outFail) }
+	var es []gedge
+	last := map[int32]uint32{}
+	for ti := range c.txns {
+		t := &c.txns[ti]
+		if p, ok := last[t.proc]; ok && ended(&c.txns[p]) && c.txns[p].doneOrd < t.invokeOrd {
+			es = append(es, gedge{from: p, to: uint32(ti), kind: edgeProcess})
+		}
+		last[t.proc] = uint32(ti)
+	}
+	// Realtime: walk invokes and completions in history order. The frontier holds the
+	// transactions completed and not yet followed by a completed one invoked after them.
+	type event struct {
+		ord    uint32
+		t      uint32
+		invoke bool
+	}
+	evs := make([]event, 0, 2*len(c.txns))
+	for ti := range c.txns {
+		t := &c.txns[ti]
+		evs = append(evs, event{ord: t.invokeOrd, t: uint32(ti), invoke: true})
+		if ended(t) {
+			evs = append(evs, event{ord: t.doneOrd, t: uint32(ti)})
+		}
+	}
+	slices.SortFunc(evs, func(a, b event) int { return cmp.Compare(a.ord, b.ord) })
+	var frontier []uint32
+	preds := map[uint32][]uint32{}
+	for _, e := range evs {
+		if e.invoke {
+			if len(frontier) > 0 {
+				preds[e.t] = slices.Clone(frontier)
+			}
+			for _, f := range frontier {
+				if c.txns[f].proc != c.txns[e.t].proc {
+					es = append(es, gedge{from: f, to: e.t, kind: edgeRealtime})
+				}
+			}
+			continue
+		}
+		p := preds[e.t]
+		delete(preds, e.t)
+		frontier = slices.DeleteFunc(frontier, func(f uint32) bool { return slices.Contains(p, f) })
+		frontier = append(frontier, e.t)
+	}
+	return es
+}
+
+// wwEdges link each transactional record to the next one in its partition's log written by
+// another transaction.
+func (c *Checker) wwEdges() []gedge {
+	type at struct {
+		tp  uint32
+		off int64
+		v   uint32
+	}
+	var log []at
+	for id := uint32(1); id < c.vals.len(); id++ {
+		st := c.vals.at(id)
+		if k := st.kind(); (k != kindTxn && k != kindRPW) || st.txn == none || st.off < 0 || st.tp == 0 ||
+			st.flags&fResent != 0 || c.txns[st.txn].neverCommitted() {
+			continue
+		}
+		log = append(log, at{st.tp, st.off, id})
+	}
+	slices.SortFunc(log, func(a, b at) int {
+		if c := cmp.Compare(a.tp, b.tp); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.off, b.off)
+	})
+	type pair struct{ from, to uint32 }
+	seen := map[pair]bool{}
+	var es []gedge
+	for i := 1; i < len(log); i++ {
+		a, b := log[i-1], log[i]
+		ta, tb := c.vals.at(a.v).txn, c.vals.at(b.v).txn
+		if a.tp != b.tp || ta == tb || seen[pair{ta, tb}] {
+			continue
+		}
+		seen[pair{ta, tb}] = true
+		es = append(es, gedge{from: ta, to: tb, kind: edgeWW, v: a.v, v2: b.v})
+	}
+	return es
+}
+
+// txnOp is the op that speaks for a transaction: its completion, else its invoke.
+func (c *Checker) txnOp(t uint32) uint32 {
+	if d := c.txns[t].doneOrd; d != none {
+		return d
+	}
+	return c.txns[t].invokeOrd
+}
+
+// describeCycle says what each edge of a witness cycle rests on, naming the transactions T1…Tk
+// in the cycle's order, each with its op.
+func (c *Checker) describeCycle(ev cycleEvidence) string {
+	names := map[uint32]string{}
+	name := func(t uint32) string {
+		n, ok := names[t]
+		if !ok {
+			n = fmt.Sprintf("T%d (op %d)", len(names)+1, c.opIndex(c.txnOp(t)))
+			names[t] = n
+		}
+		return n
+	}
+	at := func(v uint32) string {
+		st := c.vals.at(v)
+		if st.tp == 0 {
+			return c.name(v)
+		}
+		p := c.parts.ps[st.tp]
+		if st.off < 0 {
+			return fmt.Sprintf("%s to %s-%d", c.name(v), p.topic, p.part)
+		}
+		return fmt.Sprintf("%s at %s-%d offset %d", c.name(v), p.topic, p.part, st.off)
+	}
+	parts := make([]string, 0, len(ev.steps))
+	for _, s := range ev.steps {
+		from, to := name(s.from), name(s.to)
+		switch s.kind {
+		case edgeWR:
+			iso := "read_committed"
+			if c.txns[s.to].readIso == isoRU {
+				iso = "read_uncommitted"
+			}
+			parts = append(parts, fmt.Sprintf("%s wrote %s, which %s read (%s)", from, at(s.v), to, iso))
+		case edgeProcess:
+			parts = append(parts, fmt.Sprintf("%s completed before %s, its process's next transaction, began", from, to))
+		case edgeRealtime:
+			parts = append(parts, fmt.Sprintf("%s completed before %s began", from, to))
+		case edgeWW:
+			parts = append(parts, fmt.Sprintf("%s wrote %s just before %s wrote %s", from, at(s.v), to, at(s.v2)))
+		}
+	}
+	return strings.Join(parts, "; ") + ": a cycle"
+}

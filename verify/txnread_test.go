@@ -1,0 +1,239 @@
+package verify
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/verify/guarantee"
+	"github.com/verity-kafka/verity/verify/results"
+)
+
+// begin writes the invoke of a transaction of process p that writes recs (their offsets come
+// with its completion).
+func (h *hb) begin(p int, recs ...history.Record) int64 {
+	bare := make([]history.Record, len(recs))
+	for i, r := range recs {
+		r.Offset = nil
+		bare[i] = r
+	}
+	return h.add(history.Op{Process: history.Client(p), Type: history.Invoke, F: history.FTxn,
+		Value: history.Payload{Txn: &history.Txn{TxnID: txnIDOf(p), Records: bare, Intent: history.IntentCommit}}})
+}
+
+// end writes the completion of p's open transaction: it wrote recs (with their offsets) and read
+// reads at isolation iso; endT, when not 0, is when its commit was asked for.
+func (h *hb) end(p int, t history.Type, iso string, endT int64, recs []history.Record, reads ...history.Record) int64 {
+	op := history.Op{Process: history.Client(p), Type: t, F: history.FTxn,
+		Value: history.Payload{Txn: &history.Txn{TxnID: txnIDOf(p), Records: recs, Intent: history.IntentCommit,
+			Reads: reads, Isolation: iso, EndT: endT}}}
+	if t == history.Fail {
+		op.Error = "aborted"
+	}
+	return h.add(op)
+}
+
+func txnIDOf(p int) string { return "t-" + string(rune('0'+p)) }
+
+// Two transactions that each read what the other wrote: both committed, so at read_committed
+// each read came after the other's end was decided, and each ended after its own read.
+func TestG1c(t *testing.T) {
+	a, b := at(rec("t", 0, "1-1"), 0), at(rec("t", 1, "2-1"), 0)
+	cycle := func(iso string) func(h *hb) {
+		return func(h *hb) {
+			h.begin(1, a)                    // 0
+			h.begin(2, b)                    // 1
+			h.end(1, OK, iso, 0, recs(a), b) // 2
+			h.end(2, OK, iso, 0, recs(b), a) // 3
+			h.finalBoth("t", 0, 0, 1, a)
+			h.finalBoth("t", 1, 0, 1, b)
+		}
+	}
+	runCases(t, []tcase{
+		{name: "each read the other's write at read_committed: forbidden", build: cycle(RC),
+			want:    map[guarantee.Anomaly]want{guarantee.G1c: {count: 1, ops: []int64{2, 3}}},
+			verdict: results.Fail},
+		{name: "the same at read_uncommitted: permitted", build: cycle(RU),
+			want:    map[guarantee.Anomaly]want{guarantee.G1c: {count: 1, permitted: true}},
+			verdict: results.Pass},
+		{name: "one way only: no cycle", build: func(h *hb) {
+			h.begin(1, a)
+			h.end(1, OK, RC, 0, recs(a))
+			h.begin(2, b)
+			h.end(2, OK, RC, 0, recs(b), a)
+			h.finalBoth("t", 0, 0, 1, a)
+			h.finalBoth("t", 1, 0, 1, b)
+		}, verdict: results.Pass},
+		{name: "the other write's transaction aborted: an aborted read, no cycle", build: func(h *hb) {
+			h.begin(1, a)
+			h.begin(2, b)
+			h.end(1, OK, RC, 0, recs(a), b)
+			h.end(2, Fail, RC, 0, recs(b), a)
+			h.finalBoth("t", 0, 0, 1, a)
+			h.final("t", 1, RU, 0, 1, b)
+			h.final("t", 1, RC, 0, 1)
+		}, want: map[guarantee.Anomaly]want{guarantee.AbortedRead: {count: 1}}, verdict: results.Fail},
+	})
+}
+
+// A cycle that needs a process's order, or real time, besides what was read.
+func TestG1cWithOrder(t *testing.T) {
+	a, b, c := at(rec("t", 0, "1-1"), 0), at(rec("t", 1, "2-1"), 0), at(rec("t", 2, "3-1"), 0)
+	finals := func(h *hb) {
+		h.finalBoth("t", 0, 0, 1, a)
+		h.finalBoth("t", 1, 0, 1, b)
+		h.finalBoth("t", 2, 0, 1, c)
+	}
+	// T1 read T3's write and completed before T2 began; T2 wrote b, which T3 read.
+	chain := func(p2 int) func(h *hb) {
+		return func(h *hb) {
+			h.begin(3, c)                   // 0: T3
+			h.begin(1, a)                   // 1: T1
+			h.end(1, OK, RC, 0, recs(a), c) // 2
+			h.begin(p2, b)                  // 3: T2
+			h.end(p2, OK, RC, 0, recs(b))   // 4
+			h.end(3, OK, RC, 0, recs(c), b) // 5
+			finals(h)
+		}
+	}
+	runCases(t, []tcase{
+		{name: "T2 is T1's process's next transaction: G1c-process", build: chain(1),
+			want:    map[guarantee.Anomaly]want{guarantee.G1cProcess: {count: 1, ops: []int64{2, 4, 5}}},
+			verdict: results.Fail},
+		{name: "T2 is another process's, begun after T1 completed: G1c-realtime", build: chain(2),
+			want:    map[guarantee.Anomaly]want{guarantee.G1cRealtime: {count: 1, ops: []int64{2, 4, 5}}},
+			verdict: results.Fail},
+		{name: "T2 began before T1 completed: no order, no cycle", build: func(h *hb) {
+			h.begin(3, c)
+			h.begin(1, a)
+			h.begin(2, b)
+			h.end(1, OK, RC, 0, recs(a), c)
+			h.end(2, OK, RC, 0, recs(b))
+			h.end(3, OK, RC, 0, recs(c), b)
+			finals(h)
+		}, verdict: results.Pass},
+		{name: "T1's outcome unknown: its end may come later, no order leaves it", build: func(h *hb) {
+			h.begin(3, c)
+			h.begin(1, a)
+			h.end(1, Info, RC, 0, recs(a), c)
+			h.begin(2, b)
+			h.end(2, OK, RC, 0, recs(b))
+			h.end(3, OK, RC, 0, recs(c), b)
+			finals(h)
+		}, verdict: results.Pass},
+	})
+}
+
+// Write cycles are Kafka's to allow: its transactions do not isolate their writes.
+func TestG0(t *testing.T) {
+	runCases(t, []tcase{
+		{name: "two transactions append to two partitions in opposite orders: permitted", build: func(h *hb) {
+			h.begin(1, rec("t", 0, "1-1"), rec("t", 1, "1-2"))
+			h.begin(2, rec("t", 0, "2-1"), rec("t", 1, "2-2"))
+			h.end(1, OK, "", 0, recs(at(rec("t", 0, "1-1"), 0), at(rec("t", 1, "1-2"), 1)))
+			h.end(2, OK, "", 0, recs(at(rec("t", 0, "2-1"), 1), at(rec("t", 1, "2-2"), 0)))
+			h.finalBoth("t", 0, 0, 2, at(rec("t", 0, "1-1"), 0), at(rec("t", 0, "2-1"), 1))
+			h.finalBoth("t", 1, 0, 2, at(rec("t", 1, "2-2"), 0), at(rec("t", 1, "1-2"), 1))
+		}, want: map[guarantee.Anomaly]want{guarantee.G0: {count: 1, permitted: true}}, verdict: results.Pass},
+		{name: "in the same order on both: no cycle", build: func(h *hb) {
+			h.begin(1, rec("t", 0, "1-1"), rec("t", 1, "1-2"))
+			h.begin(2, rec("t", 0, "2-1"), rec("t", 1, "2-2"))
+			h.end(1, OK, "", 0, recs(at(rec("t", 0, "1-1"), 0), at(rec("t", 1, "1-2"), 0)))
+			h.end(2, OK, "", 0, recs(at(rec("t", 0, "2-1"), 1), at(rec("t", 1, "2-2"), 1)))
+			h.finalBoth("t", 0, 0, 2, at(rec("t", 0, "1-1"), 0), at(rec("t", 0, "2-1"), 1))
+			h.finalBoth("t", 1, 0, 2, at(rec("t", 1, "1-2"), 0), at(rec("t", 1, "2-2"), 1))
+		}, verdict: results.Pass},
+	})
+}
+
+func TestPrecommittedRead(t *testing.T) {
+	a := at(rec("t", 0, "1-1"), 0)
+	own := func(iso string) func(h *hb) {
+		return func(h *hb) {
+			h.begin(1, a)
+			h.end(1, OK, iso, 0, recs(a), a)
+			h.finalBoth("t", 0, 0, 1, a)
+		}
+	}
+	runCases(t, []tcase{
+		{name: "a transaction read its own record at read_committed: forbidden", build: own(RC),
+			want: map[guarantee.Anomaly]want{guarantee.PrecommittedRead: {count: 1, ops: []int64{0, 1}}}, verdict: results.Fail},
+		{name: "at read_uncommitted: permitted", build: own(RU),
+			want: map[guarantee.Anomaly]want{guarantee.PrecommittedRead: {count: 1, permitted: true}}, verdict: results.Pass},
+		{name: "its process's next transaction reads it: no finding", build: func(h *hb) {
+			h.begin(1, a)
+			h.end(1, OK, RC, 0, recs(a))
+			h.begin(1)
+			h.end(1, OK, RC, 0, nil, a)
+			h.finalBoth("t", 0, 0, 1, a)
+		}, verdict: results.Pass},
+	})
+}
+
+func TestUncommittedRead(t *testing.T) {
+	a := at(rec("t", 0, "1-1"), 0)
+	read := func(iso string, endAfter bool) func(h *hb) {
+		return func(h *hb) {
+			h.begin(1, a)              // 0, at 1 ms
+			asked := h.now + 1_000_000 // 2 ms: asked before the poll
+			h.poll(2, iso, a)          // 1, 2 at 2 and 3 ms
+			if endAfter {
+				asked = h.now + 5_000_000
+			}
+			h.end(1, OK, "", asked, recs(a)) // 3
+			h.finalBoth("t", 0, 0, 1, a)
+		}
+	}
+	runCases(t, []tcase{
+		{name: "a read_committed poll returned the record before the commit was asked for: forbidden", build: read(RC, true),
+			want: map[guarantee.Anomaly]want{guarantee.UncommittedRead: {count: 1, ops: []int64{0, 2, 3}}}, verdict: results.Fail},
+		{name: "at read_uncommitted: permitted (that level reads open transactions)", build: read(RU, true),
+			want: map[guarantee.Anomaly]want{guarantee.UncommittedRead: {count: 1, permitted: true}}, verdict: results.Pass},
+		{name: "the commit was asked for before the poll completed: none", build: read(RC, false), verdict: results.Pass},
+	})
+}
+
+func TestFutureAndPhantomReads(t *testing.T) {
+	verityRun := func() history.Config { c := strict(); c.Scenario = "default"; return c }
+	runCases(t, []tcase{
+		{name: "a poll returned a record before its send began: future-read", build: func(h *hb) {
+			h.poll(2, RC, at(rec("t", 0, "1-1"), 0)) // 0, 1
+			h.send(1, rec("t", 0, "1-1"), OK, 0)     // 2, 3
+			h.finalBoth("t", 0, 0, 1, at(rec("t", 0, "1-1"), 0))
+		}, want: map[guarantee.Anomaly]want{guarantee.FutureRead: {count: 1, ops: []int64{1, 2}}}, verdict: results.Fail},
+		{name: "a poll returned it while its send was under way: none", build: func(h *hb) {
+			inv := h.sendInvoke(1, rec("t", 0, "1-1"))
+			h.poll(2, RC, at(rec("t", 0, "1-1"), 0))
+			h.sendDone(1, inv, rec("t", 0, "1-1"), OK, 0, false)
+			h.finalBoth("t", 0, 0, 1, at(rec("t", 0, "1-1"), 0))
+		}, verdict: results.Pass},
+		{name: "a record no op wrote, in a Verity run: phantom-read", cfg: verityRun, build: func(h *hb) {
+			h.send(1, rec("t", 0, "1-1"), OK, 0)
+			h.finalBoth("t", 0, 0, 2, at(rec("t", 0, "1-1"), 0), at(rec("t", 0, "9-9"), 1))
+		}, want: map[guarantee.Anomaly]want{guarantee.PhantomRead: {count: 1}}, verdict: results.Fail},
+		{name: "the same in a history another tool wrote: not judged", build: func(h *hb) {
+			h.send(1, rec("t", 0, "1-1"), OK, 0)
+			h.finalBoth("t", 0, 0, 2, at(rec("t", 0, "1-1"), 0), at(rec("t", 0, "9-9"), 1))
+		}, verdict: results.Pass},
+	})
+}
+
+// A witness cycle names every transaction on it with its op, and says what each edge rests on.
+func TestCycleWitnessReads(t *testing.T) {
+	h := newHB()
+	a, b := at(rec("t", 0, "1-1"), 0), at(rec("t", 1, "2-1"), 0)
+	h.begin(1, a)
+	h.begin(2, b)
+	h.end(1, OK, RC, 0, recs(a), b)
+	h.end(2, OK, RC, 0, recs(b), a)
+	h.finalBoth("t", 0, 0, 1, a)
+	h.finalBoth("t", 1, 0, 1, b)
+	r := h.check(strict())
+	note := r.Anomalies[guarantee.G1c].Examples[0].Note
+	for _, want := range []string{"T1 (op 2) wrote 1-1 at t-0 offset 0, which T2 (op 3) read (read_committed)",
+		"T2 (op 3) wrote 2-1 at t-1 offset 0, which T1 (op 2) read (read_committed)", "a cycle"} {
+		if !strings.Contains(note, want) {
+			t.Errorf("witness %q lacks %q", note, want)
+		}
+	}
+}
