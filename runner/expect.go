@@ -34,11 +34,7 @@ func Expectations(s scenarios.Resolved) ([]Expected, error) {
 		return nil, err
 	}
 	faults := scheduledFaults(s)
-	isos := []kafkaconf.Isolation{kafkaconf.ReadCommitted}
-	w := s.Workload
-	if w.Consumers.ReadUncommitted > 0 || (w.Group.Count > 0 && s.Client.Isolation == kafkaconf.ReadUncommitted) {
-		isos = append(isos, kafkaconf.ReadUncommitted)
-	}
+	isos := s.Workload.ReadIsolations(s.Client.Isolation)
 	var facts []guarantee.Facts
 	for _, n := range slices.Sorted(maps.Keys(h.Processes)) {
 		p := kafkaconf.ResolveProducer(h.ProducerOf(n), kafkaconf.JavaClient())

@@ -56,6 +56,7 @@ func builtinMakers() []func() Scenario {
 		uncleanIsolation, elrLastReplica,
 		idempotentAckLoss, idempotentInflight5AckLoss, plainAckLoss, plainInflightReorder, plainInflight1Order, appResend,
 		eosCoordinatorKill, eosRollingBounce,
+		txnReadKill, txnReadPause, txnReadIsolate, txnReadRequestFaults, txnReadUncommitted,
 		groupRebalance,
 		sinkNaive, sinkUniqueKey, sinkOffsetsInDB, sinkInbox, sinkOutbox, sinkHTTP, sinkHTTPKeyed,
 		regressKafka17754,
@@ -603,6 +604,90 @@ func eosCoordinatorKill() Scenario {
 		"__transaction_state partition, which completes or aborts each one: every committed input record yields its " +
 		"output exactly once in the committed output, group offsets move only with committed transactions, and " +
 		"read_committed readers see no aborted record (read_uncommitted ones may)."
+	return s
+}
+
+// txnReadBase: three processors whose transactions read and write one topic (txr): each polls,
+// begins, sends two new records to random partitions, polls once more inside the transaction,
+// and commits both polls' offsets with its records (10 % aborted on purpose). What one writes,
+// the others read, so the dependency graph has edges every way; a read_committed consumer reads
+// beside them.
+func txnReadBase(name, description string) Scenario {
+	s := base(name, description, "Jepsen's Redpanda and Bufstream analyses (G1c), KIP-98, KIP-447")
+	s.Tags = []Tag{TagTransactions}
+	s.Topics = []Topic{{Name: "txr", Partitions: 3, ReplicationFactor: 3, MinInsyncReplicas: 2}}
+	s.Client.Transactions = Transactions{AbortProbability: 0.1}
+	s.Workload = Workload{
+		Processors: Processors{Count: 3, Input: "txr", Output: "txr", Writes: 2},
+		Consumers:  Consumers{ReadCommitted: 1, Topics: []string{"txr"}},
+	}
+	s.Expect = Expectation{Text: "At read_committed a transaction reads another's records only once that one's end is decided, " +
+		"and ends after its own reads; a transaction that completed before another began ended before it. So no chain of " +
+		"reads, a process's order and real time leads back where it began (G1c, G1c-process, G1c-realtime), no transaction " +
+		"reads its own records before it commits (precommitted-read) and no read returns a record before its transaction's " +
+		"commit was asked for (uncommitted-read). Write cycles (G0) are Kafka's to allow."}
+	return s
+}
+
+func txnReadOf0() *Target { return &Target{Role: RoleLeaderOf, Topic: "txr"} }
+
+func txnReadKill() Scenario {
+	s := txnReadBase("txn-read-kill", "Transactions that read and write one topic while txr-0's leader is SIGKILLed, then the transaction coordinator.")
+	s.Faults = timeline(step(15, 10, FaultKill, txnReadOf0()), Step{At: sec(35), For: sec(10), Fault: Fault{Name: FaultKill, Target: &Target{Role: RoleTxnCoordinator}}})
+	return s
+}
+
+func txnReadPause() Scenario {
+	s := txnReadBase("txn-read-pause", "Transactions that read and write one topic while txr-0's leader is paused (SIGSTOP), then the group coordinator.")
+	s.Faults = timeline(step(15, 10, FaultPause, txnReadOf0()), Step{At: sec(35), For: sec(10), Fault: Fault{Name: FaultPause, Target: &Target{Role: RoleGroupCoordinator}}})
+	return s
+}
+
+func txnReadIsolate() Scenario {
+	s := txnReadBase("txn-read-isolate", "Transactions that read and write one topic while txr-0's leader is cut off from the other nodes and the clients.")
+	s.Faults = timeline(step(15, 20, FaultIsolate, txnReadOf0()))
+	return s
+}
+
+// txnReadRequestFaults aims request-level faults where transactions that read are most
+// delicate: their ends (EndTxn), their offsets (TxnOffsetCommit) and their records (Produce),
+// held, dropped or carried out with the answer lost.
+func txnReadRequestFaults() Scenario {
+	s := txnReadBase("txn-read-request-faults", "Transactions that read and write one topic under request faults: "+
+		"EndTxn, TxnOffsetCommit and Produce held, dropped or unanswered where they go.")
+	s.Client.RequestTimeout = sec(5)
+	coord, group := &Target{Role: RoleTxnCoordinator}, &Target{Role: RoleGroupCoordinator}
+	req := func(name FaultName, t *Target, api string) Fault {
+		return Fault{Name: name, Target: t, Params: Params{API: api, Nth: 1}}
+	}
+	s.Faults = Schedule{Kind: SchedulePeriodic, Periodic: &Periodic{
+		Interval: sec(12), Hold: sec(6), Start: sec(10), Quiet: 0.2,
+		Set: []Fault{
+			req(FaultHoldRequest, coord, "EndTxn"),
+			req(FaultDropResponse, coord, "EndTxn"),
+			req(FaultHoldRequest, group, "TxnOffsetCommit"),
+			req(FaultDropRequest, group, "TxnOffsetCommit"),
+			req(FaultHoldRequest, txnReadOf0(), "Produce"),
+			req(FaultDropResponse, txnReadOf0(), "Produce"),
+		},
+	}}
+	s.Duration = sec(75)
+	return s
+}
+
+// txnReadUncommitted is the control: the same transactions read at read_uncommitted, where a
+// transaction's poll inside it returns records of transactions still open, its own among them.
+func txnReadUncommitted() Scenario {
+	s := txnReadBase("txn-read-uncommitted", "The control: transactions that read and write one topic at read_uncommitted, no fault.")
+	s.Workload.Processors.Isolation = kafkaconf.ReadUncommitted
+	s.Expect = Expectation{
+		Text: "read_uncommitted shows records of open transactions: a transaction's poll inside it returns what it " +
+			"and others are writing, before their ends (precommitted-read, uncommitted-read), and reads may form cycles " +
+			"(G1c); all of it is what that level permits, so the run passes.",
+		Likely: []guarantee.Anomaly{guarantee.PrecommittedRead, guarantee.UncommittedRead},
+		Provoke: "each transaction polls once more after its sends, at read_uncommitted: records of its own open " +
+			"transaction on the partitions its member owns, and of the other members' open transactions.",
+	}
 	return s
 }
 

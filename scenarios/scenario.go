@@ -236,6 +236,18 @@ type Sink struct {
 	Outbox string `yaml:"outbox,omitempty" json:"outbox,omitempty"`
 }
 
+// ReadIsolations are the isolation levels the workload's readers read at, read_committed first
+// (always there: the final reads use it): its consumers', its group members' (the client's,
+// clientIso) and its processors'.
+func (w Workload) ReadIsolations(clientIso kafkaconf.Isolation) []kafkaconf.Isolation {
+	isos := []kafkaconf.Isolation{kafkaconf.ReadCommitted}
+	if w.Consumers.ReadUncommitted > 0 || (w.Group.Count > 0 && clientIso == kafkaconf.ReadUncommitted) ||
+		(w.Processors.Count > 0 && w.Processors.Isolation == kafkaconf.ReadUncommitted) {
+		isos = append(isos, kafkaconf.ReadUncommitted)
+	}
+	return isos
+}
+
 // Uses is what the workload asks of the cluster, by kafkaconf's role table.
 func (w Workload) Uses() kafkaconf.Uses {
 	count := map[kafkaconf.RoleName]int{
@@ -309,6 +321,14 @@ type Processors struct {
 	// CrashAfterCommit crashes them right after a committed transaction instead of in the
 	// middle of one (needs crash_every).
 	CrashAfterCommit bool `yaml:"crash_after_commit,omitempty" json:"crash_after_commit,omitempty"`
+	// Writes makes every transaction one that reads and writes: it sends this many new
+	// records to random partitions of Output — which may then be Input, so that what one
+	// processor writes another reads — instead of one output per input, and is recorded as a
+	// txn op with what it read (docs/guarantees.md, transactions that read).
+	Writes int `yaml:"writes,omitempty" json:"writes,omitempty"`
+	// Isolation is the processors' consumers': read_committed (default); read_uncommitted
+	// only with writes, as a control of what that level permits.
+	Isolation kafkaconf.Isolation `yaml:"isolation,omitempty" json:"isolation,omitempty"`
 }
 
 // Consumers are assigned consumers of Topics (default every topic).

@@ -510,9 +510,22 @@ func (c *checker) workload() {
 	if pr.Count > 0 {
 		okIn := c.knownTopic("workload.processors.input", pr.Input)
 		okOut := c.knownTopic("workload.processors.output", pr.Output)
-		if okIn && okOut && pr.Input == pr.Output {
-			c.addf("workload.processors.output", "%q is also the input: a processor needs two topics", pr.Output)
+		if okIn && okOut && pr.Input == pr.Output && pr.Writes == 0 {
+			c.addf("workload.processors.output", "%q is also the input: a processor that writes one output per input needs two topics "+
+				"(set writes for transactions that read and write one topic)", pr.Output)
 		}
+	}
+	if pr.Writes < 0 {
+		c.addf("workload.processors.writes", "%d: want 0 or more", pr.Writes)
+	}
+	switch pr.Isolation {
+	case "", kafkaconf.ReadCommitted:
+	case kafkaconf.ReadUncommitted:
+		if pr.Writes == 0 {
+			c.addf("workload.processors.isolation", "read_uncommitted needs writes: read-process-write is exactly-once only at read_committed")
+		}
+	default:
+		c.addf("workload.processors.isolation", "%q: want read_committed or read_uncommitted", pr.Isolation)
 	}
 	if pr.CrashAfterCommit && pr.CrashEvery <= 0 {
 		c.addf("workload.processors.crash_after_commit", "set, but crash_every is not: it says when the crashes come, not how often")

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/kafkaconf"
 	"github.com/verity-kafka/verity/workloads/kclient"
 )
 
@@ -40,6 +42,17 @@ type ProcessorConfig struct {
 	CrashAfterCommit bool `json:"crash_after_commit,omitempty"`
 	// MaxSteps stops the processor after this many transactions (0: until its context ends).
 	MaxSteps int `json:"max_steps,omitempty"`
+	// Writes, when set, makes each transaction one that reads and writes: with what it polled
+	// before it began, it sends Writes new records to random partitions of Output (which may
+	// be Input, so that what one member writes another reads) instead of one output per input,
+	// polls once more inside the transaction (for at most BatchWait), puts the offsets of both
+	// polls into it, and is recorded as a txn op with every record it read. With nothing to
+	// read for BatchWait it still begins one, so that members sharing one topic start each
+	// other.
+	Writes int `json:"writes,omitempty"`
+	// Isolation is the member's consumer's: read_committed (default), or read_uncommitted for
+	// a Writes processor that shows what that level permits.
+	Isolation kafkaconf.Isolation `json:"isolation,omitempty"`
 	TxnClientConfig
 }
 
@@ -61,6 +74,12 @@ func (c ProcessorConfig) resolved(p int) (ProcessorConfig, error) {
 	}
 	if c.AbortProbability < 0 || c.AbortProbability > 1 {
 		return c, errors.New("processor: abort_probability must lie in [0, 1]")
+	}
+	if c.Writes < 0 {
+		return c, errors.New("processor: writes must not be negative")
+	}
+	if c.Isolation == kafkaconf.ReadUncommitted && c.Writes == 0 {
+		return c, errors.New("processor: read_uncommitted needs writes: a read-process-write step is exactly-once only at read_committed")
 	}
 	c.TxnClientConfig = c.TxnClientConfig.withDefaults()
 	return c, nil
@@ -175,7 +194,8 @@ func (w *processor) open(ctx context.Context) (kclient.Member, error) {
 		return nil, fmt.Errorf("processor %d: %w", w.p, err)
 	}
 	spec := kclient.MemberSpec{Txn: txnSpec(w.env, w.p, "rpw", w.cfg.TxnID, w.cfg.TxnClientConfig, w.log),
-		ConsumerClientID: clientID(w.p, "rpw-consumer"), Group: w.cfg.Group, Input: w.cfg.Input, GroupProtocol: w.env.GroupProtocol}
+		ConsumerClientID: clientID(w.p, "rpw-consumer"), Group: w.cfg.Group, Input: w.cfg.Input, GroupProtocol: w.env.GroupProtocol,
+		Isolation: w.cfg.Isolation}
 	m, err := initWithRetry(ctx, w.log, w.cfg.TxnID, func() (kclient.Member, error) { return cl.OpenMember(ctx, spec) })
 	if err != nil {
 		return nil, fmt.Errorf("processor %d: %w", w.p, err)
@@ -196,18 +216,24 @@ func (w *processor) instance(ctx context.Context) error {
 	defer m.Close()
 	var batch []history.Record
 	var due time.Time
+	idle := time.Now().Add(w.cfg.BatchWait) // a Writes processor's transaction with nothing read
 	for ctx.Err() == nil && !w.stepsDone() {
-		if n := len(batch); n > 0 && (n >= w.cfg.BatchRecords || !time.Now().Before(due)) {
+		n := len(batch)
+		if (n > 0 && (n >= w.cfg.BatchRecords || !time.Now().Before(due))) || (n == 0 && w.cfg.Writes > 0 && !time.Now().Before(idle)) {
+			idle = time.Now().Add(w.cfg.BatchWait)
 			in := batch
 			batch = nil
-			if err := w.step(m, in); err != nil {
+			if err := w.step(ctx, m, in); err != nil {
 				return err
 			}
 			continue
 		}
 		var until time.Time
-		if len(batch) > 0 {
+		switch {
+		case len(batch) > 0:
 			until = due
+		case w.cfg.Writes > 0:
+			until = idle
 		}
 		// At most what the batch lacks: a client that commits the offsets of everything it
 		// polled (franz-go's End) then commits exactly the offsets after the batch.
@@ -217,7 +243,7 @@ func (w *processor) instance(ctx context.Context) error {
 			case kclient.EventAssigned:
 				batch = nil
 				w.stats.Sessions++
-				if err := w.note(history.FAssign, claimsPayload(ev.Claims, w.cfg.Group, history.ReadCommitted)); err != nil {
+				if err := w.note(history.FAssign, claimsPayload(ev.Claims, w.cfg.Group, string(w.member()))); err != nil {
 					return err
 				}
 			case kclient.EventRevoked:
@@ -238,21 +264,48 @@ func (w *processor) instance(ctx context.Context) error {
 
 func (w *processor) stepsDone() bool { return w.cfg.MaxSteps > 0 && w.steps >= w.cfg.MaxSteps }
 
-// step processes one batch in one transaction and records it as an rpw op.
-func (w *processor) step(m kclient.Member, in []history.Record) error {
-	w.steps++
+// outputs are what a step writes for its inputs in: one output per input, keyed by the input's
+// value so that a reader can see which input it came from; or, for a Writes processor, Writes
+// new records to random partitions.
+func (w *processor) outputs(in []history.Record) []history.Record {
+	if w.cfg.Writes > 0 {
+		out := make([]history.Record, w.cfg.Writes)
+		for i := range out {
+			out[i] = history.Record{Topic: w.cfg.Output, Partition: w.rng.Int32N(max(w.outParts, 1)), Value: w.values.Next()}
+		}
+		return out
+	}
 	out := make([]history.Record, len(in))
 	for i, r := range in {
-		// The transformation: one output per input, keyed by the input's value so that a
-		// reader can see which input it came from.
 		out[i] = history.Record{Topic: w.cfg.Output, Partition: r.Partition % max(w.outParts, 1), Key: r.Value, Value: w.values.Next()}
 	}
+	return out
+}
+
+// step processes one batch in one transaction and records it: as an rpw op, or for a Writes
+// processor as a txn op with what it read.
+func (w *processor) step(ctx context.Context, m kclient.Member, in []history.Record) error {
+	w.steps++
+	out := w.outputs(in)
 	abort := w.rng.Float64() < w.cfg.AbortProbability
 	crash := !w.nextCrash.IsZero() && !time.Now().Before(w.nextCrash)
-	payload := func() history.Payload {
-		return history.Payload{RPW: &history.RPW{Input: in, Output: out, TxnID: w.cfg.TxnID}}
+	var endT int64             // when the commit or abort was asked for
+	var reads []history.Record // a Writes transaction's reads, in its completion: known as it polls
+	f, payload := history.FRPW, func() history.Payload {
+		return history.Payload{RPW: &history.RPW{Input: in, Output: out, TxnID: w.cfg.TxnID, EndT: endT}}
 	}
-	inv, err := w.env.Recorder.Invoke(w.proc, history.FRPW, payload())
+	if w.cfg.Writes > 0 {
+		intent := history.IntentCommit
+		if abort {
+			intent = history.IntentAbort
+		}
+		f, payload = history.FTxn, func() history.Payload {
+			return history.Payload{Txn: &history.Txn{TxnID: w.cfg.TxnID, Records: out, Intent: intent,
+				Reads: reads, Isolation: string(w.member()), EndT: endT}}
+		}
+	}
+	inv, err := w.env.Recorder.Invoke(w.proc, f, payload())
+	reads = slices.Concat([]history.Record{}, in)
 	if err != nil {
 		return fmt.Errorf("processor %d: recording a step: %w", w.p, err)
 	}
@@ -288,7 +341,28 @@ func (w *processor) step(m kclient.Member, in []history.Record) error {
 		}
 		return w.after(m, history.Fail)
 	}
-	if err := m.AddOffsets(in); err != nil {
+	if w.cfg.Writes > 0 {
+		more, rebalanced, err := w.pollInside(ctx, m)
+		reads = slices.Concat(reads, more)
+		if err != nil || rebalanced {
+			// The offsets of what was polled before the rebalance no longer belong to this
+			// member's generation: the transaction cannot commit them.
+			why := "the group rebalanced inside the transaction"
+			if err != nil {
+				why = "polling inside the transaction: " + ErrorText(err)
+			}
+			aerr := m.Abort()
+			if cerr := complete(history.Fail, kclient.TxnNotSent+why+kclient.AbortNote(ErrorText(aerr))); cerr != nil {
+				return cerr
+			}
+			if err != nil {
+				return err
+			}
+			return w.after(m, history.Fail)
+		}
+		in = append(in, more...)
+	}
+	if err := w.addOffsets(m, in); err != nil {
 		aerr := m.Abort()
 		if cerr := complete(history.Fail, kclient.TxnNotSent+"adding offsets: "+ErrorText(err)+kclient.AbortNote(ErrorText(aerr))); cerr != nil {
 			return cerr
@@ -304,6 +378,7 @@ func (w *processor) step(m kclient.Member, in []history.Record) error {
 		}
 		return &kclient.ReplaceError{Reason: "crash mid-transaction (crash_every)"}
 	}
+	endT = int64(w.env.Recorder.Since())
 	if abort {
 		aerr := m.Abort()
 		if err := complete(history.Fail, kclient.TxnAborted); err != nil {
@@ -326,6 +401,41 @@ func (w *processor) step(m kclient.Member, in []history.Record) error {
 		return nil
 	}
 	return w.after(m, t)
+}
+
+// pollInside polls once inside a Writes processor's transaction, for at most BatchWait; it
+// reports a rebalance (the records polled before it are to be read again) rather than records.
+func (w *processor) pollInside(ctx context.Context, m kclient.Member) (more []history.Record, rebalanced bool, err error) {
+	evs, err := m.Poll(ctx, w.cfg.BatchRecords, time.Now().Add(w.cfg.BatchWait))
+	for _, ev := range evs {
+		switch ev.Kind {
+		case kclient.EventAssigned:
+			w.stats.Sessions++
+			if nerr := w.note(history.FAssign, claimsPayload(ev.Claims, w.cfg.Group, string(w.member()))); nerr != nil {
+				return nil, true, nerr
+			}
+			rebalanced = true
+		case kclient.EventRevoked:
+			rebalanced = true
+		case kclient.EventRecord:
+			more = append(more, ev.Record)
+		}
+	}
+	return more, rebalanced, err
+}
+
+// member is the isolation level the member reads at.
+func (w *processor) member() kafkaconf.Isolation {
+	return kclient.MemberSpec{Isolation: w.cfg.Isolation}.ReadIsolation()
+}
+
+// addOffsets puts the offsets after in into the transaction; a transaction that read nothing
+// has none to add.
+func (w *processor) addOffsets(m kclient.Member, in []history.Record) error {
+	if len(in) == 0 {
+		return nil
+	}
+	return m.AddOffsets(in)
 }
 
 // after a step that did not commit (outcome t): rewind to the committed offsets, or replace the

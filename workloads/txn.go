@@ -290,8 +290,9 @@ func (w *txnRun) transaction(ctx context.Context, inst *txnInstance, pl txnPlan,
 		intent = history.IntentAbort
 	}
 	proc := history.Client(inst.p)
+	var endT int64 // when the commit or abort was asked for: a read_committed read before it is early
 	payload := func() history.Payload {
-		return history.Payload{Txn: &history.Txn{TxnID: w.cfg.TxnID, Records: recs, Intent: intent}}
+		return history.Payload{Txn: &history.Txn{TxnID: w.cfg.TxnID, Records: recs, Intent: intent, EndT: endT}}
 	}
 	inv, err := w.env.Recorder.Invoke(proc, history.FTxn, payload())
 	inst.signal()
@@ -353,6 +354,7 @@ func (w *txnRun) transaction(ctx context.Context, inst *txnInstance, pl txnPlan,
 		if sendErr == nil && fenceAt < len(recs) {
 			sendErr = inst.tc.Send(recs[fenceAt:], deadline)
 		}
+		endT = int64(w.env.Recorder.Since())
 		switch {
 		case sendErr != nil:
 			// A record failed: the commit is not requested (sarama would not send it from its

@@ -125,6 +125,17 @@ type MemberSpec struct {
 	Group, Input     string
 	// GroupProtocol is the group protocol the member speaks ("": classic).
 	GroupProtocol kafkaconf.GroupProtocol
+	// Isolation is its consumer's isolation level ("": read_committed, as exactly-once needs;
+	// read_uncommitted only for a workload that shows what that level permits).
+	Isolation kafkaconf.Isolation
+}
+
+// ReadIsolation is the member's consumer's isolation level: Isolation, read_committed by default.
+func (s MemberSpec) ReadIsolation() kafkaconf.Isolation {
+	if s.Isolation == "" {
+		return kafkaconf.ReadCommitted
+	}
+	return s.Isolation
 }
 
 // Member is one read-process-write instance: a transactional producer whose transactions carry

@@ -71,7 +71,7 @@ func (c *Client) OpenMember(ctx context.Context, s kclient.MemberSpec) (kclient.
 		// The offsets are committed only in End (franz-go disables auto-commit for a
 		// transactional client); the group's offsets are fetched with require_stable, which
 		// franz-go always sets, waiting out a pending transactional offset commit (KIP-447).
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.FetchIsolationLevel(isolation(s.ReadIsolation())),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		// Eager, like sarama's range strategy: every generation revokes and hands out the
 		// whole assignment, so that OnPartitionsAssigned sees each generation's complete

@@ -541,7 +541,7 @@ type member struct {
 func (c *Client) OpenMember(ctx context.Context, s kclient.MemberSpec) (kclient.Member, error) {
 	m := &member{txn{c: c, handle: c.handle("m")}}
 	if err := c.call(ctx, OpMemberOpen, m.handle, MemberSpec{Txn: wireTxnSpec(s.Txn), ConsumerClientID: s.ConsumerClientID,
-		Group: s.Group, Input: s.Input, GroupProtocol: s.GroupProtocol}, nil); err != nil {
+		Group: s.Group, Input: s.Input, GroupProtocol: s.GroupProtocol, Isolation: s.Isolation}, nil); err != nil {
 		return nil, err
 	}
 	return m, nil

@@ -367,7 +367,7 @@ func (s *server) do(handle string, in *instance, req Request) error {
 			return err
 		}
 		m, err := s.cl.OpenMember(s.ctx, kclient.MemberSpec{Txn: sp.Txn.kclient(s.log), ConsumerClientID: sp.ConsumerClientID,
-			Group: sp.Group, Input: sp.Input, GroupProtocol: sp.GroupProtocol})
+			Group: sp.Group, Input: sp.Input, GroupProtocol: sp.GroupProtocol, Isolation: sp.Isolation})
 		in.member = m
 		s.reply(req.ID, struct{}{}, err)
 	case OpMemberPoll:

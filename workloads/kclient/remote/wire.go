@@ -462,6 +462,7 @@ type MemberSpec struct {
 	Group            string                  `json:"group"`
 	Input            string                  `json:"input"`
 	GroupProtocol    kafkaconf.GroupProtocol `json:"group_protocol,omitempty"`
+	Isolation        kafkaconf.Isolation     `json:"isolation,omitempty"`
 }
 
 type AddOffsetsArgs struct {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/kafkaconf"
 	"github.com/verity-kafka/verity/workloads/internal/kit"
 	"github.com/verity-kafka/verity/workloads/kclient"
 )
@@ -46,6 +47,9 @@ func (c *Client) OpenMember(_ context.Context, s kclient.MemberSpec) (kclient.Me
 	log := kit.OrDiscard(s.Txn.Log)
 	ccfg := c.base(s.ConsumerClientID)
 	ccfg.Consumer.IsolationLevel = sarama.ReadCommitted
+	if s.ReadIsolation() == kafkaconf.ReadUncommitted {
+		ccfg.Consumer.IsolationLevel = sarama.ReadUncommitted
+	}
 	ccfg.Consumer.Offsets.Initial = sarama.OffsetOldest
 	// Offsets move only inside transactions (AddOffsetsToTxn): never by auto-commit.
 	ccfg.Consumer.Offsets.AutoCommit.Enable = false

@@ -41,7 +41,7 @@ final class MemberInstance {
     TxnInstance txn = TxnInstance.open(cluster, s.path("txn"));
     Properties p = cluster.base(Wire.text(s.get("consumer_client_id")));
     p.put(ConsumerConfig.GROUP_ID_CONFIG, Wire.text(s.get("group")));
-    p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+    p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, s.path("isolation").asText("read_committed"));
     // Offsets move only inside transactions: never by auto-commit.
     p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
     p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
