@@ -128,7 +128,7 @@ pre{background:#f7f7f7;padding:.6em;overflow:auto;max-height:30em}ul.ex{margin:0
 {{if .Anomalies}}<table><tr><th>anomaly</th><th>count</th><th>judgement</th><th>why</th><th>evidence (op indices "i" in the history)</th></tr>
 {{range .Anomalies}}<tr class="{{.Class}}" id="anomaly-{{.Name}}"><td>{{.Name}}</td><td class="num">{{.Count}}</td><td>{{.Judgement}}</td>
 <td>{{.Why}}{{range .Known}}<p class="known">{{.}}</p>{{end}}{{if .ByRule}}<ul class="ex">{{range .ByRule}}<li>{{.Count}} {{.Judgement}}: {{.Why}}</li>{{end}}</ul>{{end}}</td>
-<td>{{if .Examples}}<ul class="ex">{{range .Examples}}<li>{{if .Href}}<a href="{{.Href}}">{{.Text}}</a>{{else}}{{.Text}}{{end}}</li>{{end}}</ul>{{if .More}}<span class="note">and {{.More}} more</span>{{end}}{{end}}</td></tr>
+<td>{{if .Examples}}<ul class="ex">{{range .Examples}}<li>{{if .Href}}<a href="{{.Href}}">{{.Text}}</a>{{else}}{{.Text}}{{end}}{{if .Cycle}}<br>{{.Cycle}}{{end}}</li>{{end}}</ul>{{if .More}}<span class="note">and {{.More}} more</span>{{end}}{{end}}</td></tr>
 {{end}}</table>{{end}}
 <p class="note">None found: {{if .NoneFound}}{{join .NoneFound ", "}}{{else}}—{{end}}.</p>
 </section>{{end}}
@@ -199,7 +199,11 @@ type anomalyView struct {
 }
 
 // exampleView is one example: its text, and the section of ops.html that shows its ops.
-type exampleView struct{ Text, Href string }
+type exampleView struct {
+	Text, Href string
+	// Cycle is a dependency cycle's witness drawn (cycleSVG); empty for other examples.
+	Cycle template.HTML
+}
 
 // maxExamplesShown bounds the examples listed per family (results.json has them all).
 const maxExamplesShown = 50
@@ -466,6 +470,7 @@ func anomalyViews(r *results.Results, opsPage map[string]bool) (views []anomalyV
 			if id := exampleAnchor(name, i); opsPage[id] {
 				ev.Href = OpsFile + "#" + id
 			}
+			ev.Cycle = cycleSVG(e.Cycle, ev.Href)
 			v.Examples = append(v.Examples, ev)
 		}
 		views = append(views, v)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/verity-kafka/verity/verify/guarantee"
+	"github.com/verity-kafka/verity/verify/results"
 )
 
 // The dependency graph of transactions (txn and rpw ops), and the cycles in it.
@@ -433,4 +434,20 @@ func (c *Checker) describeCycle(ev cycleEvidence) string {
 		}
 	}
 	return strings.Join(parts, "; ") + ": a cycle"
+}
+
+// cycleStep is one edge of a witness as results.json writes it.
+func (c *Checker) cycleStep(s gedge) results.CycleStep {
+	st := results.CycleStep{From: c.opIndex(c.txnOp(s.from)), To: c.opIndex(c.txnOp(s.to))}
+	switch s.kind {
+	case edgeWR:
+		st.Kind, st.Value, st.Isolation = results.EdgeWR, c.name(s.v), string(isoName(c.txns[s.to].readIso))
+	case edgeWW:
+		st.Kind, st.Value = results.EdgeWW, c.name(s.v)
+	case edgeProcess:
+		st.Kind = results.EdgeProcess
+	case edgeRealtime:
+		st.Kind = results.EdgeRealtime
+	}
+	return st
 }

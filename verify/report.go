@@ -547,6 +547,7 @@ func (c *Checker) example(f *finding) results.Example {
 		e.Value = ""
 		for _, s := range c.cycles[f.cycle-1].steps {
 			e.Ops = append(e.Ops, c.opIndex(c.txnOp(s.from)))
+			e.Cycle = append(e.Cycle, c.cycleStep(s))
 		}
 	}
 	if e.Ops == nil {

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -229,7 +230,13 @@ func TestCycleWitnessReads(t *testing.T) {
 	h.finalBoth("t", 0, 0, 1, a)
 	h.finalBoth("t", 1, 0, 1, b)
 	r := h.check(strict())
-	note := r.Anomalies[guarantee.G1c].Examples[0].Note
+	ex := r.Anomalies[guarantee.G1c].Examples[0]
+	want := []results.CycleStep{{From: 2, To: 3, Kind: results.EdgeWR, Value: "1-1", Isolation: "read_committed"},
+		{From: 3, To: 2, Kind: results.EdgeWR, Value: "2-1", Isolation: "read_committed"}}
+	if !slices.Equal(ex.Cycle, want) {
+		t.Errorf("cycle %+v, want %+v", ex.Cycle, want)
+	}
+	note := ex.Note
 	for _, want := range []string{"T1 (op 2) wrote 1-1 at t-0 offset 0, which T2 (op 3) read (read_committed)",
 		"T2 (op 3) wrote 2-1 at t-1 offset 0, which T1 (op 2) read (read_committed)", "a cycle"} {
 		if !strings.Contains(note, want) {

@@ -249,6 +249,31 @@ type Example struct {
 	// KnownIssue is the known issue that explains the finding, when one does.
 	KnownIssue guarantee.KnownIssue `json:"known_issue,omitempty"`
 	Note       string               `json:"note,omitempty"`
+	// Cycle is a dependency cycle's witness (G0, G1c…), edge by edge, from each transaction's
+	// op to the next one's; the last edge returns to the first op.
+	Cycle []CycleStep `json:"cycle,omitempty"`
+}
+
+// EdgeKind is what one edge of a dependency cycle rests on.
+type EdgeKind string
+
+// The edge kinds.
+const (
+	EdgeWR       EdgeKind = "wr"       // the first wrote a record the second read
+	EdgeWW       EdgeKind = "ww"       // the first's record directly precedes the second's in a partition
+	EdgeProcess  EdgeKind = "process"  // the second is the same process's next transaction
+	EdgeRealtime EdgeKind = "realtime" // the first completed before the second began
+)
+
+// CycleStep is one edge of a cycle: from the op of one transaction to the op of the next. Value
+// is the record the edge rests on (wr: the one read; ww: the earlier one), Isolation the
+// reader's (wr).
+type CycleStep struct {
+	From      int64    `json:"from"`
+	To        int64    `json:"to"`
+	Kind      EdgeKind `json:"kind"`
+	Value     string   `json:"value,omitempty"`
+	Isolation string   `json:"isolation,omitempty"`
 }
 
 // Outcomes counts one kind of op by completion.

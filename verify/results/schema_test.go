@@ -50,6 +50,9 @@ func TestResultsMatchTheirSchema(t *testing.T) {
 		lost.Examples[0].KnownIssue = k.Issue
 	}
 	lost.Known = 1
+	for _, k := range []results.EdgeKind{results.EdgeWR, results.EdgeWW, results.EdgeProcess, results.EdgeRealtime} {
+		lost.Examples[0].Cycle = append(lost.Examples[0].Cycle, results.CycleStep{From: 3, To: 9, Kind: k, Value: "1-1", Isolation: "read_committed"})
+	}
 	r.Anomalies["lost-write"] = lost
 	for _, c := range results.UnknownCauses() {
 		r.RunUnknownReasons, r.RunUnknownCauses = append(r.RunUnknownReasons, "why"), append(r.RunUnknownCauses, c)
