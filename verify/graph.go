@@ -56,19 +56,20 @@ type depGraph struct {
 	edges []gedge
 }
 
+// newDepGraph groups es by source with a counting sort: linear in the edges, which a history
+// of a million transactions has millions of.
 func newDepGraph(n int, es []gedge) depGraph {
-	slices.SortFunc(es, func(a, b gedge) int {
-		if c := cmp.Compare(a.from, b.from); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.to, b.to)
-	})
-	g := depGraph{start: make([]uint32, n+1), edges: es}
+	g := depGraph{start: make([]uint32, n+1), edges: make([]gedge, len(es))}
 	for _, e := range es {
 		g.start[e.from+1]++
 	}
 	for i := 1; i <= n; i++ {
 		g.start[i] += g.start[i-1]
+	}
+	next := slices.Clone(g.start[:n])
+	for _, e := range es {
+		g.edges[next[e.from]] = e
+		next[e.from]++
 	}
 	return g
 }
@@ -265,21 +266,18 @@ func (c *Checker) findCycles(g *depGraph, a guarantee.Anomaly, mask, need uint8,
 // wrEdges are the write → read edges, one per pair of transactions; ruReader[t] is set when
 // transaction t read at read_uncommitted.
 func (c *Checker) wrEdges() (es []gedge, ruReader []bool) {
-	type pair struct{ from, to uint32 }
-	seen := map[pair]bool{}
 	for ti := range c.txns {
 		t := &c.txns[ti]
+		mine := len(es) // this reader's edges so far: es[mine:], a handful, searched for a pair seen
 		for _, v := range c.reads[t.inStart : t.inStart+t.inLen] {
 			st := c.vals.at(v)
 			if k := st.kind(); (k != kindTxn && k != kindRPW) || st.txn == none || st.txn == uint32(ti) ||
 				st.flags&fResent != 0 || c.txns[st.txn].neverCommitted() {
 				continue
 			}
-			p := pair{st.txn, uint32(ti)}
-			if seen[p] {
+			if slices.ContainsFunc(es[mine:], func(e gedge) bool { return e.from == st.txn }) {
 				continue
 			}
-			seen[p] = true
 			es = append(es, gedge{from: st.txn, to: uint32(ti), kind: edgeWR, v: v})
 			if t.readIso == isoRU {
 				if ruReader == nil {
@@ -324,13 +322,14 @@ func (c *Checker) orderEdges() []gedge {
 		}
 	}
 	slices.SortFunc(evs, func(a, b event) int { return cmp.Compare(a.ord, b.ord) })
-	var frontier []uint32
-	preds := map[uint32][]uint32{}
+	// preds[predStart[t]:predStart[t]+predLen[t]] is the frontier when t was invoked: at t's
+	// completion they have a successor that follows them all.
+	var frontier, preds []uint32
+	predStart, predLen := make([]uint32, len(c.txns)), make([]uint16, len(c.txns))
 	for _, e := range evs {
 		if e.invoke {
-			if len(frontier) > 0 {
-				preds[e.t] = slices.Clone(frontier)
-			}
+			predStart[e.t], predLen[e.t] = uint32(len(preds)), uint16(min(len(frontier), 1<<16-1))
+			preds = append(preds, frontier[:predLen[e.t]]...)
 			for _, f := range frontier {
 				if c.txns[f].proc != c.txns[e.t].proc {
 					es = append(es, gedge{from: f, to: e.t, kind: edgeRealtime})
@@ -338,8 +337,7 @@ func (c *Checker) orderEdges() []gedge {
 			}
 			continue
 		}
-		p := preds[e.t]
-		delete(preds, e.t)
+		p := preds[predStart[e.t] : predStart[e.t]+uint32(predLen[e.t])]
 		frontier = slices.DeleteFunc(frontier, func(f uint32) bool { return slices.Contains(p, f) })
 		frontier = append(frontier, e.t)
 	}
@@ -369,16 +367,18 @@ func (c *Checker) wwEdges() []gedge {
 		}
 		return cmp.Compare(a.off, b.off)
 	})
-	type pair struct{ from, to uint32 }
-	seen := map[pair]bool{}
 	var es []gedge
 	for i := 1; i < len(log); i++ {
 		a, b := log[i-1], log[i]
 		ta, tb := c.vals.at(a.v).txn, c.vals.at(b.v).txn
-		if a.tp != b.tp || ta == tb || seen[pair{ta, tb}] {
+		if a.tp != b.tp || ta == tb {
 			continue
 		}
-		seen[pair{ta, tb}] = true
+		// The same pair again (the two interleaved further on) adds nothing: the search only
+		// needs one edge per pair, and a repeated one costs no correctness.
+		if n := len(es); n > 0 && es[n-1].from == ta && es[n-1].to == tb {
+			continue
+		}
 		es = append(es, gedge{from: ta, to: tb, kind: edgeWW, v: a.v, v2: b.v})
 	}
 	return es

@@ -47,7 +47,11 @@ const (
 	firstConsumer = 6 // consumers 6..9: see consumerIso and consumerGroup
 	consumers     = 4
 	finalReader   = 10
-	clients       = 11
+	// With GenerateTxnReads, processes 11..16 run transactions that read: each polls committed
+	// records from its positions and writes new ones in one transaction.
+	firstTxnReader = 11
+	txnReaders     = 6
+	clients        = firstTxnReader + txnReaders
 )
 
 // consumerIso is the isolation level of consumer c: read_committed and read_uncommitted in turn.
@@ -123,15 +127,26 @@ type gen struct {
 	pos      [clients][Partitions]int64 // consumers' positions
 	killed   int                        // node the nemesis has down, -1 if none
 	nemesis  *history.Op                // the nemesis op in flight
+	txnReads bool                       // GenerateTxnReads: transactions that read run too
 }
 
 // Generate writes a history of about nOps events (never fewer than the final reads need: two
 // per partition and isolation level) after its header line to w, from seed.
-func Generate(w io.Writer, nOps int, seed int64) error {
+func Generate(w io.Writer, nOps int, seed int64) error { return generate(w, nOps, seed, false) }
+
+// GenerateTxnReads writes a history like Generate's in which six more processes run
+// transactions that read (a txn op with reads, as a processor with writes records them): each
+// reads up to 8 committed records of one partition from its position and writes 1–3 new ones,
+// so that the dependency graph has an edge from each writer to every transaction that read it
+// and real-time edges between all of them; none makes a cycle.
+func GenerateTxnReads(w io.Writer, nOps int, seed int64) error { return generate(w, nOps, seed, true) }
+
+func generate(w io.Writer, nOps int, seed int64, txnReads bool) error {
 	g := &gen{
-		rng:    rand.New(rand.NewPCG(uint64(seed), 0x9e3779b97f4a7c15)),
-		out:    bufio.NewWriterSize(w, 256<<10),
-		killed: -1,
+		rng:      rand.New(rand.NewPCG(uint64(seed), 0x9e3779b97f4a7c15)),
+		out:      bufio.NewWriterSize(w, 256<<10),
+		killed:   -1,
+		txnReads: txnReads,
 	}
 	if err := g.header(seed); err != nil {
 		return err
@@ -158,10 +173,16 @@ func (g *gen) header(seed int64) error {
 		return fmt.Errorf("histgen: header config: %w", err)
 	}
 	all := kafkaconf.AcksAll
+	processes := map[int]kafkaconf.ProducerConfig{txnProducer: {Transactional: new(true)}}
+	if g.txnReads {
+		for c := firstTxnReader; c < firstTxnReader+txnReaders; c++ {
+			processes[c] = kafkaconf.ProducerConfig{Transactional: new(true)}
+		}
+	}
 	cfg := history.Config{
 		Scenario:  "histgen",
 		Producer:  &kafkaconf.ProducerConfig{Delivery: kafkaconf.Delivery{Acks: &all, Idempotence: new(true), MaxInFlight: new(maxAsync)}},
-		Processes: map[int]kafkaconf.ProducerConfig{txnProducer: {Transactional: new(true)}},
+		Processes: processes,
 		Topic: &kafkaconf.TopicConfig{ReplicationFactor: new(nodes), MinInsyncReplicas: new(2),
 			UncleanLeaderElection: new(false)},
 		Isolation: kafkaconf.ReadCommitted,
@@ -236,6 +257,22 @@ func (g *gen) run(nOps int) error {
 
 // step advances one simulated process by one event.
 func (g *gen) step() error {
+	if g.txnReads {
+		switch x := g.rng.IntN(1000); {
+		case x < 4:
+			return g.nemesisStep()
+		case x < 300:
+			return g.syncSend(firstProducer + g.rng.IntN(producers))
+		case x < 400:
+			return g.asyncSend()
+		case x < 450:
+			return g.txn()
+		case x < 900:
+			return g.txnRead(firstTxnReader + g.rng.IntN(txnReaders))
+		default:
+			return g.poll(firstConsumer + g.rng.IntN(consumers))
+		}
+	}
 	switch x := g.rng.IntN(1000); {
 	case x < 4:
 		return g.nemesisStep()
@@ -255,13 +292,15 @@ func (g *gen) drain() error {
 	for c := range g.inflight {
 		for len(g.inflight[c]) > 0 {
 			var err error
-			switch c {
-			case asyncProducer:
+			switch {
+			case c == asyncProducer:
 				err = g.asyncSend()
-			case txnProducer:
+			case c == txnProducer:
 				err = g.txn()
-			case firstConsumer, firstConsumer + 1, firstConsumer + 2, firstConsumer + 3:
+			case c >= firstConsumer && c < firstConsumer+consumers:
 				err = g.poll(c)
+			case c >= firstTxnReader:
+				err = g.txnRead(c)
 			default:
 				err = g.syncSend(c)
 			}
@@ -441,6 +480,72 @@ func (g *gen) txn() error {
 	default:
 		done.Type, done.Error = history.Fail, "aborted"
 		done.Value = history.Payload{Txn: &history.Txn{TxnID: txnID, Records: p.recs, Intent: intent}}
+	}
+	_, err := g.emit(done)
+	return err
+}
+
+// txnRead invokes or completes a transaction of reader c that reads up to 8 records
+// read_committed shows of one partition, from its position there, and writes 1–3 new ones.
+// Its reads go in its completion; an abort leaves its position where it was, so that the next
+// transaction reads the same records again.
+func (g *gen) txnRead(c int) error {
+	txnID := "verity-rpw-" + strconv.Itoa(c)
+	if len(g.inflight[c]) == 0 {
+		recs := make([]history.Record, 1+g.rng.IntN(3))
+		for i := range recs {
+			recs[i] = g.newRecord(c)
+		}
+		intent := history.IntentCommit
+		if g.rng.Float64() < abortShare/2 {
+			intent = history.IntentAbort
+		}
+		inv, err := g.emit(history.Op{Process: history.Client(c), Type: history.Invoke, F: history.FTxn,
+			Value: history.Payload{Txn: &history.Txn{TxnID: txnID, Records: recs, Intent: intent}}})
+		if err != nil {
+			return err
+		}
+		g.inflight[c] = append(g.inflight[c], pending{inv: inv, recs: recs})
+		return nil
+	}
+	p := g.inflight[c][0]
+	g.inflight[c] = g.inflight[c][:0]
+	intent := p.inv.Value.Txn.Intent
+	commit := intent == history.IntentCommit
+	part := g.rng.IntN(Partitions)
+	reads := []history.Record{}
+	log, pos := g.logs[part], g.pos[c][part]
+	for ; pos < int64(len(log)) && len(reads) < 8; pos++ {
+		if e := &log[pos]; e.visible(history.ReadCommitted) {
+			reads = append(reads, history.Record{Topic: Topic, Partition: int32(part), Key: e.key, Value: e.value}.At(pos))
+		}
+	}
+	kind := aborted
+	if commit {
+		kind = committed
+		g.pos[c][part] = pos
+	}
+	written := make([]history.Record, len(p.recs))
+	var touched [Partitions]bool
+	for i, r := range p.recs {
+		written[i] = g.appendRecord(r, kind)
+		touched[r.Partition] = true
+	}
+	for part, t := range touched {
+		if t {
+			g.logs[part] = append(g.logs[part], entry{kind: marker})
+		}
+	}
+	end := g.now + 500
+	done := history.Op{Process: p.inv.Process, F: history.FTxn}
+	if commit {
+		done.Type = history.OK
+		done.Value = history.Payload{Txn: &history.Txn{TxnID: txnID, Records: written, Intent: intent, Reads: reads,
+			Isolation: history.ReadCommitted, EndT: end}}
+	} else {
+		done.Type, done.Error = history.Fail, "aborted"
+		done.Value = history.Payload{Txn: &history.Txn{TxnID: txnID, Records: p.recs, Intent: intent, Reads: reads,
+			Isolation: history.ReadCommitted, EndT: end}}
 	}
 	_, err := g.emit(done)
 	return err
