@@ -342,9 +342,9 @@ func (w *processor) step(ctx context.Context, m kclient.Member, in []history.Rec
 		return w.after(m, history.Fail)
 	}
 	if w.cfg.Writes > 0 {
-		more, rebalanced, err := w.pollInside(ctx, m)
+		more, rebalance, err := w.pollInside(ctx, m)
 		reads = slices.Concat(reads, more)
-		if err != nil || rebalanced {
+		if err != nil || rebalance != nil {
 			// The offsets of what was polled before the rebalance no longer belong to this
 			// member's generation: the transaction cannot commit them.
 			why := "the group rebalanced inside the transaction"
@@ -357,6 +357,15 @@ func (w *processor) step(ctx context.Context, m kclient.Member, in []history.Rec
 			}
 			if err != nil {
 				return err
+			}
+			// The new assignment is recorded once the transaction's op is complete: a process's
+			// ops follow one another, and an op between a transaction's invoke and its
+			// completion would leave the completion without its invoke.
+			if rebalance.Kind == kclient.EventAssigned {
+				w.stats.Sessions++
+				if err := w.note(history.FAssign, claimsPayload(rebalance.Claims, w.cfg.Group, string(w.member()))); err != nil {
+					return err
+				}
 			}
 			return w.after(m, history.Fail)
 		}
@@ -403,25 +412,24 @@ func (w *processor) step(ctx context.Context, m kclient.Member, in []history.Rec
 	return w.after(m, t)
 }
 
-// pollInside polls once inside a Writes processor's transaction, for at most BatchWait; it
-// reports a rebalance (the records polled before it are to be read again) rather than records.
-func (w *processor) pollInside(ctx context.Context, m kclient.Member) (more []history.Record, rebalanced bool, err error) {
+// pollInside polls once inside a Writes processor's transaction, for at most BatchWait. A
+// rebalance (the records polled before it are to be read again) comes back as its last event,
+// the assignment when there is one, for the caller to record once the transaction is over.
+func (w *processor) pollInside(ctx context.Context, m kclient.Member) (more []history.Record, rebalance *kclient.Event, err error) {
 	evs, err := m.Poll(ctx, w.cfg.BatchRecords, time.Now().Add(w.cfg.BatchWait))
-	for _, ev := range evs {
-		switch ev.Kind {
-		case kclient.EventAssigned:
-			w.stats.Sessions++
-			if nerr := w.note(history.FAssign, claimsPayload(ev.Claims, w.cfg.Group, string(w.member()))); nerr != nil {
-				return nil, true, nerr
+	for i := range evs {
+		switch ev := &evs[i]; ev.Kind {
+		case kclient.EventAssigned, kclient.EventRevoked:
+			if rebalance == nil || ev.Kind == kclient.EventAssigned {
+				rebalance = ev
 			}
-			rebalanced = true
-		case kclient.EventRevoked:
-			rebalanced = true
 		case kclient.EventRecord:
-			more = append(more, ev.Record)
+			if rebalance == nil {
+				more = append(more, ev.Record)
+			}
 		}
 	}
-	return more, rebalanced, err
+	return more, rebalance, err
 }
 
 // member is the isolation level the member reads at.

@@ -121,6 +121,18 @@ func TestProcessorWritesReadsInsideItsTransactions(t *testing.T) {
 	require.Equal(t, []string{"begin", "send", "add-offsets", "commit", "begin", "send", "commit", "begin", "send", "abort", "rewind"}, m.calls)
 
 	ops := readOpsFile(t, path)
+	// The process's ops follow one another: the assignment the third transaction's poll met is
+	// recorded after that transaction's completion, not inside it.
+	open := false
+	var fs []string
+	for _, op := range ops {
+		require.Equal(t, open, op.Type != history.Invoke, "op %d (%s %s) of a process whose op is open: %v", op.Index, op.Type, op.F, open)
+		open = op.Type == history.Invoke
+		if op.Type == history.Invoke {
+			fs = append(fs, op.F)
+		}
+	}
+	require.Equal(t, []string{history.FTxn, history.FTxn, history.FTxn, history.FAssign}, fs)
 	var txns []history.Op
 	for _, op := range ops {
 		if op.F == history.FTxn && op.Type != history.Invoke {
