@@ -11,7 +11,8 @@ import (
 
 // cycleSVG draws a dependency cycle's witness as a small SVG, no scripts: the transactions
 // T1…Tk on a circle, each named with its op and linked to href (the example's ops in ops.html),
-// and an arrow per edge labelled with what it rests on. Empty for an example without a cycle.
+// and a curved arrow per edge (T1→T2 and T2→T1 bend apart) labelled with what it rests on.
+// Empty for an example without a cycle.
 func cycleSVG(steps []results.CycleStep, href string) template.HTML {
 	n := len(steps)
 	if n == 0 {
@@ -25,6 +26,10 @@ func cycleSVG(steps []results.CycleStep, href string) template.HTML {
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg class="cycle" xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" role="img">`, size, size, size, size)
 	b.WriteString(`<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0L10,5L0,10z" fill="#444"/></marker></defs>`)
+	bow := 18.0 // how far an edge bends to its right, so that T1→T2 and T2→T1 stay apart
+	if n == 2 {
+		bow = 40
+	}
 	for i, s := range steps {
 		x1, y1 := pos(i)
 		x2, y2 := pos((i + 1) % n)
@@ -33,19 +38,19 @@ func cycleSVG(steps []results.CycleStep, href string) template.HTML {
 		if l == 0 {
 			continue
 		}
-		ux, uy := dx/l, dy/l
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="1.5" marker-end="url(#arrow)"/>`,
-			x1+ux*node, y1+uy*node, x2-ux*node, y2-uy*node, edgeColour(s.Kind))
+		nx, ny := -dy/l, dx/l // the edge's right, on a screen whose y grows downwards
+		cx, cy := (x1+x2)/2+nx*bow, (y1+y2)/2+ny*bow
+		unit := func(x, y float64) (float64, float64) { h := math.Hypot(x, y); return x / h, y / h }
+		sx, sy := unit(cx-x1, cy-y1)
+		ex, ey := unit(x2-cx, y2-cy)
+		fmt.Fprintf(&b, `<path d="M%.1f,%.1f Q%.1f,%.1f %.1f,%.1f" fill="none" stroke="%s" stroke-width="1.5" marker-end="url(#arrow)"/>`,
+			x1+sx*node, y1+sy*node, cx, cy, x2-ex*node, y2-ey*node, edgeColour(s.Kind))
 		label := string(s.Kind)
 		if s.Value != "" {
 			label += " " + s.Value
 		}
-		// The label sits beside the edge's middle, outward from the circle's centre.
-		mx, my := (x1+x2)/2, (y1+y2)/2
-		ox, oy := mx-size/2, my-size/2
-		if ol := math.Hypot(ox, oy); ol > 0 {
-			mx, my = mx+ox/ol*12, my+oy/ol*12
-		}
+		// The label sits beside the curve's middle, on its outer side.
+		mx, my := 0.25*x1+0.5*cx+0.25*x2+nx*10, 0.25*y1+0.5*cy+0.25*y2+ny*10
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" text-anchor="middle" fill="%s">%s</text>`,
 			mx, my, edgeColour(s.Kind), template.HTMLEscapeString(label))
 	}

@@ -27,7 +27,7 @@ func TestCycleSVG(t *testing.T) {
 			t.Errorf("lacks %q", want)
 		}
 	}
-	if n := strings.Count(svg, "<line "); n != 3 {
+	if n := strings.Count(svg, `fill="none"`); n != 3 {
 		t.Errorf("%d arrows, want 3", n)
 	}
 	if strings.Contains(svg, "<script") {
