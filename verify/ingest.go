@@ -135,6 +135,7 @@ func (c *Checker) writeTxnRecords(pd *pending, p *proc, recs []history.Record, o
 		r := &recs[i]
 		v := c.vals.intern(r.Value)
 		c.write(v, ord, p, kind, pd.txn, uint32(i))
+		c.vals.at(v).flags |= fTxnOpen
 		pd.vals = append(pd.vals, v)
 		tp := c.parts.id(r.Topic, r.Partition)
 		if st := c.vals.at(v); st.off < 0 {
@@ -178,7 +179,7 @@ func (c *Checker) read(r *history.Record, iso int, ord uint32) (v, tp uint32, of
 		st.flags |= fSeenRU
 		c.sawRU = true
 	}
-	if k := st.kind(); (k == kindTxn || k == kindRPW) && st.txn != none && c.txns[st.txn].doneOrd == none {
+	if st.flags&fTxnOpen != 0 {
 		c.early = append(c.early, earlyRead{v: v, ord: ord, t: c.now, iso: int8(iso)})
 	}
 	if st.readOrd == none {
@@ -319,6 +320,7 @@ func (c *Checker) completeTxn(p *proc, pd *pending, k fkind, op *history.Op, ord
 	aborting := t.abort && op.Type != history.Info
 	var last uint32
 	for _, v := range pd.vals {
+		c.vals.at(v).flags &^= fTxnOpen
 		tp := c.vals.at(v).tp
 		if tp == 0 || tp == last {
 			continue

@@ -43,6 +43,7 @@ const (
 	fDup      = 1 << 9  // a duplicate finding was made for it
 	fLostObs  = 1 << 10 // a lost-observed finding was made for it
 	fElsewise = 1 << 11 // written other than by a send, txn or rpw: a fault (stray-txn-produce) or a relay's publish
+	fTxnOpen  = 1 << 12 // its transaction's op is invoked and not completed: a read of it now is early
 	fSeenAny  = fSeenRC | fSeenRU
 	fFinalAny = fFinalRC | fFinalRU
 )
