@@ -17,7 +17,8 @@ import (
 // the refusal is what the scenario looks for); without, the record is appended and no marker
 // will ever end it. It ends by itself.
 //
-// Event "stray-txn-produce"; its completion carries the record with its offset.
+// Event "stray-txn-produce": its invoke names the record it writes, so that a read of it is known
+// to have a writer even when the answer is lost; its ok completion carries it with its offset.
 type StrayTxnProduce struct {
 	Topic     string
 	Partition int32
@@ -33,7 +34,8 @@ func (f StrayTxnProduce) Available(Cluster) error { return nil }
 func (f StrayTxnProduce) Inject(ctx context.Context, e *Env) (any, error) {
 	value := fmt.Sprintf("stray-%s-%d", f.Topic, f.Partition)
 	txnID := "verity-stray-" + f.Topic
-	t := Targets{Note: fmt.Sprintf("transactional.id %s, no AddPartitionsToTxn", txnID)}
+	t := Targets{Note: fmt.Sprintf("transactional.id %s, no AddPartitionsToTxn", txnID),
+		Records: []history.Record{{Topic: f.Topic, Partition: f.Partition, Value: value}}}
 	err := e.DoReport(ctx, f.Name(), t, func(ctx context.Context, t *Targets) error {
 		off, err := e.Cluster.StrayTxnProduce(ctx, f.Topic, f.Partition, txnID, value)
 		if err != nil {

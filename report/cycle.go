@@ -13,7 +13,7 @@ import (
 // T1…Tk on a circle, each named with its op and linked to href (the example's ops in ops.html),
 // and a curved arrow per edge (T1→T2 and T2→T1 bend apart) labelled with what it rests on.
 // Empty for an example without a cycle.
-func cycleSVG(steps []results.CycleStep, href string) template.HTML {
+func cycleSVG(steps []results.CycleStep, href, id string) template.HTML {
 	n := len(steps)
 	if n == 0 {
 		return ""
@@ -25,7 +25,9 @@ func cycleSVG(steps []results.CycleStep, href string) template.HTML {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg class="cycle" xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" role="img">`, size, size, size, size)
-	b.WriteString(`<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0L10,5L0,10z" fill="#444"/></marker></defs>`)
+	// The arrowhead's id is the drawing's own: a page holds many drawings, and ids are unique.
+	arrow := template.HTMLEscapeString("arrow-" + id)
+	fmt.Fprintf(&b, `<defs><marker id="%s" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0L10,5L0,10z" fill="#444"/></marker></defs>`, arrow)
 	bow := 18.0 // how far an edge bends to its right, so that T1→T2 and T2→T1 stay apart
 	if n == 2 {
 		bow = 40
@@ -43,8 +45,8 @@ func cycleSVG(steps []results.CycleStep, href string) template.HTML {
 		unit := func(x, y float64) (float64, float64) { h := math.Hypot(x, y); return x / h, y / h }
 		sx, sy := unit(cx-x1, cy-y1)
 		ex, ey := unit(x2-cx, y2-cy)
-		fmt.Fprintf(&b, `<path d="M%.1f,%.1f Q%.1f,%.1f %.1f,%.1f" fill="none" stroke="%s" stroke-width="1.5" marker-end="url(#arrow)"/>`,
-			x1+sx*node, y1+sy*node, cx, cy, x2-ex*node, y2-ey*node, edgeColour(s.Kind))
+		fmt.Fprintf(&b, `<path d="M%.1f,%.1f Q%.1f,%.1f %.1f,%.1f" fill="none" stroke="%s" stroke-width="1.5" marker-end="url(#%s)"/>`,
+			x1+sx*node, y1+sy*node, cx, cy, x2-ex*node, y2-ey*node, edgeColour(s.Kind), arrow)
 		label := string(s.Kind)
 		if s.Value != "" {
 			label += " " + s.Value

@@ -17,7 +17,7 @@ func TestCycleSVG(t *testing.T) {
 		{From: 31, To: 40, Kind: results.EdgeProcess},
 		{From: 40, To: 12, Kind: results.EdgeRealtime},
 	}
-	svg := string(cycleSVG(steps, "ops.html#G1c-realtime-0"))
+	svg := string(cycleSVG(steps, "ops.html#G1c-realtime-0", "G1c-realtime-0"))
 	if err := xml.Unmarshal([]byte(svg), new(struct{})); err != nil {
 		t.Fatalf("not well-formed: %v\n%s", err, svg)
 	}
@@ -33,7 +33,10 @@ func TestCycleSVG(t *testing.T) {
 	if strings.Contains(svg, "<script") {
 		t.Error("a script in the drawing")
 	}
-	if cycleSVG(nil, "x") != "" {
+	if !strings.Contains(svg, `id="arrow-G1c-realtime-0"`) || !strings.Contains(svg, `url(#arrow-G1c-realtime-0)`) {
+		t.Error("the arrowhead's id is not the drawing's own")
+	}
+	if cycleSVG(nil, "x", "y") != "" {
 		t.Error("an example without a cycle is drawn")
 	}
 

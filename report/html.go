@@ -470,7 +470,7 @@ func anomalyViews(r *results.Results, opsPage map[string]bool) (views []anomalyV
 			if id := exampleAnchor(name, i); opsPage[id] {
 				ev.Href = OpsFile + "#" + id
 			}
-			ev.Cycle = cycleSVG(e.Cycle, ev.Href)
+			ev.Cycle = cycleSVG(e.Cycle, ev.Href, exampleAnchor(name, i))
 			v.Examples = append(v.Examples, ev)
 		}
 		views = append(views, v)

@@ -270,7 +270,7 @@ func (c *Checker) Add(op *history.Op) {
 	if op.Process.Nemesis {
 		c.faults.observe(op)
 		c.stats.nemesis(op)
-		if op.F == history.FStrayTxnProduce && op.Type == history.OK {
+		if op.F == history.FStrayTxnProduce {
 			c.observeStray(op, ord)
 		}
 		return

@@ -14,22 +14,29 @@ import (
 //
 // Vertices are transactions. Edges:
 //   - wr: T1 wrote a record T2 read (T1 != T2, T1 not known to have aborted, the value written
-//     by one op only, so that its writer is certain);
-//   - process: T1 and T2 are consecutive transactions of one process and T1 completed ok or
-//     fail (its end was decided before T2 began);
-//   - realtime: T1 completed ok or fail before T2 was invoked, kept as a transitive reduction
-//     (an edge from each transaction completed and not yet followed by one invoked after it);
+//     by one op only, so that its writer is certain); a read_uncommitted read makes an edge of
+//     its own kind;
+//   - process: T1 and T2 are consecutive transactions of one process, T1 completed;
+//   - realtime: T1 completed before T2 was invoked, kept as a transitive reduction (an edge
+//     from each transaction completed and not yet followed by one invoked after it);
 //   - ww: T1's record directly precedes T2's in a partition's log.
 //
-// At read_committed each wr, process and realtime edge T1 → T2 leads from T1's end (its commit
-// or abort decided) to a moment before T2's end, so a cycle of them is impossible: G1c (wr edges
-// only), G1c-process (wr and process), G1c-realtime (with realtime). ww cycles (G0) are what
-// Kafka's transactions allow, since they do not isolate writes; cycles that mix ww with wr are
-// not reported, since they follow from a permitted ww order.
+// Let a transaction's moment be when it asked to end (commit or abort), or when it completed if
+// it never asked. It reads before that moment, and a read_committed reader sees a record only
+// after its writer's end was decided, which comes after the writer asked; a transaction that
+// completed, whatever its outcome (an unknown one too), reached its moment before it completed,
+// so before any transaction invoked later reached its own. Each read_committed wr, process and
+// realtime edge therefore leads to a later moment, and a cycle of them is impossible: G1c (wr
+// edges only), G1c-process (wr and process), G1c-realtime (with realtime). A cycle needs a
+// read_uncommitted edge to be possible, and is permitted then; the search looks for cycles of
+// read_committed edges first. ww cycles (G0) are what Kafka's transactions allow, since they do
+// not isolate writes; cycles that mix ww with wr are not reported, since they follow from a
+// permitted ww order.
 
 // Edge kinds, in the order a cycle's name is chosen by.
 const (
-	edgeWR uint8 = iota
+	edgeWR   uint8 = iota // read at read_committed
+	edgeWRRU              // read at read_uncommitted
 	edgeProcess
 	edgeRealtime
 	edgeWW
@@ -226,33 +233,52 @@ func (c *Checker) checkCycles() {
 	if n < 2 {
 		return
 	}
-	wr, ruReader := c.wrEdges()
-	ww := c.wwEdges()
-	if len(wr) > 0 {
-		es := append(wr, c.orderEdges()...)
-		g := newDepGraph(n, es)
-		c.findCycles(&g, guarantee.G1c, edgeMask(edgeWR), edgeWR, ruReader)
-		c.findCycles(&g, guarantee.G1cProcess, edgeMask(edgeWR, edgeProcess), edgeProcess, ruReader)
-		c.findCycles(&g, guarantee.G1cRealtime, edgeMask(edgeWR, edgeProcess, edgeRealtime), edgeRealtime, ruReader)
+	if wr := c.wrEdges(); len(wr) > 0 {
+		g := newDepGraph(n, append(wr, c.orderEdges()...))
+		for _, f := range []struct {
+			a     guarantee.Anomaly
+			order []uint8 // the order edges the family takes
+			need  uint8
+		}{
+			{guarantee.G1c, nil, edgeWR},
+			{guarantee.G1cProcess, []uint8{edgeProcess}, edgeProcess},
+			{guarantee.G1cRealtime, []uint8{edgeProcess, edgeRealtime}, edgeRealtime},
+		} {
+			// Cycles of read_committed reads first (forbidden); then, where none was found,
+			// cycles that take a read_uncommitted read (permitted).
+			found := c.findCycles(&g, f.a, edgeMask(append(f.order, edgeWR)...), f.need, nil)
+			needRU := f.need
+			if needRU == edgeWR {
+				needRU = edgeWRRU
+			}
+			c.findCycles(&g, f.a, edgeMask(append(f.order, edgeWR, edgeWRRU)...), needRU, found)
+		}
 	}
-	if len(ww) > 0 {
+	if ww := c.wwEdges(); len(ww) > 0 {
 		g := newDepGraph(n, ww)
 		c.findCycles(&g, guarantee.G0, edgeMask(edgeWW), edgeWW, nil)
 	}
 }
 
 // findCycles reports a witness cycle for each strongly connected component of the edges of
-// mask that has a cycle through an edge of kind need.
-func (c *Checker) findCycles(g *depGraph, a guarantee.Anomaly, mask, need uint8, ruReader []bool) {
+// mask that has a cycle through an edge of kind need, but for the components that hold a
+// transaction of skip (the witnesses found before); it returns the transactions on its own
+// witnesses. A witness that takes a read_uncommitted read is judged at that level.
+func (c *Checker) findCycles(g *depGraph, a guarantee.Anomaly, mask, need uint8, skip map[uint32]bool) map[uint32]bool {
 	comp, comps := g.sccs(mask)
+	on := map[uint32]bool{}
 	for id, members := range comps {
+		if slices.ContainsFunc(members, func(t uint32) bool { return skip[t] }) {
+			continue
+		}
 		steps := g.witness(members, mask, need, comp, int32(id))
 		if steps == nil {
 			continue
 		}
 		iso := int8(isoRC)
 		for _, e := range steps {
-			if e.kind == edgeWR && ruReader[e.to] {
+			on[e.from] = true
+			if e.kind == edgeWRRU {
 				iso = isoRU
 			}
 		}
@@ -261,11 +287,12 @@ func (c *Checker) findCycles(g *depGraph, a guarantee.Anomaly, mask, need uint8,
 		c.find(finding{a: a, v: steps[0].v, tp: 0, off: -1, off2: -1, proc: first.proc, iso: iso, txn: steps[0].from,
 			ops: [4]uint32{none, none, none, none}, cycle: uint32(len(c.cycles))})
 	}
+	return on
 }
 
-// wrEdges are the write → read edges, one per pair of transactions; ruReader[t] is set when
-// transaction t read at read_uncommitted.
-func (c *Checker) wrEdges() (es []gedge, ruReader []bool) {
+// wrEdges are the write → read edges, one per pair of transactions, of the kind of the
+// reader's isolation.
+func (c *Checker) wrEdges() (es []gedge) {
 	for ti := range c.txns {
 		t := &c.txns[ti]
 		mine := len(es) // this reader's edges so far: es[mine:], a handful, searched for a pair seen
@@ -278,25 +305,20 @@ func (c *Checker) wrEdges() (es []gedge, ruReader []bool) {
 			if slices.ContainsFunc(es[mine:], func(e gedge) bool { return e.from == st.txn }) {
 				continue
 			}
-			es = append(es, gedge{from: st.txn, to: uint32(ti), kind: edgeWR, v: v})
+			kind := edgeWR
 			if t.readIso == isoRU {
-				if ruReader == nil {
-					ruReader = make([]bool, len(c.txns))
-				}
-				ruReader[ti] = true
+				kind = edgeWRRU
 			}
+			es = append(es, gedge{from: st.txn, to: uint32(ti), kind: kind, v: v})
 		}
 	}
-	if ruReader == nil {
-		ruReader = make([]bool, len(c.txns))
-	}
-	return es, ruReader
+	return es
 }
 
-// orderEdges are the process and realtime edges. A transaction's end is decided by the time it
-// completes ok or fail; one that completed info may end later, so no edge leaves it.
+// orderEdges are the process and realtime edges, from every transaction that completed: even
+// one whose outcome is unknown asked to end, if it ever did, before it completed (see above).
 func (c *Checker) orderEdges() []gedge {
-	ended := func(t *txn) bool { return t.doneOrd != none && (t.outcome == outOK || t.outcome == outFail) }
+	ended := func(t *txn) bool { return t.doneOrd != none }
 	var es []gedge
 	last := map[int32]uint32{}
 	for ti := range c.txns {
@@ -419,7 +441,7 @@ func (c *Checker) describeCycle(ev cycleEvidence) string {
 	for _, s := range ev.steps {
 		from, to := name(s.from), name(s.to)
 		switch s.kind {
-		case edgeWR:
+		case edgeWR, edgeWRRU:
 			iso := "read_committed"
 			if c.txns[s.to].readIso == isoRU {
 				iso = "read_uncommitted"
@@ -440,7 +462,7 @@ func (c *Checker) describeCycle(ev cycleEvidence) string {
 func (c *Checker) cycleStep(s gedge) results.CycleStep {
 	st := results.CycleStep{From: c.opIndex(c.txnOp(s.from)), To: c.opIndex(c.txnOp(s.to))}
 	switch s.kind {
-	case edgeWR:
+	case edgeWR, edgeWRRU:
 		st.Kind, st.Value, st.Isolation = results.EdgeWR, c.name(s.v), string(isoName(c.txns[s.to].readIso))
 	case edgeWW:
 		st.Kind, st.Value = results.EdgeWW, c.name(s.v)

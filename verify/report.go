@@ -483,9 +483,13 @@ func (c *Checker) unchecked(a guarantee.Anomaly) string {
 		if !c.phantomsJudged() {
 			return "the history is not a Verity run's (its header names no scenario), so it need not record every writer"
 		}
-	case guarantee.G0, guarantee.G1c, guarantee.G1cProcess, guarantee.G1cRealtime, guarantee.PrecommittedRead:
+	case guarantee.G1c, guarantee.G1cProcess, guarantee.G1cRealtime, guarantee.PrecommittedRead:
 		if c.reads == nil {
 			return "no transaction read anything"
+		}
+	case guarantee.G0:
+		if len(c.txns) < 2 {
+			return "fewer than two transactions"
 		}
 	case guarantee.UncommittedRead:
 		if !slices.ContainsFunc(c.txns, func(t txn) bool { return t.endT != 0 }) {

@@ -217,6 +217,9 @@ type stray struct {
 	ord uint32
 }
 
+// observeStray takes a stray-txn-produce event: every event names the record the fault writes
+// (so that reading it is no phantom-read, even when the fault's answer was lost); an ok
+// completion with its offset is what hanging-transaction judges.
 func (c *Checker) observeStray(op *history.Op, ord uint32) {
 	var v struct {
 		Records []history.Record `json:"records"`
@@ -226,7 +229,7 @@ func (c *Checker) observeStray(op *history.Op, ord uint32) {
 	}
 	for _, r := range v.Records {
 		c.vals.at(c.vals.intern(r.Value)).flags |= fElsewise
-		if r.Offset != nil && *r.Offset >= 0 {
+		if op.Type == history.OK && r.Offset != nil && *r.Offset >= 0 {
 			c.strays = append(c.strays, stray{tp: c.parts.id(r.Topic, r.Partition), off: *r.Offset, ord: ord})
 		}
 	}
