@@ -350,6 +350,31 @@ func (c *Checker) take(p *proc, op *history.Op) (*pending, bool) {
 	return pd, true
 }
 
+// openOf is an invoke of p with f k still awaiting its completion after another invoke of p
+// came (so that it waits among the async ones), if there is one.
+func (c *Checker) openOf(p *proc, k fkind) *pending {
+	var open *pending
+	for _, pd := range c.async {
+		if pd.proc == p && pd.f == k && (open == nil || pd.index < open.index) {
+			open = pd
+		}
+	}
+	return open
+}
+
+// missingOf records op as malformed: a completion without "of" while p has no invoke open but
+// one of the same f that another of p's invokes overtook — its ops overlapped, so its completions
+// must name their invokes; taken alone, the completion would be a second write of its records.
+func (c *Checker) missingOf(p *proc, op *history.Op, open *pending) {
+	c.log.Debug("completion without its invoke", "i", op.Index, "open", open.index)
+	if c.malformed == nil {
+		c.malformed = &MalformedError{Index: op.Index, Msg: fmt.Sprintf(
+			`the %s completion of process %d has no "of", and the process's latest invoke is completed; its %s invoke %d is still open, `+
+				`overtaken by a later invoke of the same process: a process whose ops overlap must name the invoke each completion completes`,
+			op.F, p.id, op.F, open.index)}
+	}
+}
+
 // badOf records op, whose "of" names no invoke of p awaiting its completion, as malformed.
 func (c *Checker) badOf(p *proc, op *history.Op) {
 	of := *op.Of
@@ -379,6 +404,12 @@ func (c *Checker) complete(p *proc, k fkind, op *history.Op, ord uint32) {
 	if !ok {
 		c.badOf(p, op)
 		return
+	}
+	if pd == nil && op.Of == nil && k != fOther {
+		if open := c.openOf(p, k); open != nil {
+			c.missingOf(p, op, open)
+			return
+		}
 	}
 	if pd != nil && pd.f != k {
 		// A completion of another f than the invoke it would close: the history is not

@@ -113,3 +113,34 @@ func TestWellFormedCompletions(t *testing.T) {
 		t.Errorf("verdict %s: %v", r.Verdict, r.UnknownReasons)
 	}
 }
+
+// A process whose ops overlap must name the invoke each completion completes: a completion
+// without "of", when the process's latest invoke is completed but an earlier one of the same f
+// is still open, is refused (taken alone it would make a second writer of its records), while a
+// completion without "of" that no overtaken invoke could own is taken alone, as before.
+func TestCompletionOfAnOvertakenInvoke(t *testing.T) {
+	const overlap = `{"i":0,"t":1,"p":1,"type":"invoke","f":"txn","value":{"txn_id":"x","records":[{"topic":"t","partition":0,"value":"1-1"}],"intent":"commit"}}
+{"i":1,"t":2,"p":1,"type":"invoke","f":"assign","value":{"topic":"t","partitions":[0]}}
+{"i":2,"t":3,"p":1,"type":"ok","f":"assign","value":{"topic":"t","partitions":[0]}}
+{"i":3,"t":4,"p":1,"type":"ok","f":"txn","value":{"txn_id":"x","records":[{"topic":"t","partition":0,"offset":0,"value":"1-1"}],"intent":"commit"}}
+`
+	rd, err := history.NewReader(strings.NewReader(malformedHeader + overlap))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Check(context.Background(), rd, strict(), Options{})
+	var me *MalformedError
+	if !errors.As(err, &me) || me.Index != 3 || !strings.Contains(err.Error(), "txn invoke 0 is still open") {
+		t.Fatalf("error %v, want the txn completion (i 3) refused, naming its open invoke 0", err)
+	}
+
+	// Without the overtaking invoke, a completion with no open invoke is taken alone.
+	alone := `{"i":0,"t":1,"p":1,"type":"ok","f":"txn","value":{"txn_id":"x","records":[{"topic":"t","partition":0,"offset":0,"value":"1-1"}],"intent":"commit"}}
+{"i":1,"t":2,"p":9,"type":"invoke","f":"final-read","value":{"topic":"t","partition":0,"isolation":"read_committed","from":0}}
+{"i":2,"t":3,"p":9,"type":"ok","f":"final-read","value":{"topic":"t","partition":0,"isolation":"read_committed","from":0,"end":2,"records":[{"topic":"t","partition":0,"offset":0,"value":"1-1"}]}}
+`
+	rd, _ = history.NewReader(strings.NewReader(malformedHeader + alone))
+	if _, err := Check(context.Background(), rd, strict(), Options{}); err != nil {
+		t.Fatalf("a completion taken alone: %v", err)
+	}
+}
