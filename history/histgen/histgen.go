@@ -430,21 +430,7 @@ func (g *gen) txn() error {
 	c := txnProducer
 	txnID := "verity-txn-" + strconv.Itoa(c)
 	if len(g.inflight[c]) == 0 {
-		recs := make([]history.Record, 1+g.rng.IntN(4))
-		for i := range recs {
-			recs[i] = g.newRecord(c)
-		}
-		intent := history.IntentCommit
-		if g.rng.Float64() < abortShare {
-			intent = history.IntentAbort
-		}
-		inv, err := g.emit(history.Op{Process: history.Client(c), Type: history.Invoke, F: history.FTxn,
-			Value: history.Payload{Txn: &history.Txn{TxnID: txnID, Records: recs, Intent: intent}}})
-		if err != nil {
-			return err
-		}
-		g.inflight[c] = append(g.inflight[c], pending{inv: inv, recs: recs})
-		return nil
+		return g.beginTxn(c, txnID, 1+g.rng.IntN(4), abortShare)
 	}
 	p := g.inflight[c][0]
 	g.inflight[c] = g.inflight[c][:0]
@@ -459,17 +445,7 @@ func (g *gen) txn() error {
 	if commit {
 		kind = committed
 	}
-	written := make([]history.Record, len(p.recs))
-	var touched [Partitions]bool
-	for i, r := range p.recs {
-		written[i] = g.appendRecord(r, kind)
-		touched[r.Partition] = true
-	}
-	for part, t := range touched {
-		if t {
-			g.logs[part] = append(g.logs[part], entry{kind: marker})
-		}
-	}
+	written := g.writeTxn(p.recs, kind)
 	switch {
 	case unknown:
 		done.Type, done.Error = history.Info, "kafka: commit timed out: coordinator not available"
@@ -492,21 +468,7 @@ func (g *gen) txn() error {
 func (g *gen) txnRead(c int) error {
 	txnID := "verity-rpw-" + strconv.Itoa(c)
 	if len(g.inflight[c]) == 0 {
-		recs := make([]history.Record, 1+g.rng.IntN(3))
-		for i := range recs {
-			recs[i] = g.newRecord(c)
-		}
-		intent := history.IntentCommit
-		if g.rng.Float64() < abortShare/2 {
-			intent = history.IntentAbort
-		}
-		inv, err := g.emit(history.Op{Process: history.Client(c), Type: history.Invoke, F: history.FTxn,
-			Value: history.Payload{Txn: &history.Txn{TxnID: txnID, Records: recs, Intent: intent}}})
-		if err != nil {
-			return err
-		}
-		g.inflight[c] = append(g.inflight[c], pending{inv: inv, recs: recs})
-		return nil
+		return g.beginTxn(c, txnID, 1+g.rng.IntN(3), abortShare/2)
 	}
 	p := g.inflight[c][0]
 	g.inflight[c] = g.inflight[c][:0]
@@ -525,17 +487,7 @@ func (g *gen) txnRead(c int) error {
 		kind = committed
 		g.pos[c][part] = pos
 	}
-	written := make([]history.Record, len(p.recs))
-	var touched [Partitions]bool
-	for i, r := range p.recs {
-		written[i] = g.appendRecord(r, kind)
-		touched[r.Partition] = true
-	}
-	for part, t := range touched {
-		if t {
-			g.logs[part] = append(g.logs[part], entry{kind: marker})
-		}
-	}
+	written := g.writeTxn(p.recs, kind)
 	end := g.now + 500
 	done := history.Op{Process: p.inv.Process, F: history.FTxn}
 	if commit {
@@ -549,6 +501,43 @@ func (g *gen) txnRead(c int) error {
 	}
 	_, err := g.emit(done)
 	return err
+}
+
+// beginTxn invokes a transaction of process c that writes n new records and aborts with
+// probability abort.
+func (g *gen) beginTxn(c int, txnID string, n int, abort float64) error {
+	recs := make([]history.Record, n)
+	for i := range recs {
+		recs[i] = g.newRecord(c)
+	}
+	intent := history.IntentCommit
+	if g.rng.Float64() < abort {
+		intent = history.IntentAbort
+	}
+	inv, err := g.emit(history.Op{Process: history.Client(c), Type: history.Invoke, F: history.FTxn,
+		Value: history.Payload{Txn: &history.Txn{TxnID: txnID, Records: recs, Intent: intent}}})
+	if err != nil {
+		return err
+	}
+	g.inflight[c] = append(g.inflight[c], pending{inv: inv, recs: recs})
+	return nil
+}
+
+// writeTxn appends a transaction's records (of kind committed or aborted) and then its marker
+// in each partition it wrote, and returns the records with their offsets.
+func (g *gen) writeTxn(recs []history.Record, kind entryKind) []history.Record {
+	written := make([]history.Record, len(recs))
+	var touched [Partitions]bool
+	for i, r := range recs {
+		written[i] = g.appendRecord(r, kind)
+		touched[r.Partition] = true
+	}
+	for part, t := range touched {
+		if t {
+			g.logs[part] = append(g.logs[part], entry{kind: marker})
+		}
+	}
+	return written
 }
 
 // poll invokes or completes a poll of consumer c: from its positions, records its isolation
