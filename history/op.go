@@ -47,6 +47,10 @@ const (
 	FEffect   = "effect"
 	FSinkRead = "sink-read"
 	FPublish  = "publish"
+	// FDataLoss notes that a consumer's client found the log truncated under its position
+	// (KIP-320) and moved the position (value DataLoss). Like any op of the process that is not
+	// a read, it starts the consumer's positions afresh.
+	FDataLoss = "data-loss"
 )
 
 // Nemesis events that undo faults or mark the end of a run rather than being faults: a heal of
@@ -291,6 +295,18 @@ type Crash struct {
 	TxnID  string `json:"txn_id,omitempty"`
 	Sink   string `json:"sink,omitempty"`
 	Relay  bool   `json:"relay,omitempty"`
+}
+
+// DataLoss is the payload of a data-loss op: the consumer's position (the next offset it would
+// have read) and the leader epoch it read at, and where its client resumes (ResetTo) at which
+// epoch.
+type DataLoss struct {
+	Topic      string `json:"topic"`
+	Partition  int32  `json:"partition"`
+	Offset     int64  `json:"offset"`
+	Epoch      int32  `json:"epoch"`
+	ResetTo    int64  `json:"reset_to"`
+	ResetEpoch int32  `json:"reset_epoch"`
 }
 
 // FStrayTxnProduce is the nemesis event of a transactional record written outside any

@@ -98,12 +98,6 @@ func (c ConsumerConfig) resolved(p int) (ConsumerConfig, error) {
 	return c, nil
 }
 
-// FDataLoss is the f of an op noting that a consumer's client found the log truncated under its
-// position (KIP-320) and moved the position back: value {"topic", "partition", "offset", "epoch",
-// "reset_to", "reset_epoch"} (docs/history.md). Like any op of the process that is not a read,
-// it makes the checker forget the consumer's positions.
-const FDataLoss = "data-loss"
-
 // ConsumerStats counts a consumer's polls.
 type ConsumerStats struct {
 	Process             int
@@ -141,9 +135,9 @@ func claimsPayload(c kclient.Claims, group, isolation string) map[string]any {
 }
 
 // lossPayload is the data-loss op's value for a truncation d.
-func lossPayload(d kclient.Loss) map[string]any {
-	return map[string]any{"topic": d.Topic, "partition": d.Partition, "offset": d.Offset, "epoch": d.Epoch,
-		"reset_to": d.ResetTo, "reset_epoch": d.ResetEpoch}
+func lossPayload(d kclient.Loss) history.DataLoss {
+	return history.DataLoss{Topic: d.Topic, Partition: d.Partition, Offset: d.Offset, Epoch: d.Epoch,
+		ResetTo: d.ResetTo, ResetEpoch: d.ResetEpoch}
 }
 
 type consumerRun struct {
@@ -397,7 +391,7 @@ func (w *consumerRun) control(ev kclient.Event) error {
 		if w.cfg.Mode == Assign {
 			w.remember(d.Topic, d.Partition, kclient.Position{Offset: d.ResetTo, Epoch: d.ResetEpoch})
 		}
-		return w.note(FDataLoss, lossPayload(d))
+		return w.note(history.FDataLoss, lossPayload(d))
 	case kclient.EventRevoked:
 		// A consumer reports its new assignment; a generation's end alone changes nothing it
 		// records.

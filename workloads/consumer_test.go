@@ -164,7 +164,7 @@ func TestConsumerRecordsDataLoss(t *testing.T) {
 				switch o.F {
 				case history.FPoll:
 					fs = append(fs, fmt.Sprintf("poll%d", len(o.Value.Poll.Records)))
-				case FDataLoss:
+				case history.FDataLoss:
 					require.NoError(t, json.Unmarshal(o.Value.Raw, &loss))
 					fs = append(fs, o.F)
 				default:

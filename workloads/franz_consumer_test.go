@@ -92,7 +92,7 @@ func (r *pollWatch) Complete(inv history.Op, t history.Type, v history.Payload, 
 			}
 			r.last[p][tpo{rec.Topic, rec.Partition, -1}] = *rec.Offset
 		}
-	case inv.F == FDataLoss:
+	case inv.F == history.FDataLoss:
 		r.losses[p]++
 	}
 	r.mu.Unlock()
@@ -204,7 +204,7 @@ func consumerViews(t *testing.T, v *view, consumers []numbered[ConsumerConfig]) 
 			if n.Rebalance {
 				cv.rebalance = append(cv.rebalance, n)
 			}
-		case FDataLoss:
+		case history.FDataLoss:
 			var m map[string]any
 			require.NoError(t, json.Unmarshal(o.Value.Raw, &m))
 			m["i"] = o.Index
