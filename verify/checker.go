@@ -64,6 +64,10 @@ type Checker struct {
 	unjudged map[uint32]int // by partition: committed records beyond the read_committed scans
 	strays   []stray        // transactional records written outside any transaction (stray-txn-produce)
 
+	groups       []group // consumer groups their members' ops name (resume.go)
+	resumes      []resume
+	resumeCounts []results.ResumeCount
+
 	ord   uint32 // ordinal of the next op
 	delta int64  // history index minus ordinal, as of the last jump
 	jumps []jump
@@ -224,7 +228,7 @@ func (c *Checker) opIndex(ord uint32) int64 {
 func (c *Checker) proc(id int) *proc {
 	p := c.procs[id]
 	if p == nil {
-		p = &proc{id: id, gen: 1}
+		p = &proc{id: id, gen: 1, causeOrd: none, sink: c.sinkProcess(id)}
 		c.procs[id] = p
 	}
 	return p
@@ -293,6 +297,7 @@ func (c *Checker) invoke(p *proc, k fkind, op *history.Op, ord uint32) {
 			c.forgetTxnIDs(p)
 		}
 	}
+	p.prevInv, p.inv = p.inv, ord
 	pd := c.newPending()
 	pd.index, pd.ord, pd.time, pd.f, pd.proc = op.Index, ord, op.Time, k, p
 	pd.tp, pd.txn = 0, none
@@ -432,6 +437,7 @@ func (c *Checker) complete(p *proc, k fkind, op *history.Op, ord uint32) {
 		c.claimFromOp(p, op, ord)
 		c.sinkOp(op, ord)
 		c.ownership(p, op, ord)
+		c.noteReset(p, op.F, op.Value.Raw, ord)
 	}
 	switch k {
 	case fSend:

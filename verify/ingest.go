@@ -151,7 +151,8 @@ func (c *Checker) txnReads(pd *pending, recs []history.Record, iso int, ord uint
 	t := &c.txns[pd.txn]
 	t.inStart, t.readIso = uint32(len(c.reads)), int8(iso)
 	for i := range recs {
-		v, tp, _ := c.read(&recs[i], iso, ord)
+		v, tp, off := c.read(&recs[i], iso, ord)
+		c.resumeAt(pd.proc, tp, off, v, iso, ord, true)
 		c.reads = append(c.reads, v)
 		if t.rpw {
 			c.eos.inputPartition(tp)
@@ -333,24 +334,27 @@ func (c *Checker) completeTxn(p *proc, pd *pending, k fkind, op *history.Op, ord
 			c.stats.write(tp, op.Time, pd, uint16(out))
 		}
 	}
-	if k != fRPW {
-		return
+	if k != fRPW && t.inLen == 0 {
+		return // a transaction that read nothing moves no consumer's positions
 	}
+	c.commitReads(p, t, pd.ord, ord, uint8(out))
 	switch out {
 	case outOK:
-		c.eos.commit(pd.txn)
-		iso := isoOf(string(c.cfg.ReadIsolation()), isoRC)
+		if k == fRPW {
+			c.eos.commit(pd.txn)
+		}
 		for _, v := range c.reads[t.inStart : t.inStart+t.inLen] {
 			if st := c.vals.at(v); st.off >= 0 {
-				c.advance(p, st.tp, st.off, ord, iso)
+				c.advance(p, st.tp, st.off, ord, int(t.readIso))
 			}
 		}
-	case outInfo:
-		c.eos.unknown(pd.txn)
-		p.reset()
 	default:
-		// After an abort the processor seeks back to its committed offsets.
-		p.reset()
+		if k == fRPW && out == outInfo {
+			c.eos.unknown(pd.txn)
+		}
+		// After a transaction that did not commit the processor seeks back to its committed
+		// offsets.
+		c.noteAbort(p, pd.ord, ord)
 	}
 }
 
@@ -359,12 +363,16 @@ func (c *Checker) completePoll(p *proc, op *history.Op, ord uint32) {
 	if pl == nil {
 		return
 	}
+	if pl.Group != "" && (p.group == 0 || c.groups[p.group-1].name != pl.Group) {
+		p.group = c.groupOf(pl.Group) + 1
+	}
 	iso := isoOf(pl.Isolation, isoOf(string(c.cfg.ReadIsolation()), isoRC))
 	ok := op.Type == history.OK
 	var unowned []uint32
 	for i := range pl.Records {
-		_, tp, off := c.read(&pl.Records[i], iso, ord)
+		v, tp, off := c.read(&pl.Records[i], iso, ord)
 		if ok && off >= 0 {
+			c.resumeAt(p, tp, off, v, iso, ord, false)
 			c.advance(p, tp, off, ord, iso)
 			unowned = c.unowned(p, tp, off, ord, unowned)
 		}

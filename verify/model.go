@@ -425,9 +425,10 @@ func (t *txn) neverCommitted() bool { return t.outcome == outFail || t.abort }
 
 // pollPos is a consumer's last position in one partition.
 type pollPos struct {
-	off int64
-	ord uint32
-	gen uint32 // valid when equal to the process's gen
+	off  int64
+	ord  uint32
+	gen  uint32 // valid when equal to the process's gen
+	rgen uint32 // the gen whose first read of the partition was taken as a resume (resume.go)
 }
 
 // proc is a client process.
@@ -442,6 +443,28 @@ type proc struct {
 	// (before any, or since a subscribe or crash).
 	owned    map[uint32]bool
 	ownedOrd uint32
+
+	// Where it resumes (resume.go): its group (index+1 into Checker.groups; 0 none), whether
+	// it is a sink's (left out), the invokes of its latest op and the one before, and what
+	// last reset its positions: the cause, its op, the earliest its client may have asked for
+	// the committed offsets since, and where a data-loss moved a partition's position.
+	group        uint32
+	sink         bool
+	inv, prevInv uint32
+	cause        resumeCause
+	causeOrd     uint32
+	resetFrom    uint32
+	seeks        map[uint32]int64
+}
+
+// at returns p's position in tp, growing its table to n partitions as needed.
+func (p *proc) at(tp uint32, n int) *pollPos {
+	if int(tp) >= len(p.pos) {
+		grown := make([]pollPos, n+8)
+		copy(grown, p.pos)
+		p.pos = grown
+	}
+	return &p.pos[tp]
 }
 
 // pending is an invoked op waiting for its completion.

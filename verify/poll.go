@@ -31,12 +31,7 @@ type skipCand struct {
 
 // advance moves p's position in tp to off, read by the op at ord.
 func (c *Checker) advance(p *proc, tp uint32, off int64, ord uint32, iso int) {
-	if int(tp) >= len(p.pos) {
-		grown := make([]pollPos, len(c.parts.ps)+8)
-		copy(grown, p.pos)
-		p.pos = grown
-	}
-	pp := &p.pos[tp]
+	pp := p.at(tp, len(c.parts.ps))
 	if pp.gen == p.gen {
 		switch {
 		case off <= pp.off:
@@ -47,7 +42,7 @@ func (c *Checker) advance(p *proc, tp uint32, off int64, ord uint32, iso int) {
 				proc: int32(p.id), iso: int8(iso)})
 		}
 	}
-	*pp = pollPos{off: off, ord: ord, gen: p.gen}
+	pp.off, pp.ord, pp.gen = off, ord, p.gen
 }
 
 // visible reports whether a reader at isolation iso must have seen value w had it read past
@@ -81,23 +76,7 @@ const narrowGap = 64
 func (c *Checker) checkSkips() {
 	idx := make(map[uint32]*visibleIndex)
 	c.skips.each(func(sc *skipCand) {
-		part := c.parts.ps[sc.tp]
-		var w uint32
-		var o int64
-		var ok bool
-		if sc.to-sc.from <= narrowGap {
-			w, o, ok = c.firstVisibleIn(part, sc)
-		} else {
-			vi := idx[sc.tp]
-			if vi == nil {
-				vi = &visibleIndex{}
-				idx[sc.tp] = vi
-			}
-			if !vi.built[sc.iso] {
-				vi.offs[sc.iso], vi.built[sc.iso] = c.visibleOffsets(part, sc.iso), true
-			}
-			w, o, ok = firstVisible(part, vi.offs[sc.iso], sc)
-		}
+		w, o, ok := c.firstVisibleBetween(idx, sc.tp, sc.from, sc.to, sc.iso)
 		if !ok {
 			return
 		}
@@ -112,11 +91,30 @@ func (c *Checker) checkSkips() {
 	c.skips = list[skipCand]{}
 }
 
+// firstVisibleBetween returns the first record in (from, to) of tp that a reader at isolation
+// iso should have read, once the log is finished. idx keeps, per partition, the visible offsets
+// for wide gaps.
+func (c *Checker) firstVisibleBetween(idx map[uint32]*visibleIndex, tp uint32, from, to int64, iso int8) (uint32, int64, bool) {
+	part := c.parts.ps[tp]
+	if to-from <= narrowGap {
+		return c.firstVisibleIn(part, from, to, iso)
+	}
+	vi := idx[tp]
+	if vi == nil {
+		vi = &visibleIndex{}
+		idx[tp] = vi
+	}
+	if !vi.built[iso] {
+		vi.offs[iso], vi.built[iso] = c.visibleOffsets(part, iso), true
+	}
+	return firstVisible(part, vi.offs[iso], from, to)
+}
+
 // firstVisibleIn returns the first record in (from, to) that the candidate's reader should
 // have read, looking at each offset.
-func (c *Checker) firstVisibleIn(part *partition, sc *skipCand) (uint32, int64, bool) {
-	for o := sc.from + 1; o < sc.to; o++ {
-		if s := part.log.get(o); s.val != 0 && c.visible(s.val, sc.iso) {
+func (c *Checker) firstVisibleIn(part *partition, from, to int64, iso int8) (uint32, int64, bool) {
+	for o := from + 1; o < to; o++ {
+		if s := part.log.get(o); s.val != 0 && c.visible(s.val, iso) {
 			return s.val, o, true
 		}
 	}
@@ -143,9 +141,9 @@ func (c *Checker) visibleOffsets(part *partition, iso int8) []int64 {
 
 // firstVisible returns the first record in (from, to) that the candidate's reader should have
 // read, given the offsets visible at its isolation level.
-func firstVisible(part *partition, offs []int64, sc *skipCand) (uint32, int64, bool) {
-	i, _ := slices.BinarySearch(offs, sc.from+1)
-	if i == len(offs) || offs[i] >= sc.to {
+func firstVisible(part *partition, offs []int64, from, to int64) (uint32, int64, bool) {
+	i, _ := slices.BinarySearch(offs, from+1)
+	if i == len(offs) || offs[i] >= to {
 		return 0, 0, false
 	}
 	return part.log.get(offs[i]).val, offs[i], true

@@ -30,6 +30,7 @@ type finding struct {
 	meta      uint32 // metadata-lost: its evidence, c.meta.evidence[meta-1]; 0 none
 	cycle     uint32 // G0, G1c…: its witness cycle, c.cycles[cycle-1]; 0 none
 	sink      uint8  // effect-*: the sink's mode, c.sinks.modes[sink-1]; 0 none
+	cause     uint8  // resume-*: what reset the member's positions (resumeCause)
 	note      note
 	judgement guarantee.Judgement // once judged
 	known     guarantee.KnownIssue
@@ -77,6 +78,7 @@ func (c *Checker) finish() {
 	c.async = map[int64]*pending{}
 	c.checkUnexpectedAck()
 	c.checkSkips()
+	c.checkResumes()
 	c.checkLostWrite()
 	c.checkLostObserved()
 	c.checkReorder()
@@ -671,6 +673,8 @@ func (c *Checker) describe(f *finding, ops []int64) string {
 		return fmt.Sprintf("%s read %s before any op that wrote it began: its first writer is %s", at(0), c.name(f.v), at(1))
 	case guarantee.PhantomRead:
 		return fmt.Sprintf("%s read %s, which no op of the history wrote", at(0), c.name(f.v))
+	case guarantee.ResumeSkippedAhead, guarantee.ResumeRewoundFurther:
+		return c.describeResume(f, part(f.tp))
 	case guarantee.PollUnowned:
 		return fmt.Sprintf("process %d's assignment (%s) does not give it %s, yet its poll %s returned records of it from offset %d",
 			f.proc, at(0), part(f.tp), at(1), f.off)

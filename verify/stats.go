@@ -312,7 +312,8 @@ func (k fkind) String() string {
 // build fills the results' statistics.
 func (c *Checker) buildStats() results.Stats {
 	s := &c.stats
-	out := results.Stats{Ops: map[string]results.Outcomes{}, Nemesis: s.nem, LatencyByF: map[string]results.Percentiles{}}
+	out := results.Stats{Ops: map[string]results.Outcomes{}, Nemesis: s.nem, LatencyByF: map[string]results.Percentiles{},
+		Resumes: c.resumeCounts}
 	for k := fSend; k <= fISR; k++ {
 		o := s.byKind[k]
 		if o != (results.Outcomes{}) {

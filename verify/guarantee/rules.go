@@ -30,12 +30,15 @@ const (
 	NonmonotonicPoll   Anomaly = "nonmonotonic-poll"
 	PollSkip           Anomaly = "poll-skip"
 	PollUnowned        Anomaly = "poll-unowned"
-	UnexpectedAck      Anomaly = "unexpected-ack"
-	MetadataLost       Anomaly = "metadata-lost"
-	EffectDuplicate    Anomaly = "effect-duplicate"
-	EffectMissing      Anomaly = "effect-missing"
-	OutboxLost         Anomaly = "outbox-lost"
-	OutboxDuplicate    Anomaly = "outbox-duplicate"
+	// Where a group member resumes a partition, against its group's committed offset.
+	ResumeSkippedAhead   Anomaly = "resume-skipped-ahead"
+	ResumeRewoundFurther Anomaly = "resume-rewound-further"
+	UnexpectedAck        Anomaly = "unexpected-ack"
+	MetadataLost         Anomaly = "metadata-lost"
+	EffectDuplicate      Anomaly = "effect-duplicate"
+	EffectMissing        Anomaly = "effect-missing"
+	OutboxLost           Anomaly = "outbox-lost"
+	OutboxDuplicate      Anomaly = "outbox-duplicate"
 
 	// Transactions that read (a txn op's reads, an rpw's inputs): the dependency graph.
 	G0               Anomaly = "G0"
@@ -53,7 +56,7 @@ func Anomalies() []Anomaly {
 	return []Anomaly{LostWrite, LostObserved, Duplicate, Reorder, InconsistentOffset, AbortedRead,
 		PartialTransaction, ZombieWrite, MergedTransaction, HangingTransaction, EOSMissing, EOSDuplicate,
 		G1c, G1cProcess, G1cRealtime, PrecommittedRead, UncommittedRead, FutureRead, PhantomRead, G0,
-		NonmonotonicPoll, PollSkip, PollUnowned, UnexpectedAck, MetadataLost,
+		NonmonotonicPoll, PollSkip, PollUnowned, ResumeSkippedAhead, ResumeRewoundFurther, UnexpectedAck, MetadataLost,
 		EffectDuplicate, EffectMissing, OutboxLost, OutboxDuplicate}
 }
 
@@ -250,6 +253,12 @@ func minISROne(f Facts) bool    { return f.Topic.MinISR == 1 || f.Topic.RF == 1 
 func diskWeakAcks(f Facts) bool { return f.Faults.DiskLoss() && weakAcks(f) }
 func truncOrDisk(f Facts) bool  { return truncation(f) || lossBeyond(f) }
 
+// offsetsLoss: a disk or power loss anywhere in the run, which may have reached the replicas of
+// the group's __consumer_offsets partition.
+func offsetsLoss(f Facts) bool {
+	return slices.Contains(f.Faults.Kinds, FaultDiskLoss) || slices.Contains(f.Faults.Kinds, FaultPowerLoss)
+}
+
 func sinkModeUnknown(f Facts) bool { _, ok := f.Sink.Info(); return !ok }
 func sinkDedupes(f Facts) bool     { in, _ := f.Sink.Info(); return in.Dedupes }
 
@@ -368,6 +377,13 @@ func Rules() Table {
 		{PollSkip, "log truncation possible", truncOrDisk, Permitted, "the log may be truncated (unclean election, or disk or power loss beyond the guarantee): a consumer whose position is past the new end is reset (OFFSET_OUT_OF_RANGE)"},
 		{PollSkip, "otherwise", always, Forbidden, "between rebalances and seeks a consumer reads, in offset order, every record its isolation level shows (offsets taken by transaction markers are not records)"},
 		{PollUnowned, "always", always, Forbidden, "a consumer returns records only of the partitions assigned to it: once its rebalance listener was told a partition is revoked or lost (onPartitionsRevoked, onPartitionsLost), no poll returns a record of it until it is assigned again, for its new owner may be reading the same records"},
+
+		{ResumeSkippedAhead, "log truncation possible", truncOrDisk, Permitted, "the log may be truncated (unclean election, or disk or power loss beyond the guarantee): a committed offset past the new end is out of range, and offsets may name other records than the group read"},
+		{ResumeSkippedAhead, "committed offsets may be lost", offsetsLoss, Permitted, "a disk or power loss hit brokers: the group's committed offsets live in __consumer_offsets, whose replicas and settings the history does not give, so they may have been lost or gone back"},
+		{ResumeSkippedAhead, "otherwise", always, Forbidden, "a group member starts a partition at its group's committed offset (KafkaConsumer: the committed position is the offset the consumer recovers to after a failure or a rebalance){rewind}: starting past it, the group never processes the records between"},
+		{ResumeRewoundFurther, "log truncation possible", truncOrDisk, Permitted, "the log may be truncated (unclean election, or disk or power loss beyond the guarantee): a committed offset past the new end is out of range, and the consumer resets to the earliest offset"},
+		{ResumeRewoundFurther, "committed offsets may be lost", offsetsLoss, Permitted, "a disk or power loss hit brokers: the group's committed offsets live in __consumer_offsets, whose replicas and settings the history does not give, so they may have been lost (the consumer then resets to the earliest offset) or gone back"},
+		{ResumeRewoundFurther, "otherwise", always, Forbidden, "a group member starts a partition at its group's committed offset, not before it (KafkaConsumer: the committed position is the offset the consumer recovers to){rewind}: a committed transaction's offsets, once its commit completed, are what the next member reads from"},
 
 		// Only acks=all writes are checked: min.insync.replicas applies to them alone.
 		{UnexpectedAck, "acks=all", always, Forbidden, "acks=all: the leader must reject writes with NOT_ENOUGH_REPLICAS while the ISR has fewer than min.insync.replicas members"},

@@ -63,6 +63,12 @@ func (m *Model) start() {
 			m.sample(t, m.alive(), m.leaders[t].leader)
 		}
 	}
+	if m.opts.RPW {
+		// The processor's group assigns it the input partition, as the role records it.
+		m.add(&action{proc: history.Client(procRPW), f: history.FAssign, out: history.OK,
+			raw: mustJSON(map[string]any{"topics": []string{topicMain}, "partitions": map[string][]int{topicMain: {int(rpwInput().part)}},
+				"group": rpwGroup, "isolation": history.ReadCommitted, "rebalance": true})})
+	}
 	if m.opts.Consumers {
 		m.add(&action{proc: history.Client(procAssigned), f: history.FAssign, out: history.OK,
 			raw: mustJSON(map[string]any{"topics": []string{topicMain}, "partitions": map[string][]int{topicMain: m.partitionList()},

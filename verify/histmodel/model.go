@@ -39,6 +39,7 @@ const (
 	topicOutbox = "o"   // the outbox relay's topic
 	sinkName    = "s"
 	groupName   = "g"
+	rpwGroup    = "rg"
 	sinkGroup   = "sg"
 
 	procProducerA  = 1 // plain producers: one send at a time

@@ -58,9 +58,13 @@ type Injection struct {
 	// Variant says which form of the anomaly the mutator chose, for messages.
 	Variant string
 	// Ops are the indices of the ops that prove the anomaly, set by Build.
-	Ops   []int64
-	Facts guarantee.Facts
-	refs  []ref
+	Ops []int64
+	// Implied are the families the same anomaly always shows as too (a processor that resumes
+	// past its committed offset leaves an input unprocessed: eos-missing): each holds one
+	// finding as well, judged as the table says under Facts.
+	Implied []guarantee.Anomaly
+	Facts   guarantee.Facts
+	refs    []ref
 }
 
 // ref names an op of the evidence before the history has indices: an action's invoke or
@@ -116,6 +120,8 @@ func Mutators() []Mutator {
 		{guarantee.NonmonotonicPoll, Needs{Consumers: true}, nonmonotonicPoll},
 		{guarantee.PollSkip, Needs{Consumers: true}, pollSkip},
 		{guarantee.PollUnowned, Needs{Consumers: true}, pollUnowned},
+		{guarantee.ResumeSkippedAhead, Needs{RPW: true}, resumeSkippedAhead},
+		{guarantee.ResumeRewoundFurther, Needs{RPW: true}, resumeRewoundFurther},
 		{guarantee.UnexpectedAck, Needs{ISR: true}, unexpectedAck},
 		{guarantee.MetadataLost, Needs{ISR: true}, metadataLost},
 		{guarantee.EffectDuplicate, Needs{Sink: true}, effectDuplicate},
@@ -479,27 +485,89 @@ func eosMissing(m *Model) (*Injection, error) {
 	m.rpwOp([]*entry{b.rec}, history.Fail, false)
 	m.rpwOp([]*entry{c.rec}, history.OK, true)
 	return &Injection{Variant: v, Facts: m.facts(0, "", topicMain, ""),
-		refs: []ref{invokeOf(b), showing(b.rec, "")}}, nil
+		refs: []ref{invokeOf(b), showing(b.rec, "")}, Implied: []guarantee.Anomaly{guarantee.ResumeSkippedAhead}}, nil
 }
 
 // eosDuplicate: an input is processed by two committed steps: after a crash whose restart
 // did not find the first step's offsets, or after a step whose commit went unanswered but
 // took effect.
 func eosDuplicate(m *Model) (*Injection, error) {
-	a := m.send(m.producer(), rpwInput(), history.OK, true)
-	v := "crash"
-	var first *action
 	if m.rng.IntN(2) == 0 {
-		first = m.rpwOp(m.rpwThrough(a.rec), history.OK, true)
-		m.add(&action{proc: history.Client(procRPW), f: history.FCrash, out: history.OK,
-			raw: mustJSON(history.Crash{Reason: "killed", TxnID: txnIDOf(procRPW)})})
-	} else {
-		v = "unknown commit"
-		first = m.rpwOp(m.rpwThrough(a.rec), history.Info, true)
+		a := m.send(m.producer(), rpwInput(), history.OK, true)
+		first := m.rpwOp(m.rpwThrough(a.rec), history.OK, true)
+		m.rpwCrash()
+		// The new instance reads the committed input again: it resumed before its group's
+		// committed offset too.
+		second := m.rpwOp([]*entry{a.rec}, history.OK, true)
+		return &Injection{Variant: "crash", Facts: m.facts(0, "", topicMain, ""), Implied: []guarantee.Anomaly{guarantee.ResumeRewoundFurther},
+			refs: []ref{invokeOf(first), doneOf(first), invokeOf(second), doneOf(second)}}, nil
 	}
+	// The backlog is processed first, so that the unknown step reads one input: had it not
+	// committed, the second step would be where the processor should resume.
+	if in := m.rpwBacklog(0); len(in) > 0 {
+		m.rpwOp(in, history.OK, true)
+	}
+	a := m.send(m.producer(), rpwInput(), history.OK, true)
+	first := m.rpwOp([]*entry{a.rec}, history.Info, true)
 	second := m.rpwOp([]*entry{a.rec}, history.OK, true)
-	return &Injection{Variant: v, Facts: m.facts(0, "", topicMain, ""),
+	return &Injection{Variant: "unknown commit", Facts: m.facts(0, "", topicMain, ""),
 		refs: []ref{invokeOf(first), doneOf(first), invokeOf(second), doneOf(second)}}, nil
+}
+
+// rpwCrash ends the processor's instance; the next step is a new instance's.
+func (m *Model) rpwCrash() *action {
+	return m.add(&action{proc: history.Client(procRPW), f: history.FCrash, out: history.OK,
+		raw: mustJSON(history.Crash{Reason: "killed", TxnID: txnIDOf(procRPW)})})
+}
+
+// resumeSkippedAhead: a group member starts a partition past a record it should have read.
+// Either the group consumer, after a rebalance, resumes beyond everything its group had read
+// (it can have committed no further); or the processor, after an aborted step, resumes past
+// the aborted input instead of at its committed offset, and aborts that step too (a committed
+// one would also be an eos-missing).
+func resumeSkippedAhead(m *Model) (*Injection, error) {
+	v := m.truncVariant(topicMain)
+	p := m.producer()
+	if m.opts.Consumers && (!m.opts.RPW || m.rng.IntN(2) == 0) {
+		t := m.mainPart()
+		x, skipped, y := m.send(p, t, history.OK, true), m.send(p, t, history.OK, true), m.send(p, t, history.OK, true)
+		iso := m.consumerIso(procGroup)
+		m.pollOp(procGroup, iso, m.readFrom(procGroup, t, iso, -1, x.rec))
+		reb := m.rebalance()
+		m.pos[procGroup][t] = skipped.rec.off + 1
+		after := m.pollOp(procGroup, iso, m.readFrom(procGroup, t, iso, -1, y.rec))
+		return &Injection{Variant: v + ", a consumer after a rebalance", Facts: m.facts(0, "", topicMain, kafkaconf.Isolation(iso)),
+			refs: []ref{doneOf(reb), doneOf(after), showing(skipped.rec, "")}}, nil
+	}
+	z := m.send(p, rpwInput(), history.OK, true)
+	commit := m.rpwOp(m.rpwThrough(z.rec), history.OK, true)
+	skipped, b := m.send(p, rpwInput(), history.OK, true), m.send(p, rpwInput(), history.OK, true)
+	aborted := m.rpwOp([]*entry{skipped.rec}, history.Fail, false)
+	resumed := m.rpwOp([]*entry{b.rec}, history.Fail, false)
+	return &Injection{Variant: v + ", the processor after an abort", Facts: m.facts(0, "", topicMain, kafkaconf.ReadCommitted),
+		refs: []ref{doneOf(aborted), doneOf(commit), invokeOf(resumed), invokeOf(aborted)}}, nil
+}
+
+// resumeRewoundFurther: the processor commits a step, then (a crash, or an aborted step later)
+// reads the committed input again, before its group's committed offset, in a step that aborts
+// (a committed one would also be an eos-duplicate).
+func resumeRewoundFurther(m *Model) (*Injection, error) {
+	v := m.truncVariant(topicMain)
+	p := m.producer()
+	a := m.send(p, rpwInput(), history.OK, true)
+	commit := m.rpwOp(m.rpwThrough(a.rec), history.OK, true)
+	var reset *action
+	if m.rng.IntN(2) == 0 {
+		v += ", after a crash"
+		reset = m.rpwCrash()
+	} else {
+		v += ", after an aborted step"
+		b := m.send(p, rpwInput(), history.OK, true)
+		reset = m.rpwOp([]*entry{b.rec}, history.Fail, false)
+	}
+	again := m.rpwOp([]*entry{a.rec}, history.Fail, false)
+	return &Injection{Variant: v, Facts: m.facts(0, "", topicMain, kafkaconf.ReadCommitted),
+		refs: []ref{doneOf(reset), doneOf(commit), invokeOf(again)}}, nil
 }
 
 // nonmonotonicPoll: the assigned consumer reads a record, then is returned it again with no

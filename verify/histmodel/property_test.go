@@ -100,15 +100,22 @@ func TestEveryFamilyHasAMutator(t *testing.T) {
 }
 
 // mutatedProblem says what is wrong with the results r of a history into which inj was
-// injected, or "". The history must hold one finding, of the injected family; its evidence
+// injected, or "". The history must hold one finding, of the injected family (and one of each
+// family it implies); its evidence
 // must include every op the mutator names (the checker may cite more context: an
 // acknowledgement beside the send, the sink's final state); its judgement and the verdict must
 // be what the guarantee table says of the injection's circumstances.
 func mutatedProblem(r *results.Results, inj *Injection) string {
 	want := guarantee.Judge(inj.Family, inj.Facts).Judgement
 	var s []string
+	for _, a := range inj.Implied {
+		if got := r.Anomalies[a]; got.Count != 1 || got.Judgement != guarantee.Judge(a, inj.Facts).Judgement {
+			s = append(s, fmt.Sprintf("implied %s: %d finding(s) judged %s, want 1 judged %s", a, got.Count, got.Judgement,
+				guarantee.Judge(a, inj.Facts).Judgement))
+		}
+	}
 	for _, a := range findings(r) {
-		if a != inj.Family {
+		if a != inj.Family && !slices.Contains(inj.Implied, a) {
 			s = append(s, fmt.Sprintf("unexpected %s: %d finding(s), first %+v", a, r.Anomalies[a].Count, r.Anomalies[a].Examples[0]))
 		}
 	}

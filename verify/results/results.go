@@ -344,6 +344,8 @@ type Stats struct {
 	// counts, as it does not in UnavailableMs. Longest first; LongestStallMs is the first's length.
 	Stalls         []Stall
 	LongestStallMs float64
+	// Resumes classifies where group members resumed their partitions, by reader and cause.
+	Resumes []ResumeCount
 }
 
 // Stall is a partition's longest stretch without an acknowledged write while one was pending,
@@ -381,6 +383,7 @@ const (
 	keyErrors           = "errors"
 	keyStalls           = "stalls"
 	keyLongestStall     = "longest_stall_ms"
+	keyResumes          = "resumes"
 )
 
 // MarshalJSON writes the per-kind counts beside the other fields, with "send", "txn" and
@@ -397,7 +400,7 @@ func (s Stats) MarshalJSON() ([]byte, error) {
 	}
 	for f, o := range s.Ops {
 		if slices.Contains([]string{keyNemesis, keyUnknownSends, keyUnknownLaterSeen, keyUnavailableMs,
-			keyUnavailability, keyLatency, keyLatencyByF, keyPartitions, keyErrors, keyStalls, keyLongestStall}, f) {
+			keyUnavailability, keyLatency, keyLatencyByF, keyPartitions, keyErrors, keyStalls, keyLongestStall, keyResumes}, f) {
 			return nil, fmt.Errorf("an op named %q clashes with a stats field", f)
 		}
 		m[f] = o
@@ -420,6 +423,9 @@ func (s Stats) MarshalJSON() ([]byte, error) {
 	if len(s.Stalls) > 0 {
 		m[keyStalls] = s.Stalls
 		m[keyLongestStall] = s.LongestStallMs
+	}
+	if len(s.Resumes) > 0 {
+		m[keyResumes] = s.Resumes
 	}
 	return json.Marshal(m)
 }
@@ -444,6 +450,7 @@ func (s *Stats) UnmarshalJSON(b []byte) error {
 		keyErrors:           &s.Errors,
 		keyStalls:           &s.Stalls,
 		keyLongestStall:     &s.LongestStallMs,
+		keyResumes:          &s.Resumes,
 	}
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		v := m[k]
@@ -556,4 +563,43 @@ func judgeVersion1(b []byte, r *Results) error {
 		r.Anomalies[name] = e
 	}
 	return nil
+}
+
+// ResumeReader is the kind of group member a resume is counted for.
+type ResumeReader string
+
+// The readers whose resumes are classified.
+const (
+	// ResumeProcessor: a transactional processor, whose group's commits the history records
+	// (its transactions' reads).
+	ResumeProcessor ResumeReader = "processor"
+	// ResumeConsumer: a consumer in a group, whose commits the history does not record.
+	ResumeConsumer ResumeReader = "consumer"
+)
+
+// ResumeCause is what reset a member's positions before it resumed.
+type ResumeCause string
+
+// The causes of a resume.
+const (
+	ResumeStart    ResumeCause = "start"     // its first read
+	ResumeAssign   ResumeCause = "assign"    // a rebalance's assignment
+	ResumeCrash    ResumeCause = "crash"     // a new instance
+	ResumeAbort    ResumeCause = "abort"     // its transaction did not commit, and it rewound
+	ResumeDataLoss ResumeCause = "data-loss" // its client moved its position (KIP-320)
+	ResumeOther    ResumeCause = "other"     // a subscribe, a seek, another op of its process
+)
+
+// ResumeCount classifies the resumes of one kind of reader after one cause: where each
+// member's first record of a partition lay against its group's committed offset
+// (docs/guarantees.md, "Where a consumer resumes").
+type ResumeCount struct {
+	Reader         ResumeReader `json:"reader"`
+	Cause          ResumeCause  `json:"cause"`
+	AtCommitted    int64        `json:"at_committed"`
+	RewoundFurther int64        `json:"rewound_further"`
+	SkippedAhead   int64        `json:"skipped_ahead"`
+	// Unclassified: the history does not fix the committed offset (a consumer's group that
+	// had read nothing yet: its reset policy is not in the history).
+	Unclassified int64 `json:"unclassified,omitempty"`
 }
