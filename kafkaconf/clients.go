@@ -146,7 +146,9 @@ func Clients() []Client {
 			TxnProtocols:   []TxnProtocol{TxnProtocolV1},
 			GroupProtocols: []GroupProtocol{GroupClassic},
 			Capabilities:   []Capability{CapGroupMetadata, CapStableOffsetFetch, CapIdempotentGivesUp},
-			RewindNote:     "after an abort the sarama processor starts a new group session, which resumes from the committed offsets",
+			RewindNote: "after an abort the sarama processor hands out again the records it handed out since its last commit " +
+				"(what a fetch from the committed offsets returns: a group session cannot seek), and after an unknown outcome " +
+				"starts a new group session, which resumes from the committed offsets",
 			Doc: "IBM/sarama: its idempotent producer keeps one request in flight; transactions speak the protocol before " +
 				"KIP-890 (EndTxn v3) whatever the cluster supports; no fetch position validation (KIP-320)"},
 		{Name: FranzGo, Module: "github.com/twmb/franz-go", MaxIdempotentInFlight: MaxIdempotentInFlight,

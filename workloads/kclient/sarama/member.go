@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -32,6 +33,13 @@ type member struct {
 	cancel  context.CancelFunc
 	errc    chan error
 	sess    sarama.ConsumerGroupSession
+
+	// handed are the session's records handed out since its offsets were last committed, and
+	// added how many of them the transaction under way put in (AddOffsets); replay holds those
+	// to hand out again, before any new record, after a transaction that did not commit.
+	handed []kclient.Event
+	added  int
+	replay []kclient.Event
 }
 
 // OpenMember opens the transactional producer (initialising its id) and the consumer group
@@ -92,7 +100,11 @@ func (m *member) end() {
 		}
 	}
 	m.sess = nil
+	m.forget()
 }
+
+// forget drops what the session handed out: a new session starts from the committed offsets.
+func (m *member) forget() { m.handed, m.added, m.replay = nil, 0, nil }
 
 // Poll returns as soon as it has something and nothing more is waiting: the records of the
 // current session, a new session's assignment, or the end of a session (EventRevoked: the
@@ -104,6 +116,12 @@ func (m *member) Poll(ctx context.Context, max int, until time.Time) ([]kclient.
 		t := time.NewTimer(time.Until(until))
 		defer t.Stop()
 		due = t.C
+	}
+	if n := min(max, len(m.replay)); n > 0 && m.sess != nil {
+		out := slices.Clone(m.replay[:n])
+		m.replay = m.replay[n:]
+		m.handed = append(m.handed, out...)
+		return out, nil
 	}
 	var out []kclient.Event
 	for {
@@ -138,16 +156,20 @@ func (m *member) Poll(ctx context.Context, max int, until time.Time) ([]kclient.
 		switch ev.kind {
 		case evSetup:
 			m.sess = ev.sess
+			m.forget()
 			return append(out, kclient.Event{Kind: kclient.EventAssigned, Claims: sessionClaims(ev.sess)}), nil
 		case evCleanup:
 			// The generation ended (a rebalance).
 			m.sess = nil
+			m.forget()
 			return append(out, kclient.Event{Kind: kclient.EventRevoked}), nil
 		case evRecord:
 			if ev.sess != m.sess || m.sess == nil {
 				continue
 			}
-			out = append(out, kclient.Event{Kind: kclient.EventRecord, Record: historyRecord(ev.msg), Epoch: -1})
+			rec := kclient.Event{Kind: kclient.EventRecord, Record: historyRecord(ev.msg), Epoch: -1}
+			out = append(out, rec)
+			m.handed = append(m.handed, rec)
 			if len(out) >= max {
 				return out, nil
 			}
@@ -171,14 +193,36 @@ func (m *member) AddOffsets(in []history.Record) error {
 	for part, off := range offsets {
 		po[m.spec.Input] = append(po[m.spec.Input], &sarama.PartitionOffsetMetadata{Partition: part, Offset: off})
 	}
+	m.added = len(m.handed)
 	return m.prod.AddOffsetsToTxnWithGroupMetadata(po, sarama.NewConsumerGroupMetadataFromSession(m.sess, m.spec.Group, nil))
 }
 
-// Rewind ends the session, so that the next one starts from the committed offsets: after a
-// transaction that did not commit, the consumer's position is past inputs whose processing was
-// rolled back, and sarama (like the Java consumer, KAFKA-17582) does not rewind by itself. A
-// new session's offsets come from the group coordinator, so an unknown outcome is no different.
-func (m *member) Rewind(history.Type) error {
+// Commit commits the transaction; once it has, the records whose offsets it carried are behind
+// the committed offsets, and no rewind hands them out again.
+func (m *member) Commit() (history.Type, string) {
+	t, text := m.Txn.Commit()
+	if t == history.OK {
+		m.handed = slices.Delete(m.handed, 0, m.added)
+	}
+	m.added = 0
+	return t, text
+}
+
+// Rewind makes the next records start from the committed offsets: after a transaction that did
+// not commit, the consumer's position is past inputs whose processing was rolled back, and
+// sarama (like the Java consumer, KAFKA-17582) does not rewind by itself, nor can a group
+// session seek. After an abort (fail) the member hands out again, first, the records it handed
+// out since the last commit: what a fetch from the committed offsets returns, for the session
+// delivered them in order from there. Ending the session instead would make the member join
+// again, which rebalances the whole group and aborts every other member's transaction, whose
+// rewinds would do the same. After an unknown outcome (info) the committed offsets are not
+// known here: the session ends, and the next one's offsets come from the group coordinator.
+func (m *member) Rewind(t history.Type) error {
+	if t == history.Fail && m.sess != nil {
+		m.replay = append(m.handed, m.replay...)
+		m.handed, m.added = nil, 0
+		return nil
+	}
 	m.end()
 	return nil
 }
