@@ -64,9 +64,10 @@ type Checker struct {
 	unjudged map[uint32]int // by partition: committed records beyond the read_committed scans
 	strays   []stray        // transactional records written outside any transaction (stray-txn-produce)
 
-	groups       []group // consumer groups their members' ops name (resume.go)
-	resumes      []resume
-	resumeCounts []results.ResumeCount
+	groups        []group // consumer groups their members' ops name (resume.go)
+	resumes       []resume
+	resumeCounts  []results.ResumeCount
+	commitScratch []partCommit
 
 	ord   uint32 // ordinal of the next op
 	delta int64  // history index minus ordinal, as of the last jump

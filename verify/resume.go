@@ -70,8 +70,9 @@ type group struct {
 	// commits are its processors' certain commits by partition, in completion order; unsure
 	// the ones whose outcome is unknown.
 	commits map[uint32]*commitLog
-	// read is, by partition, one past the furthest record its consumers' polls returned.
-	read map[uint32]int64
+	// read is, by partition, one past the furthest record its consumers' polls returned (0:
+	// none).
+	read []int64
 }
 
 // commitLog is a group's commits of one partition.
@@ -97,6 +98,12 @@ type groupCommit struct {
 // A resume finding's ops are, in order: what reset the positions (none for a first read), the
 // commit that set the offset it is held to (none: the log's start, or a data-loss's offset), the
 // read, and (skipped-ahead) the first op that shows the skipped record.
+
+// partCommit is the offset a transaction commits in one partition.
+type partCommit struct {
+	tp   uint32
+	next int64
+}
 
 // resume is a member's first read of a partition after a reset, to be classified once every
 // commit is known.
@@ -134,7 +141,7 @@ func (c *Checker) groupOf(name string) uint32 {
 			return uint32(i)
 		}
 	}
-	c.groups = append(c.groups, group{name: name, commits: map[uint32]*commitLog{}, read: map[uint32]int64{}})
+	c.groups = append(c.groups, group{name: name, commits: map[uint32]*commitLog{}})
 	return uint32(len(c.groups) - 1)
 }
 
@@ -198,13 +205,16 @@ func (c *Checker) resumeAt(p *proc, tp uint32, off int64, v uint32, iso int, ord
 			r.seek = s
 			delete(p.seeks, tp)
 		}
-		if hi, ok := g.read[tp]; ok {
-			r.hi = hi
+		if int(tp) < len(g.read) && g.read[tp] > 0 {
+			r.hi = g.read[tp]
 		}
 		c.resumes = append(c.resumes, r)
 	}
-	if !processor && off+1 > g.read[tp] {
-		g.read[tp] = off + 1
+	if !processor {
+		if int(tp) >= len(g.read) {
+			g.read = append(g.read, make([]int64, int(tp)+1-len(g.read))...)
+		}
+		g.read[tp] = max(g.read[tp], off+1)
 	}
 }
 
@@ -215,24 +225,26 @@ func (c *Checker) commitReads(p *proc, t *txn, inv, ord uint32, out uint8) {
 		return
 	}
 	g := &c.groups[p.group-1]
-	reads := c.reads[t.inStart : t.inStart+t.inLen]
-	for i, v := range reads {
+	// The offset after the last record read, per partition (a transaction reads few).
+	c.commitScratch = c.commitScratch[:0]
+	for _, v := range c.reads[t.inStart : t.inStart+t.inLen] {
 		st := c.vals.at(v)
-		if st.off < 0 || slices.ContainsFunc(reads[i+1:], func(w uint32) bool { return c.vals.at(w).tp == st.tp }) {
-			continue // a later read of the partition decides
+		if st.off < 0 {
+			continue
 		}
-		next := st.off + 1
-		for _, w := range reads[:i] {
-			if ws := c.vals.at(w); ws.tp == st.tp && ws.off+1 > next {
-				next = ws.off + 1
-			}
+		if i := slices.IndexFunc(c.commitScratch, func(pc partCommit) bool { return pc.tp == st.tp }); i >= 0 {
+			c.commitScratch[i].next = max(c.commitScratch[i].next, st.off+1)
+		} else {
+			c.commitScratch = append(c.commitScratch, partCommit{tp: st.tp, next: st.off + 1})
 		}
-		cl := g.commits[st.tp]
+	}
+	for _, pc := range c.commitScratch {
+		cl := g.commits[pc.tp]
 		if cl == nil {
 			cl = &commitLog{}
-			g.commits[st.tp] = cl
+			g.commits[pc.tp] = cl
 		}
-		gc := groupCommit{inv: inv, done: ord, off: next, proc: int32(p.id)}
+		gc := groupCommit{inv: inv, done: ord, off: pc.next, proc: int32(p.id)}
 		if out == outInfo {
 			cl.unsure = append(cl.unsure, gc)
 			continue
