@@ -287,9 +287,10 @@ func (c *Checker) committed(r *resume) (cands []groupCommit, certain bool) {
 		}
 	}
 	// Commits completed since, begun before r's read was recorded, may or may not have been
-	// seen; one that began later cannot have been.
+	// seen; one that began later cannot have been, nor can the reading transaction's own
+	// (completed where its reads are recorded).
 	for j := k; j < len(cl.ok) && cl.ok[j].done < r.ord+cl.span; j++ {
-		if cl.ok[j].inv < r.ord {
+		if cl.ok[j].inv < r.ord && cl.ok[j].done != r.ord {
 			cands = append(cands, cl.ok[j])
 		}
 	}

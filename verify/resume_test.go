@@ -80,6 +80,11 @@ func TestResumes(t *testing.T) {
 			h.op(2, history.FCrash)
 			h.step(2, Fail, in[1])
 		}), want: map[guarantee.Anomaly]want{guarantee.ResumeRewoundFurther: {count: 1}}, verdict: results.Fail},
+		{name: "after an abort it reads on past the aborted input, then commits: skipped-ahead, not held to its own commit", build: build(func(h *hb) {
+			h.joined(2, "g")
+			h.step(2, Fail, in[0])
+			h.step(2, OK, in[1])
+		}), want: map[guarantee.Anomaly]want{guarantee.ResumeSkippedAhead: {count: 1}}, verdict: results.Fail},
 		{name: "the commit it reads again had an unknown outcome: at-committed", build: build(func(h *hb) {
 			h.joined(2, "g")
 			h.step(2, OK, in[0])
