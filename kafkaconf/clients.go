@@ -45,12 +45,17 @@ const (
 	// CapMaxPollInterval: a group member that does not poll within max.poll.interval.ms leaves
 	// its group, and its next poll is told its partitions are lost (a stall_every scenario needs it).
 	CapMaxPollInterval Capability = "max-poll-interval"
+	// CapPositionKept: after a transaction that did not commit, a processor's consumer stays
+	// where it was unless the application rewinds it (Kafka's consumer, KAFKA-17582; sarama's
+	// group session), so a processor that skips its rewind resumes past the aborted inputs
+	// (franz-go's group transact session rewinds by itself).
+	CapPositionKept Capability = "position-kept-after-abort"
 )
 
 // Capabilities lists every capability, in the order listings show them.
 func Capabilities() []Capability {
 	return []Capability{CapIdempotentInFlight5, CapTxnProtocolV2, CapGroupMetadata, CapStableOffsetFetch, CapTruncationDetection,
-		CapIdempotentGivesUp, CapMaxPollInterval}
+		CapIdempotentGivesUp, CapMaxPollInterval, CapPositionKept}
 }
 
 // ParseCapability reads a capability's name.
@@ -145,7 +150,7 @@ func Clients() []Client {
 			RetriesNote:    " (sarama has no delivery.timeout.ms; the workload bounds each send by its delivery timeout)",
 			TxnProtocols:   []TxnProtocol{TxnProtocolV1},
 			GroupProtocols: []GroupProtocol{GroupClassic},
-			Capabilities:   []Capability{CapGroupMetadata, CapStableOffsetFetch, CapIdempotentGivesUp},
+			Capabilities:   []Capability{CapGroupMetadata, CapStableOffsetFetch, CapIdempotentGivesUp, CapPositionKept},
 			RewindNote: "after an abort the sarama processor hands out again the records it handed out since its last commit " +
 				"(what a fetch from the committed offsets returns: a group session cannot seek), and after an unknown outcome " +
 				"starts a new group session, which resumes from the committed offsets",
@@ -165,7 +170,7 @@ func Clients() []Client {
 			TxnProtocols:   []TxnProtocol{TxnProtocolV2, TxnProtocolV1},
 			GroupProtocols: []GroupProtocol{GroupClassic, GroupConsumer},
 			Capabilities: []Capability{CapIdempotentInFlight5, CapTxnProtocolV2, CapGroupMetadata, CapStableOffsetFetch, CapTruncationDetection,
-				CapIdempotentGivesUp, CapMaxPollInterval},
+				CapIdempotentGivesUp, CapMaxPollInterval, CapPositionKept},
 			RewindNote: "after an abort the Java processor seeks the member's partitions back to their committed offsets " +
 				"(Kafka's consumer does not rewind by itself, KAFKA-17582)",
 			Doc: "Kafka's Java client (kafka-clients), a program behind the remote client protocol: idempotence on by default with " +

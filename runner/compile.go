@@ -134,7 +134,7 @@ func compile(s scenarios.Resolved, tag string) (*plan, error) {
 	for i := range pr.Count {
 		pc := workloads.ProcessorConfig{Input: pr.Input, Output: pr.Output, Group: tag + "-rpw",
 			TxnID: fmt.Sprintf("%s-rpw-%d", tag, i), AbortProbability: tx.AbortProbability, CrashEvery: pr.CrashEvery.Std(), CrashAfterCommit: pr.CrashAfterCommit,
-			Writes: pr.Writes, Isolation: pr.Isolation, TxnClientConfig: txnClient}
+			Writes: pr.Writes, Isolation: pr.Isolation, SkipRewind: pr.SkipRewind, TxnClientConfig: txnClient}
 		refs.TxnID = cmp.Or(refs.TxnID, pc.TxnID)
 		refs.Group = pc.Group
 		ws.Processors = append(ws.Processors, pc)

@@ -8,6 +8,7 @@ import (
 	"github.com/verity-kafka/verity/kafkaconf"
 	"github.com/verity-kafka/verity/sink"
 	"github.com/verity-kafka/verity/verify/guarantee"
+	"github.com/verity-kafka/verity/verify/results"
 )
 
 // Builtins returns the built-in scenarios, "default" first, then the catalogue (docs/scenarios.md
@@ -56,7 +57,7 @@ func builtinMakers() []func() Scenario {
 		uncleanIsolation, elrLastReplica,
 		idempotentAckLoss, idempotentInflight5AckLoss, plainAckLoss, plainInflightReorder, plainInflight1Order, appResend,
 		eosCoordinatorKill, eosRollingBounce,
-		txnReadKill, txnReadPause, txnReadIsolate, txnReadRequestFaults, txnReadUncommitted,
+		txnReadKill, txnReadPause, txnReadIsolate, txnReadRequestFaults, txnReadUncommitted, txnReadNoRewind,
 		groupRebalance,
 		sinkNaive, sinkUniqueKey, sinkOffsetsInDB, sinkInbox, sinkOutbox, sinkHTTP, sinkHTTPKeyed,
 		regressKafka17754,
@@ -687,6 +688,24 @@ func txnReadUncommitted() Scenario {
 		Likely: []guarantee.Anomaly{guarantee.PrecommittedRead, guarantee.UncommittedRead},
 		Provoke: "each transaction polls once more after its sends, at read_uncommitted: records of its own open " +
 			"transaction on the partitions its member owns, and of the other members' open transactions.",
+	}
+	return s
+}
+
+// txnReadNoRewind is the control of where a member resumes: the processors skip their rewind
+// after an aborted transaction, as an application that forgets KAFKA-17582 does, so each one's
+// next transaction reads on past the aborted inputs and commits their offsets unprocessed.
+func txnReadNoRewind() Scenario {
+	s := txnReadBase("txn-read-no-rewind", "The control of where a consumer resumes: transactions that read and write one topic, "+
+		"whose processors do not rewind after an abort, no fault.")
+	s.Workload.Processors.SkipRewind = true
+	s.Requires = []kafkaconf.Capability{kafkaconf.CapPositionKept}
+	s.Expect = Expectation{
+		Verdict: results.Fail,
+		Text: "After a transaction that aborted, a processor must return to its group's committed offsets: Kafka's consumer " +
+			"does not rewind by itself (KAFKA-17582), so one that skips the seek reads on past the aborted inputs, and its " +
+			"next transaction commits their offsets without having processed them. Every such resume is skipped-ahead, " +
+			"forbidden: the run fails.",
 	}
 	return s
 }

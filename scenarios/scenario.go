@@ -75,7 +75,8 @@ func (r Regression) Values() []string { return []string{r.Bad, r.Fixed} }
 // settings (runner.Expectations), and a scenario only names what it provokes on purpose.
 type Expectation struct {
 	// Verdict is the verdict a run should get: pass (default) or fail. Permitted anomalies
-	// do not fail a run, so every built-in expects pass.
+	// do not fail a run, so every built-in expects pass but txn-read-no-rewind, the control of
+	// a forbidden family that only a deliberately broken application provokes.
 	Verdict results.Verdict `yaml:"verdict" json:"verdict"`
 	// Text says what the run should show and why, in the documents' terms.
 	Text string `yaml:"text,omitempty" json:"text,omitempty"`
@@ -329,6 +330,11 @@ type Processors struct {
 	// Isolation is the processors' consumers': read_committed (default); read_uncommitted
 	// only with writes, as a control of what that level permits.
 	Isolation kafkaconf.Isolation `yaml:"isolation,omitempty" json:"isolation,omitempty"`
+	// SkipRewind leaves a processor's consumer where it was after a transaction that aborted,
+	// as an application that forgets KAFKA-17582 does: a control of resume-skipped-ahead (its
+	// next transaction starts past the aborted inputs). It needs a client whose member keeps
+	// its position after an abort (position-kept-after-abort).
+	SkipRewind bool `yaml:"skip_rewind,omitempty" json:"skip_rewind,omitempty"`
 }
 
 // Consumers are assigned consumers of Topics (default every topic).

@@ -527,6 +527,9 @@ func (c *checker) workload() {
 	default:
 		c.addf("workload.processors.isolation", "%q: want read_committed or read_uncommitted", pr.Isolation)
 	}
+	if pr.SkipRewind && pr.Count == 0 {
+		c.addf("workload.processors.skip_rewind", "set, but no processor runs (count is 0)")
+	}
 	if pr.CrashAfterCommit && pr.CrashEvery <= 0 {
 		c.addf("workload.processors.crash_after_commit", "set, but crash_every is not: it says when the crashes come, not how often")
 	}

@@ -53,6 +53,10 @@ type ProcessorConfig struct {
 	// Isolation is the member's consumer's: read_committed (default), or read_uncommitted for
 	// a Writes processor that shows what that level permits.
 	Isolation kafkaconf.Isolation `json:"isolation,omitempty"`
+	// SkipRewind leaves the member where it was after an aborted transaction (not after an
+	// unknown outcome), as an application that forgets KAFKA-17582 does: a control of
+	// resume-skipped-ahead, for clients whose member keeps its position.
+	SkipRewind bool `json:"skip_rewind,omitempty"`
 	TxnClientConfig
 }
 
@@ -451,6 +455,9 @@ func (w *processor) addOffsets(m kclient.Member, in []history.Record) error {
 func (w *processor) after(m kclient.Member, t history.Type) error {
 	if ok, why := m.Ready(); !ok {
 		return &kclient.ReplaceError{Reason: "the producer is not ready for another transaction (" + why + ")"}
+	}
+	if w.cfg.SkipRewind && t == history.Fail {
+		return nil
 	}
 	return m.Rewind(t)
 }
