@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -28,8 +29,17 @@ type decoder struct {
 	keybuf  []byte // unescaped member names (rare: names are plain ASCII)
 
 	// strs interns short strings that recur on many lines (topics, keys, isolation levels,
-	// error texts), so that they cost one allocation per run instead of one per use.
-	strs map[string]string
+	// error texts), so that they cost one allocation per run instead of one per use. recent
+	// (nil when strs is) is a small direct-mapped cache in front of it: most records name one
+	// topic and one of a few dozen keys, and a hit there costs less than hashing for the map.
+	strs   map[string]string
+	recent []string
+
+	// stream is set for a decoder that reads a whole history (newDecoder), not one value.
+	// Only such a decoder takes the fast path for records (recordFast) and keeps record
+	// values in the arena: both pay off over many lines, not on one value.
+	stream bool
+	values valueArena
 
 	// ints hands out the targets of Offset and Of pointers. Slots are handed out once and
 	// never reused, so those pointers stay valid for as long as the caller keeps them; taking
@@ -50,6 +60,7 @@ type decoder struct {
 const (
 	maxInternLen = 64      // longer strings are unlikely to repeat (record values are unique)
 	maxInterned  = 1 << 14 // bound the map when keys turn out to be unique after all
+	recentSlots  = 256     // entries of the intern map's cache (a power of two)
 	intChunk     = 512     // Offset/Of targets allocated at a time
 	maxDepth     = 10000   // nesting limit for skipped values, as encoding/json has
 )
@@ -57,7 +68,7 @@ const (
 // newDecoder returns a decoder for a history's lines. A decoder{buf: b} made for one value
 // (Record.UnmarshalJSON) interns nothing.
 func newDecoder() *decoder {
-	return &decoder{strs: make(map[string]string)}
+	return &decoder{strs: make(map[string]string), recent: make([]string, recentSlots), stream: true}
 }
 
 // whole ends the decoding of one value that fills buf: err, else an error when anything but
@@ -323,7 +334,43 @@ func (d *decoder) str() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return string(b), nil
+	return d.value(b), nil
+}
+
+// value returns record value b as a string of its own: from the arena in a stream decoder,
+// else a new string.
+func (d *decoder) value(b []byte) string {
+	if d.stream {
+		return d.values.str(b)
+	}
+	return string(b)
+}
+
+// valueArena keeps record values. They are unique, so interning them would only cost, and a
+// string each would be an allocation each (millions per history). The arena copies them one
+// after the other into a shared chunk and hands out substrings of it: strings.Builder
+// guarantees that a string it returned never changes, whatever is written after it. A value
+// the caller keeps keeps its whole chunk alive, which is why chunks are small.
+type valueArena struct {
+	b strings.Builder
+}
+
+const (
+	arenaChunk    = 16 << 10 // bytes per chunk
+	arenaMaxValue = 1 << 10  // longer values get a string of their own
+)
+
+func (a *valueArena) str(v []byte) string {
+	if len(v) > arenaMaxValue {
+		return string(v)
+	}
+	if a.b.Cap()-a.b.Len() < len(v) {
+		a.b = strings.Builder{} // the old chunk stays with the strings cut from it
+		a.b.Grow(arenaChunk)
+	}
+	n := a.b.Len()
+	a.b.Write(v)
+	return a.b.String()[n:]
 }
 
 // istr reads a string value, or null as "", interning short ones.
@@ -342,12 +389,26 @@ func (d *decoder) intern(b []byte) string {
 	if len(b) > maxInternLen {
 		return string(b)
 	}
-	if s, ok := d.strs[string(b)]; ok { // the compiler does not allocate for this lookup
-		return s
+	var slot *string
+	if d.recent != nil {
+		h := uint(len(b))
+		for _, c := range b {
+			h = h*31 + uint(c)
+		}
+		slot = &d.recent[h&(recentSlots-1)]
+		if *slot == string(b) { // no allocation for the comparison either
+			return *slot
+		}
 	}
-	s := string(b)
-	if d.strs != nil && len(d.strs) < maxInterned {
-		d.strs[s] = s
+	s, ok := d.strs[string(b)] // the compiler does not allocate for this lookup
+	if !ok {
+		s = string(b)
+		if d.strs != nil && len(d.strs) < maxInterned {
+			d.strs[s] = s
+		}
+	}
+	if slot != nil {
+		*slot = s
 	}
 	return s
 }
@@ -431,13 +492,18 @@ func (d *decoder) intPtr() (*int64, error) {
 	if err != nil {
 		return nil, err
 	}
+	return d.intSlot(v), nil
+}
+
+// intSlot returns a fresh target holding v.
+func (d *decoder) intSlot(v int64) *int64 {
 	if len(d.ints) == 0 {
 		d.ints = make([]int64, intChunk)
 	}
 	p := &d.ints[0]
 	*p = v
 	d.ints = d.ints[1:]
-	return p, nil
+	return p
 }
 
 // bool reads true or false, or null as false.
@@ -570,13 +636,16 @@ const (
 func (d *decoder) op(line []byte, op *Op) error {
 	d.buf, d.pos = line, 0
 	*op = Op{}
-	if err := d.open('{', "op"); err != nil {
+	var has int
+	first := true // no member read yet
+	if d.stream && d.opPrefixFast(op, &has) > 0 {
+		first = false
+	} else if err := d.open('{', "op"); err != nil {
 		return err
 	}
-	var has int
 	valStart := -1 // where the last "value" member starts, -1 if none
 	decodedF := "" // the f its payload was decoded for, "" if not decoded yet
-	for first := true; ; first = false {
+	for ; ; first = false {
 		name, ok, err := d.member(first)
 		if err != nil {
 			return err
@@ -731,20 +800,106 @@ func (d *decoder) opF() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	// The common names map to the package's constants without a map lookup.
+	return d.fName(b), nil
+}
+
+// fName returns f name b as a string: the common names map to the package's constants without
+// a map lookup.
+func (d *decoder) fName(b []byte) string {
 	switch string(b) {
 	case FSend:
-		return FSend, nil
+		return FSend
 	case FTxn:
-		return FTxn, nil
+		return FTxn
 	case FPoll:
-		return FPoll, nil
+		return FPoll
 	case FFinalRead:
-		return FFinalRead, nil
+		return FFinalRead
 	case FRPW:
-		return FRPW, nil
+		return FRPW
 	}
-	return d.intern(b), nil
+	return d.intern(b)
+}
+
+// opPrefixFast is the fast path for the members an op line starts with when Writer wrote it
+// (appendPrefix, appendOpTail):
+//
+//	{"i":I,"t":T,"p":P,"type":"…","f":"…"[,"of":O]
+//
+// with P a client's number, no whitespace, plain strings, integers of at most 18 digits and
+// a known type. It takes these members, in this order, for as long as they are in this shape,
+// and returns how many it took; it stops before the first member that is not, leaving d.pos
+// at the ',' or '}' after the last one taken (or at the start of the line when it took none).
+// op's general loop then reads the rest of the line — everything, when the fast path took
+// nothing — so that a line is read the fast way only as far as it is in the writer's shape.
+// Each member taken has the effect it has in the general loop.
+func (d *decoder) opPrefixFast(op *Op, has *int) (n int) {
+	const (
+		kI    = `{"i":`
+		kT    = `,"t":`
+		kP    = `,"p":`
+		kType = `,"type":"`
+		kF    = `,"f":"`
+		kOf   = `,"of":`
+	)
+	b, i := d.buf, d.pos
+	if len(b)-i < len(kI) || string(b[i:i+len(kI)]) != kI {
+		return 0
+	}
+	v, i, ok := smallInt(b, i+len(kI))
+	if !ok {
+		return 0
+	}
+	op.Index, *has, d.pos = v, *has|hasI, i
+	if len(b)-i < len(kT) || string(b[i:i+len(kT)]) != kT {
+		return 1
+	}
+	if v, i, ok = smallInt(b, i+len(kT)); !ok {
+		return 1
+	}
+	op.Time, d.pos = v, i
+	if len(b)-i < len(kP) || string(b[i:i+len(kP)]) != kP {
+		return 2
+	}
+	if v, i, ok = smallInt(b, i+len(kP)); !ok || v != int64(int(v)) {
+		return 2
+	}
+	op.Process, *has, d.pos = Client(int(v)), *has|hasP, i
+	if len(b)-i < len(kType) || string(b[i:i+len(kType)]) != kType {
+		return 3
+	}
+	from, to, ok := plainString(b, i+len(kType))
+	if !ok {
+		return 3
+	}
+	switch Type(b[from:to]) {
+	case Invoke:
+		op.Type = Invoke
+	case OK:
+		op.Type = OK
+	case Fail:
+		op.Type = Fail
+	case Info:
+		op.Type = Info
+	default:
+		return 3
+	}
+	*has, i, d.pos = *has|hasType, to+1, to+1
+	if len(b)-i < len(kF) || string(b[i:i+len(kF)]) != kF {
+		return 4
+	}
+	if from, to, ok = plainString(b, i+len(kF)); !ok || from == to {
+		return 4
+	}
+	op.F, *has, i, d.pos = d.fName(b[from:to]), *has|hasF, to+1, to+1
+	if len(b)-i < len(kOf) || string(b[i:i+len(kOf)]) != kOf {
+		return 5
+	}
+	if v, i, ok = smallInt(b, i+len(kOf)); !ok {
+		return 5
+	}
+	op.Of, d.pos = d.intSlot(v), i
+	return 6
 }
 
 // payload decodes a value into the field of v that f selects, reusing the decoder's payloads.
@@ -782,6 +937,9 @@ func (d *decoder) payload(f string, v *Payload) error {
 }
 
 func (d *decoder) record(r *Record) error {
+	if d.stream && d.recordFast(r) {
+		return nil
+	}
 	*r = Record{}
 	if err := d.open('{', "record"); err != nil {
 		return err
@@ -816,6 +974,121 @@ func (d *decoder) record(r *Record) error {
 			return fmt.Errorf("record %q: %w", name, err)
 		}
 	}
+}
+
+// recordFast is the fast path for a record in the exact shape Writer writes one
+// (appendRecord):
+//
+//	{"topic":"…","partition":P[,"offset":O][,"key":"…"],"value":"…"}
+//
+// with its members in that order, no whitespace, strings of printable ASCII without escapes,
+// and integers of at most 18 digits. Nearly every record of a history is in that shape, and
+// matching it byte by byte skips the general path's member-name parsing. For anything else —
+// any other order, whitespace, an escape, a null, an unknown member, an error — it reports
+// false with d.pos and *r untouched, and record decodes the record the general way, which
+// accepts any JSON and gives the error for bad input. What the fast path accepts, the general
+// path decodes to the same Record.
+func (d *decoder) recordFast(r *Record) bool {
+	// The literals are compared as constants (string(b[i:i+len(k)]) == k), which the compiler
+	// turns into a few word compares; a helper taking them as arguments would call memequal.
+	const (
+		kTopic     = `{"topic":"`
+		kPartition = `","partition":`
+		kOffset    = `,"offset":`
+		kKey       = `,"key":"`
+		kValue     = `,"value":"`
+	)
+	b, i := d.buf, d.pos
+	var (
+		rec      Record
+		ok       bool
+		from, to int
+		v, off   int64
+	)
+	if len(b)-i < len(kTopic) || string(b[i:i+len(kTopic)]) != kTopic {
+		return false
+	}
+	if from, to, ok = plainString(b, i+len(kTopic)); !ok {
+		return false
+	}
+	topic := b[from:to]
+	if i = to; len(b)-i < len(kPartition) || string(b[i:i+len(kPartition)]) != kPartition {
+		return false
+	}
+	if v, i, ok = smallInt(b, i+len(kPartition)); !ok || v < math.MinInt32 || v > math.MaxInt32 {
+		return false
+	}
+	rec.Partition = int32(v)
+	hasOffset := len(b)-i >= len(kOffset) && string(b[i:i+len(kOffset)]) == kOffset
+	if hasOffset {
+		if off, i, ok = smallInt(b, i+len(kOffset)); !ok {
+			return false
+		}
+	}
+	var key []byte
+	if len(b)-i >= len(kKey) && string(b[i:i+len(kKey)]) == kKey {
+		if from, to, ok = plainString(b, i+len(kKey)); !ok {
+			return false
+		}
+		key, i = b[from:to], to+1
+	}
+	if len(b)-i < len(kValue) || string(b[i:i+len(kValue)]) != kValue {
+		return false
+	}
+	if from, to, ok = plainString(b, i+len(kValue)); !ok || to+1 >= len(b) || b[to+1] != '}' {
+		return false
+	}
+	// The record is in the shape: only now take strings and an offset slot.
+	rec.Topic = d.intern(topic)
+	if key != nil {
+		rec.Key = d.intern(key)
+	}
+	rec.Value = d.values.str(b[from:to])
+	if hasOffset {
+		rec.Offset = d.intSlot(off)
+	}
+	*r = rec
+	d.pos = to + 2
+	return true
+}
+
+// plainString finds the end of the string whose contents start at i, if it is plain printable
+// ASCII (no escape, no control character, nothing the general path would change): the
+// contents are b[from:to], and b[to] is the closing quote.
+func plainString(b []byte, i int) (from, to int, ok bool) {
+	for j := i; j < len(b); j++ {
+		switch c := b[j]; {
+		case c == '"':
+			return i, j, true
+		case c == '\\' || c < 0x20 || c >= utf8.RuneSelf:
+			return 0, 0, false
+		}
+	}
+	return 0, 0, false
+}
+
+// smallInt reads an integer of at most 18 digits (which cannot overflow) at i, followed by
+// ',' or '}', as the general path's int would read it; anything else reports false.
+func smallInt(b []byte, i int) (v int64, end int, ok bool) {
+	neg := i < len(b) && b[i] == '-'
+	if neg {
+		i++
+	}
+	start := i
+	for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+		v = v*10 + int64(b[i]-'0')
+		i++
+	}
+	switch n := i - start; {
+	case n == 0 || n > 18 || (n > 1 && b[start] == '0'):
+		return 0, 0, false
+	case i >= len(b) || (b[i] != ',' && b[i] != '}'):
+		return 0, 0, false
+	}
+	if neg {
+		v = -v
+	}
+	return v, i, true
 }
 
 // records reads an array of records into the backing array *cache (which it grows and keeps
