@@ -1,0 +1,305 @@
+package history
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"sync"
+)
+
+// Reading ahead: a checker spends about as long decoding a history's lines as judging them, so
+// ReadAhead moves the decoding off the caller's goroutine and spreads it over several:
+//
+//	lines goroutine  reads lines (Reader.readLine) into blocks of whole lines, and deals the
+//	                 blocks to the workers in turn
+//	workers          each decodes its blocks, one after the other, into batches of ops that
+//	                 own their payloads (opBatch), with a decoder of its own
+//	Next             takes the batches from the workers in the order the blocks were dealt,
+//	                 so that the ops come out in file order, and hands them out one by one
+//
+// Every line goes through the same decoder.line as Next's own loop, and Next applies the same
+// check of i's order, so what Next returns — ops, errors, Line, Torn — is what it returns
+// without ReadAhead. Blocks and batches are recycled, so memory stays bounded by the few in
+// flight.
+
+const (
+	aheadBlock = 256 << 10 // bytes of lines per block (a line longer than this is a block alone)
+	aheadQueue = 2         // blocks or batches waiting per worker
+)
+
+// ReadAhead makes Next decode ahead of its caller with workers goroutines (at least one) besides
+// the one that reads lines. Call it before the first Next; Close stops the goroutines, so a
+// Reader that reads ahead must be closed. The ops Next returns follow Reader's rules of
+// lifetime: they are valid until the next call of Next.
+func (r *Reader) ReadAhead(workers int) { r.readAhead(workers, aheadBlock) }
+
+// readAhead is ReadAhead with blocks of about blockBytes (the tests make them small).
+func (r *Reader) readAhead(workers, blockBytes int) {
+	if r.ahead != nil || r.err != nil {
+		return
+	}
+	workers = max(workers, 1)
+	a := &readAhead{
+		in:         make([]chan *lineBlock, workers),
+		out:        make([]chan *opBatch, workers),
+		freeBlocks: make(chan *lineBlock, workers*(aheadQueue+1)+1),
+		freeCaches: make(chan *opBatch, workers*(aheadQueue+1)+1),
+		done:       make(chan struct{}),
+		blockBytes: blockBytes,
+	}
+	for w := range workers {
+		a.in[w] = make(chan *lineBlock, aheadQueue)
+		a.out[w] = make(chan *opBatch, aheadQueue)
+	}
+	a.wg.Add(1 + workers)
+	go a.readLines(r, r.line)
+	for w := range workers {
+		go a.decode(a.in[w], a.out[w], newDecoder())
+	}
+	r.ahead = a
+}
+
+type readAhead struct {
+	in         []chan *lineBlock // to each worker, in turn
+	out        []chan *opBatch   // from each worker, in the same turn
+	freeBlocks chan *lineBlock   // blocks the workers are done with
+	freeCaches chan *opBatch     // batches Next is done with
+	done       chan struct{}     // closed by stop
+	blockBytes int               // a block takes lines until it holds this many bytes
+	wg         sync.WaitGroup
+	stopped    bool
+
+	// Next's side.
+	cur  *opBatch // the batch whose ops Next is handing out
+	k    int      // the next of them
+	turn int      // the worker whose batch comes next
+}
+
+// lineBlock is a run of consecutive lines of the file, without their newlines.
+type lineBlock struct {
+	data  []byte
+	ends  []int // line k is data[ends[k-1]:ends[k]] (from 0 for the first)
+	first int   // the number of its first line
+	// torn: its last line is the file's last and ended without a newline.
+	torn bool
+	// err is what reading stopped at after these lines (io.EOF at the end), or nil.
+	err error
+}
+
+// opBatch is the decoded ops of one block and, once they run out, how Next goes on.
+type opBatch struct {
+	ops   []Op
+	lines []int // the line of each op
+
+	// end, when not nil, is what Next returns after the ops, and every time after (the
+	// reading's error or io.EOF, a bad line's *LineError); endLine is Line's value then, and
+	// torn Torn's.
+	end     error
+	endLine int
+	torn    int
+
+	// The payloads of ops point into these, which the batch keeps from one use to the next.
+	sends  []Record
+	txns   []Txn
+	polls  []Poll
+	finals []FinalRead
+	rpws   []RPW
+	recs   []Record
+}
+
+// readLines reads the lines after line `after` (the header) and deals them to the workers in
+// blocks, until the end of the file, an error, or stop.
+func (a *readAhead) readLines(r *Reader, after int) {
+	defer a.wg.Done()
+	n := after
+	for turn := 0; ; turn = (turn + 1) % len(a.in) {
+		var blk *lineBlock
+		select {
+		case blk = <-a.freeBlocks:
+		default:
+			blk = &lineBlock{data: make([]byte, 0, a.blockBytes+a.blockBytes/4)}
+		}
+		blk.data, blk.ends, blk.first, blk.torn, blk.err = blk.data[:0], blk.ends[:0], n+1, false, nil
+		for len(blk.data) < a.blockBytes {
+			line, complete, err := r.readLine(n + 1)
+			if err != nil {
+				blk.err = err
+				break
+			}
+			n++
+			blk.data = append(blk.data, line...)
+			blk.ends = append(blk.ends, len(blk.data))
+			if !complete {
+				blk.torn = true
+			}
+		}
+		select {
+		case a.in[turn] <- blk:
+		case <-a.done:
+			return
+		}
+		if blk.err != nil {
+			return
+		}
+	}
+}
+
+// decode decodes the blocks of in into batches on out, stopping at the first bad line, the
+// block that ends the file, or stop.
+func (a *readAhead) decode(in <-chan *lineBlock, out chan<- *opBatch, dec *decoder) {
+	defer a.wg.Done()
+	var op Op
+	for {
+		var blk *lineBlock
+		select {
+		case blk = <-in:
+		case <-a.done:
+			return
+		}
+		var b *opBatch
+		select {
+		case b = <-a.freeCaches:
+		default:
+			b = &opBatch{}
+		}
+		b.reset()
+		start := 0
+		for k, end := range blk.ends {
+			n := blk.first + k
+			line := blk.data[start:end]
+			start = end
+			blank, err := dec.line(line, !(blk.torn && k == len(blk.ends)-1), n, &op)
+			if blank {
+				continue
+			}
+			if err != nil {
+				b.end, b.endLine = err, n
+				if err == io.EOF {
+					b.torn = n
+				}
+				break
+			}
+			b.keep(&op, n)
+		}
+		if b.end == nil && blk.err != nil {
+			b.end, b.endLine = blk.err, blk.first+len(blk.ends)-1
+		}
+		last := b.end != nil
+		if cap(blk.data) <= 4*a.blockBytes { // a block that took a very long line is let go
+			select {
+			case a.freeBlocks <- blk:
+			default:
+			}
+		}
+		select {
+		case out <- b:
+		case <-a.done:
+			return
+		}
+		if last {
+			return
+		}
+	}
+}
+
+// nextAhead is Next when reading ahead.
+func (r *Reader) nextAhead(op *Op) error {
+	a := r.ahead
+	for {
+		if b := a.cur; b != nil {
+			if a.k < len(b.ops) {
+				*op = b.ops[a.k]
+				r.line = b.lines[a.k]
+				a.k++
+				return r.follow(op)
+			}
+			if b.end != nil {
+				r.line, r.err = b.endLine, b.end
+				if b.torn > 0 {
+					r.torn = b.torn
+				}
+				return r.err
+			}
+			// The caller is done with the batch's ops: the workers may fill it again.
+			a.cur = nil
+			select {
+			case a.freeCaches <- b:
+			default:
+			}
+		}
+		select {
+		case a.cur = <-a.out[a.turn]:
+		case <-a.done:
+			r.err = fmt.Errorf("history: reading line %d: %w", r.line+1, os.ErrClosed)
+			return r.err
+		}
+		a.k, a.turn = 0, (a.turn+1)%len(a.out)
+	}
+}
+
+// stop ends the goroutines and waits for them.
+func (a *readAhead) stop() {
+	if a.stopped {
+		return
+	}
+	a.stopped = true
+	close(a.done)
+	a.wg.Wait()
+}
+
+func (b *opBatch) reset() {
+	b.ops, b.lines = b.ops[:0], b.lines[:0]
+	b.end, b.endLine, b.torn = nil, 0, 0
+	b.sends, b.txns, b.polls, b.finals, b.rpws = b.sends[:0], b.txns[:0], b.polls[:0], b.finals[:0], b.rpws[:0]
+	b.recs = b.recs[:0]
+}
+
+// keep appends op, read from line n, with a copy of its payload: the decoder reuses its own.
+// The payload's pointers and record lists point into the batch's slices. When one of them
+// grows, the pointers taken before still point into the old array, which nothing writes any
+// more: their contents stay as they were, and the batch reuses the grown array next time.
+func (b *opBatch) keep(op *Op, n int) {
+	v := &op.Value
+	switch {
+	case v.Send != nil:
+		b.sends = append(b.sends, *v.Send)
+		v.Send = &b.sends[len(b.sends)-1]
+	case v.Txn != nil:
+		t := *v.Txn
+		t.Records, t.Reads = b.list(t.Records), b.list(t.Reads)
+		b.txns = append(b.txns, t)
+		v.Txn = &b.txns[len(b.txns)-1]
+	case v.Poll != nil:
+		p := *v.Poll
+		p.Records = b.list(p.Records)
+		b.polls = append(b.polls, p)
+		v.Poll = &b.polls[len(b.polls)-1]
+	case v.FinalRead != nil:
+		f := *v.FinalRead
+		f.Records = b.list(f.Records)
+		b.finals = append(b.finals, f)
+		v.FinalRead = &b.finals[len(b.finals)-1]
+	case v.RPW != nil:
+		w := *v.RPW
+		w.Input, w.Output = b.list(w.Input), b.list(w.Output)
+		b.rpws = append(b.rpws, w)
+		v.RPW = &b.rpws[len(b.rpws)-1]
+	}
+	b.ops = append(b.ops, *op)
+	b.lines = append(b.lines, n)
+}
+
+// list copies rs into the batch; nil stays nil and empty stays empty (as encoding/json keeps
+// null and [] apart).
+func (b *opBatch) list(rs []Record) []Record {
+	if rs == nil {
+		return nil
+	}
+	if b.recs == nil {
+		b.recs = make([]Record, 0, 1024)
+	}
+	start := len(b.recs)
+	b.recs = append(b.recs, rs...)
+	return slices.Clip(b.recs[start:])
+}
