@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/verity-kafka/verity/verify/guarantee"
 	"github.com/verity-kafka/verity/verify/results"
@@ -63,20 +64,29 @@ type depGraph struct {
 	edges []gedge
 }
 
-// newDepGraph groups es by source with a counting sort: linear in the edges, which a history
-// of a million transactions has millions of.
-func newDepGraph(n int, es []gedge) depGraph {
-	g := depGraph{start: make([]uint32, n+1), edges: make([]gedge, len(es))}
-	for _, e := range es {
-		g.start[e.from+1]++
+// newDepGraph groups the edges of lists (taken in order, as one list) by source with a
+// counting sort: linear in the edges, which a history of a million transactions has millions
+// of.
+func newDepGraph(n int, lists ...[]gedge) depGraph {
+	total := 0
+	for _, es := range lists {
+		total += len(es)
+	}
+	g := depGraph{start: make([]uint32, n+1), edges: make([]gedge, total)}
+	for _, es := range lists {
+		for _, e := range es {
+			g.start[e.from+1]++
+		}
 	}
 	for i := 1; i <= n; i++ {
 		g.start[i] += g.start[i-1]
 	}
 	next := slices.Clone(g.start[:n])
-	for _, e := range es {
-		g.edges[next[e.from]] = e
-		next[e.from]++
+	for _, es := range lists {
+		for _, e := range es {
+			g.edges[next[e.from]] = e
+			next[e.from]++
+		}
 	}
 	return g
 }
@@ -233,8 +243,41 @@ func (c *Checker) checkCycles() {
 	if n < 2 {
 		return
 	}
-	if wr := c.wrEdges(); len(wr) > 0 {
-		g := newDepGraph(n, append(wr, c.orderEdges()...))
+	// Building the edges, and finding each graph's components, only read the checker's state
+	// and do not depend on one another: they run side by side, and the search for witnesses,
+	// which makes findings, runs after them in a fixed order.
+	var (
+		wr, order, ww []gedge
+		wg            sync.WaitGroup
+	)
+	wg.Go(func() { wr = c.wrEdges() })
+	wg.Go(func() { order = c.orderEdges() })
+	wg.Go(func() { ww = c.wwEdges() })
+	wg.Wait()
+	var (
+		g, gww         depGraph
+		cyclic         bool
+		wwComp         []int32
+		wwComps        [][]uint32
+		wwMask, anyDep = edgeMask(edgeWW), edgeMask(edgeWR, edgeWRRU, edgeProcess, edgeRealtime)
+	)
+	if len(wr) > 0 {
+		wg.Go(func() {
+			g = newDepGraph(n, wr, order)
+			// Every family's cycles are cycles of this graph (its edges are a subset of these):
+			// when it has no component of two or more, no family's search could find anything.
+			_, comps := g.sccs(anyDep)
+			cyclic = len(comps) > 0
+		})
+	}
+	if len(ww) > 0 {
+		wg.Go(func() {
+			gww = newDepGraph(n, ww)
+			wwComp, wwComps = gww.sccs(wwMask)
+		})
+	}
+	wg.Wait()
+	if cyclic {
 		for _, f := range []struct {
 			a     guarantee.Anomaly
 			order []uint8 // the order edges the family takes
@@ -254,9 +297,8 @@ func (c *Checker) checkCycles() {
 			c.findCycles(&g, f.a, edgeMask(append(f.order, edgeWR, edgeWRRU)...), needRU, found)
 		}
 	}
-	if ww := c.wwEdges(); len(ww) > 0 {
-		g := newDepGraph(n, ww)
-		c.findCycles(&g, guarantee.G0, edgeMask(edgeWW), edgeWW, nil)
+	if len(ww) > 0 {
+		c.witnesses(&gww, wwComp, wwComps, guarantee.G0, wwMask, edgeWW, nil)
 	}
 }
 
@@ -266,6 +308,11 @@ func (c *Checker) checkCycles() {
 // witnesses. A witness that takes a read_uncommitted read is judged at that level.
 func (c *Checker) findCycles(g *depGraph, a guarantee.Anomaly, mask, need uint8, skip map[uint32]bool) map[uint32]bool {
 	comp, comps := g.sccs(mask)
+	return c.witnesses(g, comp, comps, a, mask, need, skip)
+}
+
+// witnesses is findCycles on the components g.sccs(mask) returned.
+func (c *Checker) witnesses(g *depGraph, comp []int32, comps [][]uint32, a guarantee.Anomaly, mask, need uint8, skip map[uint32]bool) map[uint32]bool {
 	on := map[uint32]bool{}
 	for id, members := range comps {
 		if slices.ContainsFunc(members, func(t uint32) bool { return skip[t] }) {
@@ -292,7 +339,8 @@ func (c *Checker) findCycles(g *depGraph, a guarantee.Anomaly, mask, need uint8,
 
 // wrEdges are the write → read edges, one per pair of transactions, of the kind of the
 // reader's isolation.
-func (c *Checker) wrEdges() (es []gedge) {
+func (c *Checker) wrEdges() []gedge {
+	es := make([]gedge, 0, len(c.reads)) // at most one per read: no growing and copying
 	for ti := range c.txns {
 		t := &c.txns[ti]
 		mine := len(es) // this reader's edges so far: es[mine:], a handful, searched for a pair seen
@@ -312,14 +360,16 @@ func (c *Checker) wrEdges() (es []gedge) {
 			es = append(es, gedge{from: st.txn, to: uint32(ti), kind: kind, v: v})
 		}
 	}
-	return es
+	return slices.Clip(es)
 }
 
 // orderEdges are the process and realtime edges, from every transaction that completed: even
 // one whose outcome is unknown asked to end, if it ever did, before it completed (see above).
 func (c *Checker) orderEdges() []gedge {
 	ended := func(t *txn) bool { return t.doneOrd != none }
-	var es []gedge
+	// About one process edge and a few realtime edges (one per process with a transaction
+	// in flight) per transaction: room for them up front saves growing and copying.
+	es := make([]gedge, 0, 4*len(c.txns))
 	last := map[int32]uint32{}
 	for ti := range c.txns {
 		t := &c.txns[ti]
@@ -373,15 +423,16 @@ func (c *Checker) wwEdges() []gedge {
 		tp  uint32
 		off int64
 		v   uint32
+		txn uint32 // v's, kept here so that the pass over the sorted log need not look it up
 	}
-	var log []at
+	log := make([]at, 0, c.vals.len())
 	for id := uint32(1); id < c.vals.len(); id++ {
 		st := c.vals.at(id)
 		if k := st.kind(); (k != kindTxn && k != kindRPW) || st.txn == none || st.off < 0 || st.tp == 0 ||
 			st.flags&fResent != 0 || c.txns[st.txn].neverCommitted() {
 			continue
 		}
-		log = append(log, at{st.tp, st.off, id})
+		log = append(log, at{st.tp, st.off, id, st.txn})
 	}
 	slices.SortFunc(log, func(a, b at) int {
 		if c := cmp.Compare(a.tp, b.tp); c != 0 {
@@ -389,10 +440,10 @@ func (c *Checker) wwEdges() []gedge {
 		}
 		return cmp.Compare(a.off, b.off)
 	})
-	var es []gedge
+	es := make([]gedge, 0, len(log))
 	for i := 1; i < len(log); i++ {
 		a, b := log[i-1], log[i]
-		ta, tb := c.vals.at(a.v).txn, c.vals.at(b.v).txn
+		ta, tb := a.txn, b.txn
 		if a.tp != b.tp || ta == tb {
 			continue
 		}
