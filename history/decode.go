@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -46,7 +47,10 @@ type decoder struct {
 	// them from a chunk saves an allocation per record.
 	ints []int64
 
-	// The payloads of the latest op, reused by the next op with the same f (see Reader).
+	// own, when set, receives the payloads of the ops decoded (see payloads); otherwise
+	// these below are the payloads of the latest op, reused by the next op with the same f
+	// (see Reader).
+	own  *payloads
 	send Record
 	txn  Txn
 	poll Poll
@@ -902,7 +906,35 @@ func (d *decoder) opPrefixFast(op *Op, has *int) (n int) {
 	return 6
 }
 
-// payload decodes a value into the field of v that f selects, reusing the decoder's payloads.
+// payloads holds the payloads, and the record lists, of many ops: one of each for each op that
+// has one. A decoder whose own field is set decodes into it instead of into its reusable
+// payloads, so that the ops it decoded stay intact while it decodes the next lines: read-ahead
+// decodes a block of lines at a time into a batch that another goroutine reads after (see
+// opBatch). An element's pointer stays valid when its slice grows: it points into the old
+// array, which holds the element as it was, and nothing writes there any more.
+type payloads struct {
+	sends  []Record
+	txns   []Txn
+	polls  []Poll
+	finals []FinalRead
+	rpws   []RPW
+	recs   []Record // the record lists, one after the other
+}
+
+func (p *payloads) reset() {
+	p.sends, p.txns, p.polls, p.finals, p.rpws = p.sends[:0], p.txns[:0], p.polls[:0], p.finals[:0], p.rpws[:0]
+	p.recs = p.recs[:0]
+}
+
+// grow appends a zero element to *s and returns it.
+func grow[T any](s *[]T) *T {
+	var zero T
+	*s = append(*s, zero)
+	return &(*s)[len(*s)-1]
+}
+
+// payload decodes a value into the field of v that f selects, reusing the decoder's payloads
+// (or into d.own's, when set).
 func (d *decoder) payload(f string, v *Payload) error {
 	*v = Payload{}
 	if d.null() {
@@ -912,18 +944,33 @@ func (d *decoder) payload(f string, v *Payload) error {
 	switch f {
 	case FSend:
 		v.Send = &d.send
+		if d.own != nil {
+			v.Send = grow(&d.own.sends)
+		}
 		err = d.record(v.Send)
 	case FTxn:
 		v.Txn = &d.txn
+		if d.own != nil {
+			v.Txn = grow(&d.own.txns)
+		}
 		err = d.txnValue(v.Txn)
 	case FPoll:
 		v.Poll = &d.poll
+		if d.own != nil {
+			v.Poll = grow(&d.own.polls)
+		}
 		err = d.pollValue(v.Poll)
 	case FFinalRead:
 		v.FinalRead = &d.fr
+		if d.own != nil {
+			v.FinalRead = grow(&d.own.finals)
+		}
 		err = d.finalRead(v.FinalRead)
 	case FRPW:
 		v.RPW = &d.rpw
+		if d.own != nil {
+			v.RPW = grow(&d.own.rpws)
+		}
 		err = d.rpwValue(v.RPW)
 	default:
 		d.ws()
@@ -1101,7 +1148,11 @@ func (d *decoder) records(cache *[]Record) ([]Record, error) {
 	if err := d.open('[', "records"); err != nil {
 		return nil, err
 	}
-	dst := (*cache)[:0]
+	buf, start := cache, 0
+	if d.own != nil {
+		buf, start = &d.own.recs, len(d.own.recs) // the list goes after the lists before it
+	}
+	dst := (*buf)[:start]
 	if dst == nil {
 		dst = []Record{}
 	}
@@ -1111,7 +1162,10 @@ func (d *decoder) records(cache *[]Record) ([]Record, error) {
 			return nil, err
 		}
 		if !ok {
-			*cache = dst
+			*buf = dst
+			if d.own != nil {
+				return slices.Clip(dst[start:]), nil // the next list goes right after it
+			}
 			return dst, nil
 		}
 		if len(dst) < cap(dst) {
@@ -1120,7 +1174,7 @@ func (d *decoder) records(cache *[]Record) ([]Record, error) {
 			dst = append(dst, Record{})
 		}
 		if err := d.record(&dst[len(dst)-1]); err != nil {
-			return nil, fmt.Errorf("record %d: %w", len(dst)-1, err)
+			return nil, fmt.Errorf("record %d: %w", len(dst)-1-start, err)
 		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"sync"
 )
 
@@ -14,7 +13,7 @@ import (
 //	lines goroutine  reads lines (Reader.readLine) into blocks of whole lines, and deals the
 //	                 blocks to the workers in turn
 //	workers          each decodes its blocks, one after the other, into batches of ops that
-//	                 own their payloads (opBatch), with a decoder of its own
+//	                 own their payloads (opBatch, payloads), with a decoder of its own
 //	Next             takes the batches from the workers in the order the blocks were dealt,
 //	                 so that the ops come out in file order, and hands them out one by one
 //
@@ -99,13 +98,9 @@ type opBatch struct {
 	endLine int
 	torn    int
 
-	// The payloads of ops point into these, which the batch keeps from one use to the next.
-	sends  []Record
-	txns   []Txn
-	polls  []Poll
-	finals []FinalRead
-	rpws   []RPW
-	recs   []Record
+	// The payloads of ops, which the worker's decoder decodes into directly (decoder.own);
+	// the batch keeps their arrays from one use to the next.
+	payloads
 }
 
 // readLines reads the lines after line `after` (the header) and deals them to the workers in
@@ -149,7 +144,6 @@ func (a *readAhead) readLines(r *Reader, after int) {
 // block that ends the file, or stop.
 func (a *readAhead) decode(in <-chan *lineBlock, out chan<- *opBatch, dec *decoder) {
 	defer a.wg.Done()
-	var op Op
 	for {
 		var blk *lineBlock
 		select {
@@ -164,12 +158,18 @@ func (a *readAhead) decode(in <-chan *lineBlock, out chan<- *opBatch, dec *decod
 			b = &opBatch{}
 		}
 		b.reset()
+		dec.own = &b.payloads
 		start := 0
 		for k, end := range blk.ends {
 			n := blk.first + k
 			line := blk.data[start:end]
 			start = end
-			blank, err := dec.line(line, !(blk.torn && k == len(blk.ends)-1), n, &op)
+			// The op is decoded in its place in the batch, its payload into the batch's.
+			b.ops = append(b.ops, Op{})
+			blank, err := dec.line(line, !(blk.torn && k == len(blk.ends)-1), n, &b.ops[len(b.ops)-1])
+			if blank || err != nil {
+				b.ops = b.ops[:len(b.ops)-1]
+			}
 			if blank {
 				continue
 			}
@@ -180,8 +180,9 @@ func (a *readAhead) decode(in <-chan *lineBlock, out chan<- *opBatch, dec *decod
 				}
 				break
 			}
-			b.keep(&op, n)
+			b.lines = append(b.lines, n)
 		}
+		dec.own = nil
 		if b.end == nil && blk.err != nil {
 			b.end, b.endLine = blk.err, blk.first+len(blk.ends)-1
 		}
@@ -251,55 +252,5 @@ func (a *readAhead) stop() {
 func (b *opBatch) reset() {
 	b.ops, b.lines = b.ops[:0], b.lines[:0]
 	b.end, b.endLine, b.torn = nil, 0, 0
-	b.sends, b.txns, b.polls, b.finals, b.rpws = b.sends[:0], b.txns[:0], b.polls[:0], b.finals[:0], b.rpws[:0]
-	b.recs = b.recs[:0]
-}
-
-// keep appends op, read from line n, with a copy of its payload: the decoder reuses its own.
-// The payload's pointers and record lists point into the batch's slices. When one of them
-// grows, the pointers taken before still point into the old array, which nothing writes any
-// more: their contents stay as they were, and the batch reuses the grown array next time.
-func (b *opBatch) keep(op *Op, n int) {
-	v := &op.Value
-	switch {
-	case v.Send != nil:
-		b.sends = append(b.sends, *v.Send)
-		v.Send = &b.sends[len(b.sends)-1]
-	case v.Txn != nil:
-		t := *v.Txn
-		t.Records, t.Reads = b.list(t.Records), b.list(t.Reads)
-		b.txns = append(b.txns, t)
-		v.Txn = &b.txns[len(b.txns)-1]
-	case v.Poll != nil:
-		p := *v.Poll
-		p.Records = b.list(p.Records)
-		b.polls = append(b.polls, p)
-		v.Poll = &b.polls[len(b.polls)-1]
-	case v.FinalRead != nil:
-		f := *v.FinalRead
-		f.Records = b.list(f.Records)
-		b.finals = append(b.finals, f)
-		v.FinalRead = &b.finals[len(b.finals)-1]
-	case v.RPW != nil:
-		w := *v.RPW
-		w.Input, w.Output = b.list(w.Input), b.list(w.Output)
-		b.rpws = append(b.rpws, w)
-		v.RPW = &b.rpws[len(b.rpws)-1]
-	}
-	b.ops = append(b.ops, *op)
-	b.lines = append(b.lines, n)
-}
-
-// list copies rs into the batch; nil stays nil and empty stays empty (as encoding/json keeps
-// null and [] apart).
-func (b *opBatch) list(rs []Record) []Record {
-	if rs == nil {
-		return nil
-	}
-	if b.recs == nil {
-		b.recs = make([]Record, 0, 1024)
-	}
-	start := len(b.recs)
-	b.recs = append(b.recs, rs...)
-	return slices.Clip(b.recs[start:])
+	b.payloads.reset()
 }
