@@ -59,6 +59,8 @@ type Checker struct {
 	early    []earlyRead
 	cycles   []cycleEvidence
 	reads    []uint32 // what transactions read (rpw inputs, txn reads), sliced by txn.inStart/inLen
+	ids      []uint32 // internAll's result, reused
+	touched  uint16   // internAll's touch of the states, kept so that it is not optimised away
 	eos      eosState
 	views    []txnView      // computed once the history is in
 	unjudged map[uint32]int // by partition: committed records beyond the read_committed scans

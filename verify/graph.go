@@ -238,46 +238,75 @@ type cycleEvidence struct {
 	steps []gedge
 }
 
-func (c *Checker) checkCycles() {
+// cycleSearch is the part of the cycle search that needs no finding made before it: the edges,
+// the two graphs and their components. startCycles runs it on goroutines of its own while the
+// checks before checkCycles run, and checkCycles waits for it. Its goroutines read only what no
+// check changes once the history is in — the transactions, what they read, and a snapshot of
+// the values taken before any check runs (some checks set flags of values: reading those
+// concurrently would be a data race).
+type cycleSearch struct {
+	wg       sync.WaitGroup
+	hasWR    bool     // wr edges exist: the families' graph g was built
+	g        depGraph // wr, wr-RU, process and realtime edges
+	cyclic   bool     // g has a component of two or more
+	hasWW    bool
+	gww      depGraph // ww edges
+	wwComp   []int32
+	wwComps  [][]uint32
+	writers  []uint32 // by value: its certain transactional writer (txnWriters)
+	wwLog    []logAt  // the values with a writer and an offset
+	wwMask   uint8
+	depsMask uint8
+}
+
+// startCycles takes the snapshot and starts the search's goroutines; nil when there are fewer
+// than two transactions.
+func (c *Checker) startCycles() *cycleSearch {
 	n := len(c.txns)
 	if n < 2 {
+		return nil
+	}
+	cs := &cycleSearch{wwMask: edgeMask(edgeWW), depsMask: edgeMask(edgeWR, edgeWRRU, edgeProcess, edgeRealtime)}
+	cs.writers, cs.wwLog = c.txnWriters()
+	cs.wg.Go(func() {
+		// Building the edges and finding each graph's components do not depend on one
+		// another either: they run side by side.
+		var wr, order, ww []gedge
+		var wg sync.WaitGroup
+		wg.Go(func() { wr = c.wrEdges(cs.writers) })
+		wg.Go(func() { order = c.orderEdges() })
+		wg.Go(func() { ww = wwEdges(cs.wwLog) })
+		wg.Wait()
+		cs.hasWR, cs.hasWW = len(wr) > 0, len(ww) > 0
+		if cs.hasWR {
+			wg.Go(func() {
+				cs.g = newDepGraph(n, wr, order)
+				// Every family's cycles are cycles of this graph (its edges are a subset of
+				// these): when it has no component of two or more, no family's search could
+				// find anything.
+				_, comps := cs.g.sccs(cs.depsMask)
+				cs.cyclic = len(comps) > 0
+			})
+		}
+		if cs.hasWW {
+			wg.Go(func() {
+				cs.gww = newDepGraph(n, ww)
+				cs.wwComp, cs.wwComps = cs.gww.sccs(cs.wwMask)
+			})
+		}
+		wg.Wait()
+	})
+	return cs
+}
+
+// checkCycles waits for the search that startCycles started and reports the witnesses, in a
+// fixed order: the families' (when there are wr edges), then G0's.
+func (c *Checker) checkCycles(cs *cycleSearch) {
+	if cs == nil {
 		return
 	}
-	// Building the edges, and finding each graph's components, only read the checker's state
-	// and do not depend on one another: they run side by side, and the search for witnesses,
-	// which makes findings, runs after them in a fixed order.
-	var (
-		wr, order, ww []gedge
-		wg            sync.WaitGroup
-	)
-	wg.Go(func() { wr = c.wrEdges() })
-	wg.Go(func() { order = c.orderEdges() })
-	wg.Go(func() { ww = c.wwEdges() })
-	wg.Wait()
-	var (
-		g, gww         depGraph
-		cyclic         bool
-		wwComp         []int32
-		wwComps        [][]uint32
-		wwMask, anyDep = edgeMask(edgeWW), edgeMask(edgeWR, edgeWRRU, edgeProcess, edgeRealtime)
-	)
-	if len(wr) > 0 {
-		wg.Go(func() {
-			g = newDepGraph(n, wr, order)
-			// Every family's cycles are cycles of this graph (its edges are a subset of these):
-			// when it has no component of two or more, no family's search could find anything.
-			_, comps := g.sccs(anyDep)
-			cyclic = len(comps) > 0
-		})
-	}
-	if len(ww) > 0 {
-		wg.Go(func() {
-			gww = newDepGraph(n, ww)
-			wwComp, wwComps = gww.sccs(wwMask)
-		})
-	}
-	wg.Wait()
-	if cyclic {
+	cs.wg.Wait()
+	if cs.cyclic {
 		for _, f := range []struct {
 			a     guarantee.Anomaly
 			order []uint8 // the order edges the family takes
@@ -289,16 +318,16 @@ func (c *Checker) checkCycles() {
 		} {
 			// Cycles of read_committed reads first (forbidden); then, where none was found,
 			// cycles that take a read_uncommitted read (permitted).
-			found := c.findCycles(&g, f.a, edgeMask(append(f.order, edgeWR)...), f.need, nil)
+			found := c.findCycles(&cs.g, f.a, edgeMask(append(f.order, edgeWR)...), f.need, nil)
 			needRU := f.need
 			if needRU == edgeWR {
 				needRU = edgeWRRU
 			}
-			c.findCycles(&g, f.a, edgeMask(append(f.order, edgeWR, edgeWRRU)...), needRU, found)
+			c.findCycles(&cs.g, f.a, edgeMask(append(f.order, edgeWR, edgeWRRU)...), needRU, found)
 		}
 	}
-	if len(ww) > 0 {
-		c.witnesses(&gww, wwComp, wwComps, guarantee.G0, wwMask, edgeWW, nil)
+	if cs.hasWW {
+		c.witnesses(&cs.gww, cs.wwComp, cs.wwComps, guarantee.G0, cs.wwMask, edgeWW, nil)
 	}
 }
 
@@ -337,27 +366,56 @@ func (c *Checker) witnesses(g *depGraph, comp []int32, comps [][]uint32, a guara
 	return on
 }
 
+// logAt is a value at its offset in a partition, with the transaction that wrote it.
+type logAt struct {
+	tp  uint32
+	off int64
+	v   uint32
+	txn uint32
+}
+
+// txnWriters returns, for each value, the transaction that certainly wrote it, or none: the
+// value was written by a txn or rpw, by that op only (so that its writer is certain), and the
+// transaction is not known to have aborted. It also returns those values whose offset is
+// known, for the ww edges.
+func (c *Checker) txnWriters() (writers []uint32, log []logAt) {
+	writers = make([]uint32, c.vals.len())
+	writers[0] = none
+	for id := uint32(1); id < c.vals.len(); id++ {
+		st := c.vals.at(id)
+		if k := st.kind(); (k != kindTxn && k != kindRPW) || st.txn == none || st.flags&fResent != 0 ||
+			c.txns[st.txn].neverCommitted() {
+			writers[id] = none
+			continue
+		}
+		writers[id] = st.txn
+		if st.off >= 0 && st.tp != 0 {
+			log = append(log, logAt{st.tp, st.off, id, st.txn})
+		}
+	}
+	return writers, log
+}
+
 // wrEdges are the write → read edges, one per pair of transactions, of the kind of the
-// reader's isolation.
-func (c *Checker) wrEdges() []gedge {
+// reader's isolation; writers is txnWriters'.
+func (c *Checker) wrEdges(writers []uint32) []gedge {
 	es := make([]gedge, 0, len(c.reads)) // at most one per read: no growing and copying
 	for ti := range c.txns {
 		t := &c.txns[ti]
 		mine := len(es) // this reader's edges so far: es[mine:], a handful, searched for a pair seen
 		for _, v := range c.reads[t.inStart : t.inStart+t.inLen] {
-			st := c.vals.at(v)
-			if k := st.kind(); (k != kindTxn && k != kindRPW) || st.txn == none || st.txn == uint32(ti) ||
-				st.flags&fResent != 0 || c.txns[st.txn].neverCommitted() {
+			w := writers[v]
+			if w == none || w == uint32(ti) {
 				continue
 			}
-			if slices.ContainsFunc(es[mine:], func(e gedge) bool { return e.from == st.txn }) {
+			if slices.ContainsFunc(es[mine:], func(e gedge) bool { return e.from == w }) {
 				continue
 			}
 			kind := edgeWR
 			if t.readIso == isoRU {
 				kind = edgeWRRU
 			}
-			es = append(es, gedge{from: st.txn, to: uint32(ti), kind: kind, v: v})
+			es = append(es, gedge{from: w, to: uint32(ti), kind: kind, v: v})
 		}
 	}
 	return slices.Clip(es)
@@ -417,24 +475,9 @@ func (c *Checker) orderEdges() []gedge {
 }
 
 // wwEdges link each transactional record to the next one in its partition's log written by
-// another transaction.
-func (c *Checker) wwEdges() []gedge {
-	type at struct {
-		tp  uint32
-		off int64
-		v   uint32
-		txn uint32 // v's, kept here so that the pass over the sorted log need not look it up
-	}
-	log := make([]at, 0, c.vals.len())
-	for id := uint32(1); id < c.vals.len(); id++ {
-		st := c.vals.at(id)
-		if k := st.kind(); (k != kindTxn && k != kindRPW) || st.txn == none || st.off < 0 || st.tp == 0 ||
-			st.flags&fResent != 0 || c.txns[st.txn].neverCommitted() {
-			continue
-		}
-		log = append(log, at{st.tp, st.off, id, st.txn})
-	}
-	slices.SortFunc(log, func(a, b at) int {
+// another transaction; log is txnWriters', which wwEdges sorts.
+func wwEdges(log []logAt) []gedge {
+	slices.SortFunc(log, func(a, b logAt) int {
 		if c := cmp.Compare(a.tp, b.tp); c != 0 {
 			return c
 		}

@@ -75,6 +75,7 @@ func (c *Checker) finish() {
 		closePending(c.async[idx])
 	}
 	c.async = map[int64]*pending{}
+	cycles := c.startCycles() // runs while the checks up to checkCycles do
 	c.checkUnexpectedAck()
 	c.checkSkips()
 	c.checkLostWrite()
@@ -82,7 +83,7 @@ func (c *Checker) finish() {
 	c.checkReorder()
 	c.checkAbortedRead()
 	c.checkReads()
-	c.checkCycles()
+	c.checkCycles(cycles)
 	c.checkTransactions()
 	c.checkMergedTransactions()
 	c.checkHangingTransactions()
