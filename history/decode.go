@@ -41,6 +41,7 @@ type decoder struct {
 	// values in the arena: both pay off over many lines, not on one value.
 	stream bool
 	values valueArena
+	topic  string // the topic of the latest record recordFast took
 
 	// ints hands out the targets of Offset and Of pointers. Slots are handed out once and
 	// never reused, so those pointers stay valid for as long as the caller keeps them; taking
@@ -1085,8 +1086,14 @@ func (d *decoder) recordFast(r *Record) bool {
 	if from, to, ok = plainString(b, i+len(kValue)); !ok || to+1 >= len(b) || b[to+1] != '}' {
 		return false
 	}
-	// The record is in the shape: only now take strings and an offset slot.
-	rec.Topic = d.intern(topic)
+	// The record is in the shape: only now take strings and an offset slot. A history's
+	// records mostly name one topic: the previous record's is checked before the interning.
+	if string(topic) == d.topic {
+		rec.Topic = d.topic
+	} else {
+		rec.Topic = d.intern(topic)
+		d.topic = rec.Topic
+	}
 	if key != nil {
 		rec.Key = d.intern(key)
 	}

@@ -1,9 +1,12 @@
 package history
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sync"
 )
 
@@ -23,7 +26,7 @@ import (
 // flight.
 
 const (
-	aheadBlock = 256 << 10 // bytes of lines per block (a line longer than this is a block alone)
+	aheadBlock = 512 << 10 // bytes of lines per block, at least (a longer line is a block alone)
 	aheadQueue = 2         // blocks or batches waiting per worker
 )
 
@@ -75,13 +78,11 @@ type readAhead struct {
 	turn int      // the worker whose batch comes next
 }
 
-// lineBlock is a run of consecutive lines of the file, without their newlines.
+// lineBlock is a run of consecutive whole lines of the file, each with its newline but the
+// file's last line when it has none.
 type lineBlock struct {
 	data  []byte
-	ends  []int // line k is data[ends[k-1]:ends[k]] (from 0 for the first)
-	first int   // the number of its first line
-	// torn: its last line is the file's last and ended without a newline.
-	torn bool
+	first int // the number of its first line
 	// err is what reading stopped at after these lines (io.EOF at the end), or nil.
 	err error
 }
@@ -103,38 +104,67 @@ type opBatch struct {
 	payloads
 }
 
-// readLines reads the lines after line `after` (the header) and deals them to the workers in
-// blocks, until the end of the file, an error, or stop.
+// readLines reads the file after line `after` (the header) in pieces straight into blocks,
+// cuts each block after its last newline (the partial line after it begins the next block),
+// and deals the blocks to the workers in turn, until the end of the file, an error, or stop.
+// The workers find the lines in their blocks: this goroutine only counts them. Its errors are
+// readLine's: a line longer than MaxLineBytes, or the reading's error naming the line it was
+// reading; the whole lines before either still go to the workers.
 func (a *readAhead) readLines(r *Reader, after int) {
 	defer a.wg.Done()
-	n := after
+	n := after // the lines before the next block
+	var carry []byte
 	for turn := 0; ; turn = (turn + 1) % len(a.in) {
 		var blk *lineBlock
 		select {
 		case blk = <-a.freeBlocks:
 		default:
-			blk = &lineBlock{data: make([]byte, 0, a.blockBytes+a.blockBytes/4)}
+			// Room for a read of readBuffer bytes or more: bufio reads that straight into
+			// the block instead of through its own buffer.
+			blk = &lineBlock{data: make([]byte, 0, a.blockBytes+readBuffer)}
 		}
-		blk.data, blk.ends, blk.first, blk.torn, blk.err = blk.data[:0], blk.ends[:0], n+1, false, nil
-		for len(blk.data) < a.blockBytes {
-			line, complete, err := r.readLine(n + 1)
-			if err != nil {
-				blk.err = err
+		data := append(blk.data[:0], carry...)
+		cut := -1 // the end of data's last newline, -1 when it has none
+		var err error
+		for err == nil && (cut < 0 || len(data) < a.blockBytes) {
+			if len(data) > MaxLineBytes { // a line longer than that, however it ends
 				break
 			}
-			n++
-			blk.data = append(blk.data, line...)
-			blk.ends = append(blk.ends, len(blk.data))
-			if !complete {
-				blk.torn = true
+			if cap(data)-len(data) < readBuffer {
+				data = slices.Grow(data, readBuffer) // a line longer than a block
+			}
+			var m int
+			m, err = r.br.Read(data[len(data):cap(data)])
+			if i := bytes.LastIndexByte(data[len(data):len(data)+m], '\n'); i >= 0 {
+				cut = len(data) + i + 1
+			}
+			data = data[:len(data)+m]
+		}
+		if len(data) > MaxLineBytes {
+			// Only the block's first line can be that long (a block grows past its size
+			// only while it holds no newline); readLine's bound counts the newline.
+			if first := bytes.IndexByte(data, '\n'); first < 0 || first+1 > MaxLineBytes {
+				data, cut, err = data[:0], 0, &LineError{Line: n + 1, Err: fmt.Errorf("line longer than %d bytes", MaxLineBytes)}
 			}
 		}
+		whole := max(cut, 0)
+		switch {
+		case errors.Is(err, io.EOF):
+			whole, err = len(data), io.EOF // the last line, with or without its newline
+		case err != nil:
+			if _, ok := err.(*LineError); !ok {
+				err = fmt.Errorf("history: reading line %d: %w", n+bytes.Count(data[:whole], []byte{'\n'})+1, err)
+			}
+		}
+		carry = append(carry[:0], data[whole:]...)
+		blk.data, blk.first, blk.err = data[:whole], n+1, err
+		n += bytes.Count(blk.data, []byte{'\n'})
 		select {
 		case a.in[turn] <- blk:
 		case <-a.done:
 			return
 		}
-		if blk.err != nil {
+		if err != nil {
 			return
 		}
 	}
@@ -159,14 +189,18 @@ func (a *readAhead) decode(in <-chan *lineBlock, out chan<- *opBatch, dec *decod
 		}
 		b.reset()
 		dec.own = &b.payloads
-		start := 0
-		for k, end := range blk.ends {
-			n := blk.first + k
-			line := blk.data[start:end]
-			start = end
+		n := blk.first - 1 // the last line read
+		for rest := blk.data; len(rest) > 0; {
+			line, complete := rest, false // the file's last line may lack its newline
+			if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+				line, rest, complete = rest[:i], rest[i+1:], true
+			} else {
+				rest = nil
+			}
+			n++
 			// The op is decoded in its place in the batch, its payload into the batch's.
 			b.ops = append(b.ops, Op{})
-			blank, err := dec.line(line, !(blk.torn && k == len(blk.ends)-1), n, &b.ops[len(b.ops)-1])
+			blank, err := dec.line(line, complete, n, &b.ops[len(b.ops)-1])
 			if blank || err != nil {
 				b.ops = b.ops[:len(b.ops)-1]
 			}
@@ -184,10 +218,10 @@ func (a *readAhead) decode(in <-chan *lineBlock, out chan<- *opBatch, dec *decod
 		}
 		dec.own = nil
 		if b.end == nil && blk.err != nil {
-			b.end, b.endLine = blk.err, blk.first+len(blk.ends)-1
+			b.end, b.endLine = blk.err, n
 		}
 		last := b.end != nil
-		if cap(blk.data) <= 4*a.blockBytes { // a block that took a very long line is let go
+		if cap(blk.data) <= 2*(a.blockBytes+readBuffer) { // a block that took a very long line is let go
 			select {
 			case a.freeBlocks <- blk:
 			default:

@@ -368,10 +368,14 @@ type tpKey struct {
 
 // partitions interns topic-partitions into ids (from 1).
 type partitions struct {
-	ids  map[tpKey]uint32
-	ps   []*partition
-	last tpKey // one-entry cache: consecutive records are mostly in one partition
-	lid  uint32
+	ids map[tpKey]uint32
+	ps  []*partition
+	// A cache in front of ids for the topic of the latest lookup: byPart[p] is the id of its
+	// partition p, 0 when not cached. Records mostly name one topic, and its partitions in
+	// turn (a poll's records, a transaction's), where hashing the key for the map would cost
+	// more than all the rest of the lookup.
+	topic  string
+	byPart []uint32
 }
 
 func newPartitions() partitions {
@@ -382,9 +386,15 @@ func newPartitions() partitions {
 // partition is not known.
 func (t *partitions) known(tp uint32) bool { return tp != 0 && t.ps[tp].known() }
 
+// maxCachedPartition bounds the cache's array; higher partition numbers go to the map.
+const maxCachedPartition = 1 << 12
+
 func (t *partitions) id(topic string, part int32) uint32 {
-	if t.lid != 0 && t.last.part == part && t.last.topic == topic {
-		return t.lid
+	cacheable := part >= 0 && part < maxCachedPartition
+	if cacheable && int(part) < len(t.byPart) && t.topic == topic {
+		if id := t.byPart[part]; id != 0 {
+			return id
+		}
 	}
 	k := tpKey{topic, part}
 	id, ok := t.ids[k]
@@ -395,7 +405,15 @@ func (t *partitions) id(topic string, part int32) uint32 {
 		id = uint32(len(t.ps) - 1)
 		t.ids[k] = id
 	}
-	t.last, t.lid = tpKey{t.ps[id].topic, part}, id
+	if cacheable {
+		if t.topic != topic {
+			t.topic, t.byPart = t.ps[id].topic, t.byPart[:0]
+		}
+		if int(part) >= len(t.byPart) {
+			t.byPart = append(t.byPart, make([]uint32, int(part)+1-len(t.byPart))...)
+		}
+		t.byPart[part] = id
+	}
 	return id
 }
 
