@@ -12,8 +12,10 @@ import (
 
 // decoder is a hand-written JSON decoder for op lines. The checker reads histories of millions
 // of events, and encoding/json's reflection would dominate its run time, so this decoder knows
-// the schema: it fills Op and the typed payloads directly from the line bytes, allocating only
-// the strings and little else. It accepts exactly the JSON grammar (RFC 8259) — anything
+// the schema: it fills Op and the typed payloads directly from the line bytes, allocating
+// little: short recurring strings are interned, record values cut from shared chunks
+// (valueArena), offsets taken from chunks too. Lines in the shape Writer writes take fast paths
+// (opPrefixFast, recordFast) that fall back to the general path for anything else. It accepts exactly the JSON grammar (RFC 8259) — anything
 // encoding/json rejects as syntax it rejects too — and decodes what encoding/json would, with
 // these deliberate differences: member names match exactly (encoding/json also matches them
 // case-insensitively, except in records and final reads, whose UnmarshalJSON is this decoder),

@@ -29,7 +29,11 @@ func (e *LineError) Unwrap() error { return e.Err }
 // op.Value points to and the backing arrays of their record lists. What it never reuses is
 // strings, the Offset and Of pointers and Raw: a Record copied by value, or any string, may be
 // kept for as long as needed. A caller that keeps a whole payload must copy it (for instance
-// slices.Clone of a Records list).
+// slices.Clone of a Records list). Record values are cut from chunks of 16 KiB shared by the
+// values of many lines, so a kept value keeps its chunk in memory: a caller that keeps a few
+// values out of millions should copy them (strings.Clone).
+//
+// ReadAhead decodes on other goroutines ahead of Next, with the same results.
 type Reader struct {
 	br     *bufio.Reader
 	closer io.Closer // the file Open opened; nil for NewReader
