@@ -75,7 +75,9 @@ func (c *Checker) finish() {
 		closePending(c.async[idx])
 	}
 	c.async = map[int64]*pending{}
-	cycles := c.startCycles() // runs while the checks up to checkCycles do
+	// The cycle and merged-transaction searches run on their own while the checks before
+	// them do; they read the values' states as they are now.
+	cycles, merged := c.startCycles(), c.startMerged()
 	c.checkUnexpectedAck()
 	c.checkSkips()
 	c.checkLostWrite()
@@ -85,7 +87,7 @@ func (c *Checker) finish() {
 	c.checkReads()
 	c.checkCycles(cycles)
 	c.checkTransactions()
-	c.checkMergedTransactions()
+	c.checkMergedTransactions(merged)
 	c.checkHangingTransactions()
 	c.checkEOS()
 	c.checkMetadataLost()
