@@ -300,29 +300,23 @@ type cycleSearch struct {
 	gww      depGraph // ww edges
 	wwComp   []int32
 	wwComps  [][]uint32
-	writers  []uint32 // by value: its certain transactional writer (txnWriters)
-	wwLog    []logAt  // the values with a writer and an offset
 	wwMask   uint8
 	depsMask uint8
 }
 
-// startCycles takes the snapshot and starts the search's goroutines; nil when there are fewer
-// than two transactions.
-func (c *Checker) startCycles() *cycleSearch {
+// startCycles starts the search's goroutines on the snapshot recs (txnRecords), with two
+// transactions or more.
+func (c *Checker) startCycles(recs *txnRecords) *cycleSearch {
 	n := len(c.txns)
-	if n < 2 {
-		return nil
-	}
 	cs := &cycleSearch{wwMask: edgeMask(edgeWW), depsMask: edgeMask(edgeWR, edgeWRRU, edgeProcess, edgeRealtime)}
-	cs.writers, cs.wwLog = c.txnWriters()
 	cs.wg.Go(func() {
 		// Building the edges and finding each graph's components do not depend on one
 		// another either: they run side by side.
 		var wr, order, ww []gedge
 		var wg sync.WaitGroup
-		wg.Go(func() { wr = c.wrEdges(cs.writers) })
+		wg.Go(func() { wr = c.wrEdges(recs.writers) })
 		wg.Go(func() { order = c.orderEdges() })
-		wg.Go(func() { ww = wwEdges(cs.wwLog) })
+		wg.Go(func() { ww = wwEdges(recs.wwLog) })
 		wg.Wait()
 		cs.hasWR, cs.hasWW = len(wr) > 0, len(ww) > 0
 		if cs.hasWR {
@@ -424,30 +418,47 @@ type logAt struct {
 	txn uint32
 }
 
-// txnWriters returns, for each value, the transaction that certainly wrote it, or none: the
-// value was written by a txn or rpw, by that op only (so that its writer is certain), and the
-// transaction is not known to have aborted. It also returns those values whose offset is
-// known, for the ww edges.
-func (c *Checker) txnWriters() (writers []uint32, log []logAt) {
-	writers = make([]uint32, c.vals.len())
-	writers[0] = none
+// txnRecords is what the cycle and merged-transaction searches need of the values' states:
+// a snapshot taken at the start of finish, since their goroutines must not read the states
+// while checks set flags of them (see cycleSearch, mergedSearch).
+type txnRecords struct {
+	// writers is, for each value, the transaction that certainly wrote it, or none: the value
+	// was written by a txn or rpw, by that op only (so that its writer is certain), and the
+	// transaction is not known to have aborted.
+	writers []uint32
+	// wwLog is the values with a writer and a known offset, by id: for the ww edges.
+	wwLog []logAt
+	// spans is the transactional records at the offset first reported for each, when that
+	// offset still holds them, by id: for txnSpans.
+	spans []logAt
+}
+
+// txnRecords takes the snapshot, in one pass over the values.
+func (c *Checker) txnRecords() *txnRecords {
+	recs := &txnRecords{writers: make([]uint32, c.vals.len())}
+	recs.writers[0] = none
 	for id := uint32(1); id < c.vals.len(); id++ {
 		st := c.vals.at(id)
-		if k := st.kind(); (k != kindTxn && k != kindRPW) || st.txn == none || st.flags&fResent != 0 ||
-			c.txns[st.txn].neverCommitted() {
-			writers[id] = none
+		recs.writers[id] = none
+		if k := st.kind(); (k != kindTxn && k != kindRPW) || st.txn == none {
 			continue
 		}
-		writers[id] = st.txn
+		if st.tp != 0 && st.off >= 0 && c.parts.ps[st.tp].log.get(st.off).val == id {
+			recs.spans = append(recs.spans, logAt{st.tp, st.off, id, st.txn})
+		}
+		if st.flags&fResent != 0 || c.txns[st.txn].neverCommitted() {
+			continue
+		}
+		recs.writers[id] = st.txn
 		if st.off >= 0 && st.tp != 0 {
-			log = append(log, logAt{st.tp, st.off, id, st.txn})
+			recs.wwLog = append(recs.wwLog, logAt{st.tp, st.off, id, st.txn})
 		}
 	}
-	return writers, log
+	return recs
 }
 
 // wrEdges are the write → read edges, one per pair of transactions, of the kind of the
-// reader's isolation; writers is txnWriters'.
+// reader's isolation; writers is txnRecords'.
 func (c *Checker) wrEdges(writers []uint32) []gedge {
 	es := make([]gedge, 0, len(c.reads)) // at most one per read: no growing and copying
 	for ti := range c.txns {
@@ -525,7 +536,7 @@ func (c *Checker) orderEdges() []gedge {
 }
 
 // wwEdges link each transactional record to the next one in its partition's log written by
-// another transaction; log is txnWriters', which wwEdges sorts.
+// another transaction; log is txnRecords' wwLog, which wwEdges sorts.
 func wwEdges(log []logAt) []gedge {
 	slices.SortFunc(log, func(a, b logAt) int {
 		if c := cmp.Compare(a.tp, b.tp); c != 0 {

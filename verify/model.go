@@ -104,41 +104,36 @@ func (vs *values) at(id uint32) *value { return &vs.chunks[id>>chunkBits][id&(ch
 func (vs *values) len() uint32 { return vs.n }
 
 // packName packs "P-N" (decimal, no sign, no leading zeros, P < 2^31, N < 2^32) into P<<32|N.
+// Every record value a checker meets goes through it, so it reads s in one pass.
 func packName(s string) (uint64, bool) {
-	dash := -1
-	for i := 0; i < len(s); i++ {
-		if s[i] == '-' {
-			dash = i
-			break
+	if len(s) < len("0-0") || len(s) > 21 { // at most 10 digits on either side
+		return 0, false
+	}
+	var p, n uint64
+	dash := 0
+	for ; dash < len(s) && s[dash] != '-'; dash++ {
+		d := s[dash] - '0'
+		if d > 9 {
+			return 0, false
 		}
+		p = p*10 + uint64(d) // more than 10 digits may wrap around: they are refused below
 	}
-	if dash < 1 || dash == len(s)-1 || dash > 10 || len(s)-dash-1 > 10 {
+	digits := len(s) - dash - 1 // of N
+	if dash == 0 || dash > 10 || digits < 1 || digits > 10 || (dash > 1 && s[0] == '0') ||
+		(digits > 1 && s[dash+1] == '0') || p >= 1<<31 {
 		return 0, false
 	}
-	p, ok := canonUint(s[:dash])
-	if !ok || p >= 1<<31 {
-		return 0, false
+	for _, c := range []byte(s[dash+1:]) {
+		d := c - '0'
+		if d > 9 {
+			return 0, false
+		}
+		n = n*10 + uint64(d)
 	}
-	n, ok := canonUint(s[dash+1:])
-	if !ok || n >= 1<<32 {
+	if n >= 1<<32 {
 		return 0, false
 	}
 	return p<<32 | n, true
-}
-
-func canonUint(s string) (uint64, bool) {
-	if len(s) == 0 || (len(s) > 1 && s[0] == '0') {
-		return 0, false
-	}
-	var n uint64
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + uint64(c-'0')
-	}
-	return n, true
 }
 
 // intern returns the id of name, adding it if new.

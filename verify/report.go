@@ -77,7 +77,14 @@ func (c *Checker) finish() {
 	c.async = map[int64]*pending{}
 	// The cycle and merged-transaction searches run on their own while the checks before
 	// them do; they read the values' states as they are now.
-	cycles, merged := c.startCycles(), c.startMerged()
+	var (
+		cycles *cycleSearch
+		merged *mergedSearch
+	)
+	if len(c.txns) >= 2 {
+		recs := c.txnRecords()
+		cycles, merged = c.startCycles(recs), c.startMerged(recs)
+	}
 	c.checkUnexpectedAck()
 	c.checkSkips()
 	c.checkLostWrite()

@@ -147,15 +147,11 @@ type mergedSearch struct {
 	found []finding
 }
 
-// startMerged takes the snapshot of the transactions' records at their offsets (spanValues)
-// and starts the search; nil when there are fewer than two transactions.
-func (c *Checker) startMerged() *mergedSearch {
-	if len(c.txns) < 2 {
-		return nil
-	}
-	at := c.spanValues()
+// startMerged starts the search on the snapshot recs (txnRecords), with two transactions or
+// more.
+func (c *Checker) startMerged(recs *txnRecords) *mergedSearch {
 	ms := &mergedSearch{}
-	ms.wg.Go(func() { ms.found = c.mergedTransactions(txnSpans(len(c.txns), at)) })
+	ms.wg.Go(func() { ms.found = c.mergedTransactions(txnSpans(len(c.txns), recs.spans)) })
 	return ms
 }
 
@@ -207,25 +203,8 @@ type txnSpan struct {
 	vlo, vhi uint32
 }
 
-// spanValues returns the transactional records, in the order of their ids, at the offset first
-// reported for each when that offset still holds it: what txnSpans takes.
-func (c *Checker) spanValues() []logAt {
-	var at []logAt
-	for id := uint32(1); id < c.vals.len(); id++ {
-		st := c.vals.at(id)
-		if k := st.kind(); (k != kindTxn && k != kindRPW) || st.txn == none || st.tp == 0 || st.off < 0 {
-			continue
-		}
-		if c.parts.ps[st.tp].log.get(st.off).val != id {
-			continue
-		}
-		at = append(at, logAt{tp: st.tp, off: st.off, v: id, txn: st.txn})
-	}
-	return at
-}
-
-// txnSpans returns each of the n transactions' spans over the records at (spanValues), by
-// partition in increasing order.
+// txnSpans returns each of the n transactions' spans over the records at (txnRecords' spans),
+// by partition in increasing order.
 func txnSpans(n int, at []logAt) [][]txnSpan {
 	spans := make([][]txnSpan, n)
 	for _, a := range at {
