@@ -147,6 +147,11 @@ func (d *decoder) found() string {
 // name, or ok == false at the closing '}'. first is true for the first call on an object. The
 // name is valid until the next call.
 func (d *decoder) member(first bool) (name []byte, ok bool, err error) {
+	if d.stream {
+		if name, ok := d.memberFast(first); ok {
+			return name, true, nil
+		}
+	}
 	d.ws()
 	if d.pos >= len(d.buf) {
 		return nil, false, d.errEnd()
@@ -182,6 +187,28 @@ func (d *decoder) member(first bool) (name []byte, ok bool, err error) {
 	}
 	d.pos++
 	return name, true, nil
+}
+
+// memberFast is member's fast path for a member in the writer's shape: `,"name":` (`"name":`
+// for the first), no whitespace, a name of printable ASCII without escapes. For anything else
+// it reports false with d.pos untouched, and member reads the member the general way.
+func (d *decoder) memberFast(first bool) (name []byte, ok bool) {
+	b, i := d.buf, d.pos
+	if !first {
+		if i >= len(b) || b[i] != ',' {
+			return nil, false
+		}
+		i++
+	}
+	if i >= len(b) || b[i] != '"' {
+		return nil, false
+	}
+	from, to, ok := plainString(b, i+1)
+	if !ok || to+1 >= len(b) || b[to+1] != ':' {
+		return nil, false
+	}
+	d.pos = to + 2
+	return b[from:to], true
 }
 
 // element advances to the next element of an array whose '[' has been consumed, or returns
