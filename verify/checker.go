@@ -48,6 +48,9 @@ type Checker struct {
 	vals  values
 	parts partitions
 	procs map[int]*proc
+	// byID holds the processes of procs with small ids (0 to maxDenseProc-1) by id: every
+	// op looks its process up, and an index costs less than a map lookup.
+	byID  []*proc
 	async map[int64]*pending // invokes not matched yet, beyond each process's latest
 	free  []*pending
 
@@ -224,10 +227,20 @@ func (c *Checker) opIndex(ord uint32) int64 {
 }
 
 func (c *Checker) proc(id int) *proc {
+	dense := id >= 0 && id < maxDenseProc
+	if dense && id < len(c.byID) && c.byID[id] != nil {
+		return c.byID[id]
+	}
 	p := c.procs[id]
 	if p == nil {
 		p = &proc{id: id, gen: 1}
 		c.procs[id] = p
+	}
+	if dense {
+		if id >= len(c.byID) {
+			c.byID = append(c.byID, make([]*proc, id+1-len(c.byID))...)
+		}
+		c.byID[id] = p
 	}
 	return p
 }
