@@ -13,16 +13,17 @@ import (
 // Reading ahead: a checker spends about as long decoding a history's lines as judging them, so
 // ReadAhead moves the decoding off the caller's goroutine and spreads it over several:
 //
-//	lines goroutine  reads lines (Reader.readLine) into blocks of whole lines, and deals the
-//	                 blocks to the workers in turn
-//	workers          each decodes its blocks, one after the other, into batches of ops that
-//	                 own their payloads (opBatch, payloads), with a decoder of its own
+//	lines goroutine  reads the file in big pieces into blocks of whole lines (readLines), and
+//	                 deals the blocks to the workers in turn
+//	workers          each splits its blocks into lines and decodes them, one block after the
+//	                 other, into batches of ops that own their payloads (opBatch, payloads),
+//	                 with a decoder of its own
 //	Next             takes the batches from the workers in the order the blocks were dealt,
 //	                 so that the ops come out in file order, and hands them out one by one
 //
 // Every line goes through the same decoder.line as Next's own loop, and Next applies the same
-// check of i's order, so what Next returns — ops, errors, Line, Torn — is what it returns
-// without ReadAhead. Blocks and batches are recycled, so memory stays bounded by the few in
+// check of i's order, and readLines gives readLine's errors, so what Next returns — ops,
+// errors, Line, Torn — is what it returns without ReadAhead. Blocks and batches are recycled, so memory stays bounded by the few in
 // flight.
 
 const (
@@ -43,12 +44,12 @@ func (r *Reader) readAhead(workers, blockBytes int) {
 	}
 	workers = max(workers, 1)
 	a := &readAhead{
-		in:         make([]chan *lineBlock, workers),
-		out:        make([]chan *opBatch, workers),
-		freeBlocks: make(chan *lineBlock, workers*(aheadQueue+1)+1),
-		freeCaches: make(chan *opBatch, workers*(aheadQueue+1)+1),
-		done:       make(chan struct{}),
-		blockBytes: blockBytes,
+		in:          make([]chan *lineBlock, workers),
+		out:         make([]chan *opBatch, workers),
+		freeBlocks:  make(chan *lineBlock, workers*(aheadQueue+1)+1),
+		freeBatches: make(chan *opBatch, workers*(aheadQueue+1)+1),
+		done:        make(chan struct{}),
+		blockBytes:  blockBytes,
 	}
 	for w := range workers {
 		a.in[w] = make(chan *lineBlock, aheadQueue)
@@ -63,14 +64,14 @@ func (r *Reader) readAhead(workers, blockBytes int) {
 }
 
 type readAhead struct {
-	in         []chan *lineBlock // to each worker, in turn
-	out        []chan *opBatch   // from each worker, in the same turn
-	freeBlocks chan *lineBlock   // blocks the workers are done with
-	freeCaches chan *opBatch     // batches Next is done with
-	done       chan struct{}     // closed by stop
-	blockBytes int               // a block takes lines until it holds this many bytes
-	wg         sync.WaitGroup
-	stopped    bool
+	in          []chan *lineBlock // to each worker, in turn
+	out         []chan *opBatch   // from each worker, in the same turn
+	freeBlocks  chan *lineBlock   // blocks the workers are done with
+	freeBatches chan *opBatch     // batches Next is done with
+	done        chan struct{}     // closed by stop
+	blockBytes  int               // a block takes lines until it holds this many bytes
+	wg          sync.WaitGroup
+	stopped     bool
 
 	// Next's side.
 	cur  *opBatch // the batch whose ops Next is handing out
@@ -183,7 +184,7 @@ func (a *readAhead) decode(in <-chan *lineBlock, out chan<- *opBatch, dec *decod
 		}
 		var b *opBatch
 		select {
-		case b = <-a.freeCaches:
+		case b = <-a.freeBatches:
 		default:
 			b = &opBatch{}
 		}
@@ -259,7 +260,7 @@ func (r *Reader) nextAhead(op *Op) error {
 			// The caller is done with the batch's ops: the workers may fill it again.
 			a.cur = nil
 			select {
-			case a.freeCaches <- b:
+			case a.freeBatches <- b:
 			default:
 			}
 		}
