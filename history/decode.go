@@ -43,7 +43,7 @@ type decoder struct {
 	// values in the arena: both pay off over many lines, not on one value.
 	stream bool
 	values valueArena
-	topic  string // the topic of the latest record recordFast took
+	topic  string // the topic of the latest record recordFast took (plain ASCII)
 
 	// ints hands out the targets of Offset and Of pointers. Slots are handed out once and
 	// never reused, so those pointers stay valid for as long as the caller keeps them; taking
@@ -1085,7 +1085,14 @@ func (d *decoder) recordFast(r *Record) bool {
 	if len(b)-i < len(kTopic) || string(b[i:i+len(kTopic)]) != kTopic {
 		return false
 	}
-	if from, to, ok = plainString(b, i+len(kTopic)); !ok {
+	// A history's records mostly name one topic: the previous record's (plain, since this
+	// path took it) is matched first, which spares the scan and the interning.
+	i += len(kTopic)
+	sameTopic := len(d.topic) > 0 && len(b)-i > len(d.topic) && string(b[i:i+len(d.topic)]) == d.topic &&
+		b[i+len(d.topic)] == '"'
+	if sameTopic {
+		from, to = i, i+len(d.topic)
+	} else if from, to, ok = plainString(b, i); !ok {
 		return false
 	}
 	topic := b[from:to]
@@ -1115,9 +1122,8 @@ func (d *decoder) recordFast(r *Record) bool {
 	if from, to, ok = plainString(b, i+len(kValue)); !ok || to+1 >= len(b) || b[to+1] != '}' {
 		return false
 	}
-	// The record is in the shape: only now take strings and an offset slot. A history's
-	// records mostly name one topic: the previous record's is checked before the interning.
-	if string(topic) == d.topic {
+	// The record is in the shape: only now take strings and an offset slot.
+	if sameTopic {
 		rec.Topic = d.topic
 	} else {
 		rec.Topic = d.intern(topic)
