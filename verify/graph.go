@@ -435,9 +435,9 @@ type txnRecords struct {
 
 // txnRecords takes the snapshot, in one pass over the values.
 func (c *Checker) txnRecords() *txnRecords {
-	// Room for every value in the lists: no growing and copying (the snapshot is short-lived).
-	n := int(c.vals.len())
-	recs := &txnRecords{writers: make([]uint32, n), wwLog: make([]logAt, 0, n), spans: make([]logAt, 0, n)}
+	// A transaction writes a record or more: room for one each to start the lists with.
+	n := len(c.txns)
+	recs := &txnRecords{writers: make([]uint32, c.vals.len()), wwLog: make([]logAt, 0, n), spans: make([]logAt, 0, n)}
 	recs.writers[0] = none
 	for id := uint32(1); id < c.vals.len(); id++ {
 		st := c.vals.at(id)
