@@ -69,6 +69,10 @@ type Checker struct {
 	unjudged map[uint32]int // by partition: committed records beyond the read_committed scans
 	strays   []stray        // transactional records written outside any transaction (stray-txn-produce)
 
+	// txnWrites counts the records txn and rpw ops wrote (a record written twice, twice): at
+	// least the number of transactional values, which txnRecords sizes its lists by.
+	txnWrites int
+
 	ord   uint32 // ordinal of the next op
 	delta int64  // history index minus ordinal, as of the last jump
 	jumps []jump

@@ -435,8 +435,8 @@ type txnRecords struct {
 
 // txnRecords takes the snapshot, in one pass over the values.
 func (c *Checker) txnRecords() *txnRecords {
-	// A transaction writes a record or more: room for one each to start the lists with.
-	n := len(c.txns)
+	// The lists hold transactional values only, of which there are at most txnWrites.
+	n := c.txnWrites
 	recs := &txnRecords{writers: make([]uint32, c.vals.len()), wwLog: make([]logAt, 0, n), spans: make([]logAt, 0, n)}
 	recs.writers[0] = none
 	for id := uint32(1); id < c.vals.len(); id++ {

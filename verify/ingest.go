@@ -132,6 +132,7 @@ func (c *Checker) writeTxnRecords(pd *pending, p *proc, recs []history.Record, o
 		kind = kindRPW
 	}
 	ids := c.internAll(recs)
+	c.txnWrites += len(recs)
 	for i := range recs {
 		r := &recs[i]
 		v := ids[i]
