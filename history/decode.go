@@ -4,14 +4,18 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
 
 // decoder is a hand-written JSON decoder for op lines. The checker reads histories of millions
 // of events, and encoding/json's reflection would dominate its run time, so this decoder knows
-// the schema: it fills Op and the typed payloads directly from the line bytes, allocating only
-// the strings and little else. It accepts exactly the JSON grammar (RFC 8259) — anything
+// the schema: it fills Op and the typed payloads directly from the line bytes, allocating
+// little: short recurring strings are interned, record values cut from shared chunks
+// (valueArena), offsets taken from chunks too. Lines in the shape Writer writes take fast paths
+// (opPrefixFast, recordFast) that fall back to the general path for anything else. It accepts exactly the JSON grammar (RFC 8259) — anything
 // encoding/json rejects as syntax it rejects too — and decodes what encoding/json would, with
 // these deliberate differences: member names match exactly (encoding/json also matches them
 // case-insensitively, except in records and final reads, whose UnmarshalJSON is this decoder),
@@ -28,15 +32,28 @@ type decoder struct {
 	keybuf  []byte // unescaped member names (rare: names are plain ASCII)
 
 	// strs interns short strings that recur on many lines (topics, keys, isolation levels,
-	// error texts), so that they cost one allocation per run instead of one per use.
-	strs map[string]string
+	// error texts), so that they cost one allocation per run instead of one per use. recent
+	// (nil when strs is) is a small direct-mapped cache in front of it: most records name one
+	// topic and one of a few dozen keys, and a hit there costs less than hashing for the map.
+	strs   map[string]string
+	recent []string
+
+	// stream is set for a decoder that reads a whole history (newDecoder), not one value.
+	// Only such a decoder takes the fast path for records (recordFast) and keeps record
+	// values in the arena: both pay off over many lines, not on one value.
+	stream bool
+	values valueArena
+	topic  string // the topic of the latest record recordFast took (plain ASCII)
 
 	// ints hands out the targets of Offset and Of pointers. Slots are handed out once and
 	// never reused, so those pointers stay valid for as long as the caller keeps them; taking
 	// them from a chunk saves an allocation per record.
 	ints []int64
 
-	// The payloads of the latest op, reused by the next op with the same f (see Reader).
+	// own, when set, receives the payloads of the ops decoded (see payloads); otherwise
+	// these below are the payloads of the latest op, reused by the next op with the same f
+	// (see Reader).
+	own  *payloads
 	send Record
 	txn  Txn
 	poll Poll
@@ -50,6 +67,7 @@ type decoder struct {
 const (
 	maxInternLen = 64      // longer strings are unlikely to repeat (record values are unique)
 	maxInterned  = 1 << 14 // bound the map when keys turn out to be unique after all
+	recentSlots  = 256     // entries of the intern map's cache (a power of two)
 	intChunk     = 512     // Offset/Of targets allocated at a time
 	maxDepth     = 10000   // nesting limit for skipped values, as encoding/json has
 )
@@ -57,7 +75,7 @@ const (
 // newDecoder returns a decoder for a history's lines. A decoder{buf: b} made for one value
 // (Record.UnmarshalJSON) interns nothing.
 func newDecoder() *decoder {
-	return &decoder{strs: make(map[string]string)}
+	return &decoder{strs: make(map[string]string), recent: make([]string, recentSlots), stream: true}
 }
 
 // whole ends the decoding of one value that fills buf: err, else an error when anything but
@@ -129,6 +147,11 @@ func (d *decoder) found() string {
 // name, or ok == false at the closing '}'. first is true for the first call on an object. The
 // name is valid until the next call.
 func (d *decoder) member(first bool) (name []byte, ok bool, err error) {
+	if d.stream {
+		if name, ok := d.memberFast(first); ok {
+			return name, true, nil
+		}
+	}
 	d.ws()
 	if d.pos >= len(d.buf) {
 		return nil, false, d.errEnd()
@@ -164,6 +187,28 @@ func (d *decoder) member(first bool) (name []byte, ok bool, err error) {
 	}
 	d.pos++
 	return name, true, nil
+}
+
+// memberFast is member's fast path for a member in the writer's shape: `,"name":` (`"name":`
+// for the first), no whitespace, a name of printable ASCII without escapes. For anything else
+// it reports false with d.pos untouched, and member reads the member the general way.
+func (d *decoder) memberFast(first bool) (name []byte, ok bool) {
+	b, i := d.buf, d.pos
+	if !first {
+		if i >= len(b) || b[i] != ',' {
+			return nil, false
+		}
+		i++
+	}
+	if i >= len(b) || b[i] != '"' {
+		return nil, false
+	}
+	from, to, ok := plainString(b, i+1)
+	if !ok || to+1 >= len(b) || b[to+1] != ':' {
+		return nil, false
+	}
+	d.pos = to + 2
+	return b[from:to], true
 }
 
 // element advances to the next element of an array whose '[' has been consumed, or returns
@@ -323,7 +368,43 @@ func (d *decoder) str() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return string(b), nil
+	return d.value(b), nil
+}
+
+// value returns record value b as a string of its own: from the arena in a stream decoder,
+// else a new string.
+func (d *decoder) value(b []byte) string {
+	if d.stream {
+		return d.values.str(b)
+	}
+	return string(b)
+}
+
+// valueArena keeps record values. They are unique, so interning them would only cost, and a
+// string each would be an allocation each (millions per history). The arena copies them one
+// after the other into a shared chunk and hands out substrings of it: strings.Builder
+// guarantees that a string it returned never changes, whatever is written after it. A value
+// the caller keeps keeps its whole chunk alive, which is why chunks are small.
+type valueArena struct {
+	b strings.Builder
+}
+
+const (
+	arenaChunk    = 16 << 10 // bytes per chunk
+	arenaMaxValue = 1 << 10  // longer values get a string of their own
+)
+
+func (a *valueArena) str(v []byte) string {
+	if len(v) > arenaMaxValue {
+		return string(v)
+	}
+	if a.b.Cap()-a.b.Len() < len(v) {
+		a.b = strings.Builder{} // the old chunk stays with the strings cut from it
+		a.b.Grow(arenaChunk)
+	}
+	n := a.b.Len()
+	a.b.Write(v)
+	return a.b.String()[n:]
 }
 
 // istr reads a string value, or null as "", interning short ones.
@@ -342,12 +423,26 @@ func (d *decoder) intern(b []byte) string {
 	if len(b) > maxInternLen {
 		return string(b)
 	}
-	if s, ok := d.strs[string(b)]; ok { // the compiler does not allocate for this lookup
-		return s
+	var slot *string
+	if d.recent != nil {
+		h := uint(len(b))
+		for _, c := range b {
+			h = h*31 + uint(c)
+		}
+		slot = &d.recent[h&(recentSlots-1)]
+		if *slot == string(b) { // no allocation for the comparison either
+			return *slot
+		}
 	}
-	s := string(b)
-	if d.strs != nil && len(d.strs) < maxInterned {
-		d.strs[s] = s
+	s, ok := d.strs[string(b)] // the compiler does not allocate for this lookup
+	if !ok {
+		s = string(b)
+		if d.strs != nil && len(d.strs) < maxInterned {
+			d.strs[s] = s
+		}
+	}
+	if slot != nil {
+		*slot = s
 	}
 	return s
 }
@@ -431,13 +526,18 @@ func (d *decoder) intPtr() (*int64, error) {
 	if err != nil {
 		return nil, err
 	}
+	return d.intSlot(v), nil
+}
+
+// intSlot returns a fresh target holding v.
+func (d *decoder) intSlot(v int64) *int64 {
 	if len(d.ints) == 0 {
 		d.ints = make([]int64, intChunk)
 	}
 	p := &d.ints[0]
 	*p = v
 	d.ints = d.ints[1:]
-	return p, nil
+	return p
 }
 
 // bool reads true or false, or null as false.
@@ -570,13 +670,16 @@ const (
 func (d *decoder) op(line []byte, op *Op) error {
 	d.buf, d.pos = line, 0
 	*op = Op{}
-	if err := d.open('{', "op"); err != nil {
+	var has int
+	first := true // no member read yet
+	if d.stream && d.opPrefixFast(op, &has) > 0 {
+		first = false
+	} else if err := d.open('{', "op"); err != nil {
 		return err
 	}
-	var has int
 	valStart := -1 // where the last "value" member starts, -1 if none
 	decodedF := "" // the f its payload was decoded for, "" if not decoded yet
-	for first := true; ; first = false {
+	for ; ; first = false {
 		name, ok, err := d.member(first)
 		if err != nil {
 			return err
@@ -731,23 +834,137 @@ func (d *decoder) opF() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	// The common names map to the package's constants without a map lookup.
-	switch string(b) {
-	case FSend:
-		return FSend, nil
-	case FTxn:
-		return FTxn, nil
-	case FPoll:
-		return FPoll, nil
-	case FFinalRead:
-		return FFinalRead, nil
-	case FRPW:
-		return FRPW, nil
-	}
-	return d.intern(b), nil
+	return d.fName(b), nil
 }
 
-// payload decodes a value into the field of v that f selects, reusing the decoder's payloads.
+// fName returns f name b as a string: the common names map to the package's constants without
+// a map lookup.
+func (d *decoder) fName(b []byte) string {
+	switch string(b) {
+	case FSend:
+		return FSend
+	case FTxn:
+		return FTxn
+	case FPoll:
+		return FPoll
+	case FFinalRead:
+		return FFinalRead
+	case FRPW:
+		return FRPW
+	}
+	return d.intern(b)
+}
+
+// opPrefixFast is the fast path for the members an op line starts with when Writer wrote it
+// (appendPrefix, appendOpTail):
+//
+//	{"i":I,"t":T,"p":P,"type":"…","f":"…"[,"of":O]
+//
+// with P a client's number, no whitespace, plain strings, integers of at most 18 digits and
+// a known type. It takes these members, in this order, for as long as they are in this shape,
+// and returns how many it took; it stops before the first member that is not, leaving d.pos
+// at the ',' or '}' after the last one taken (or at the start of the line when it took none).
+// op's general loop then reads the rest of the line — everything, when the fast path took
+// nothing — so that a line is read the fast way only as far as it is in the writer's shape.
+// Each member taken has the effect it has in the general loop.
+func (d *decoder) opPrefixFast(op *Op, has *int) (n int) {
+	const (
+		kI    = `{"i":`
+		kT    = `,"t":`
+		kP    = `,"p":`
+		kType = `,"type":"`
+		kF    = `,"f":"`
+		kOf   = `,"of":`
+	)
+	b, i := d.buf, d.pos
+	if len(b)-i < len(kI) || string(b[i:i+len(kI)]) != kI {
+		return 0
+	}
+	v, i, ok := smallInt(b, i+len(kI))
+	if !ok {
+		return 0
+	}
+	op.Index, *has, d.pos = v, *has|hasI, i
+	if len(b)-i < len(kT) || string(b[i:i+len(kT)]) != kT {
+		return 1
+	}
+	if v, i, ok = smallInt(b, i+len(kT)); !ok {
+		return 1
+	}
+	op.Time, d.pos = v, i
+	if len(b)-i < len(kP) || string(b[i:i+len(kP)]) != kP {
+		return 2
+	}
+	if v, i, ok = smallInt(b, i+len(kP)); !ok || v != int64(int(v)) {
+		return 2
+	}
+	op.Process, *has, d.pos = Client(int(v)), *has|hasP, i
+	if len(b)-i < len(kType) || string(b[i:i+len(kType)]) != kType {
+		return 3
+	}
+	from, to, ok := plainString(b, i+len(kType))
+	if !ok {
+		return 3
+	}
+	switch Type(b[from:to]) {
+	case Invoke:
+		op.Type = Invoke
+	case OK:
+		op.Type = OK
+	case Fail:
+		op.Type = Fail
+	case Info:
+		op.Type = Info
+	default:
+		return 3
+	}
+	*has, i, d.pos = *has|hasType, to+1, to+1
+	if len(b)-i < len(kF) || string(b[i:i+len(kF)]) != kF {
+		return 4
+	}
+	if from, to, ok = plainString(b, i+len(kF)); !ok || from == to {
+		return 4
+	}
+	op.F, *has, i, d.pos = d.fName(b[from:to]), *has|hasF, to+1, to+1
+	if len(b)-i < len(kOf) || string(b[i:i+len(kOf)]) != kOf {
+		return 5
+	}
+	if v, i, ok = smallInt(b, i+len(kOf)); !ok {
+		return 5
+	}
+	op.Of, d.pos = d.intSlot(v), i
+	return 6
+}
+
+// payloads holds the payloads, and the record lists, of many ops: one of each for each op that
+// has one. A decoder whose own field is set decodes into it instead of into its reusable
+// payloads, so that the ops it decoded stay intact while it decodes the next lines: read-ahead
+// decodes a block of lines at a time into a batch that another goroutine reads after (see
+// opBatch). An element's pointer stays valid when its slice grows: it points into the old
+// array, which holds the element as it was, and nothing writes there any more.
+type payloads struct {
+	sends  []Record
+	txns   []Txn
+	polls  []Poll
+	finals []FinalRead
+	rpws   []RPW
+	recs   []Record // the record lists, one after the other
+}
+
+func (p *payloads) reset() {
+	p.sends, p.txns, p.polls, p.finals, p.rpws = p.sends[:0], p.txns[:0], p.polls[:0], p.finals[:0], p.rpws[:0]
+	p.recs = p.recs[:0]
+}
+
+// grow appends a zero element to *s and returns it.
+func grow[T any](s *[]T) *T {
+	var zero T
+	*s = append(*s, zero)
+	return &(*s)[len(*s)-1]
+}
+
+// payload decodes a value into the field of v that f selects, reusing the decoder's payloads
+// (or into d.own's, when set).
 func (d *decoder) payload(f string, v *Payload) error {
 	*v = Payload{}
 	if d.null() {
@@ -757,18 +974,33 @@ func (d *decoder) payload(f string, v *Payload) error {
 	switch f {
 	case FSend:
 		v.Send = &d.send
+		if d.own != nil {
+			v.Send = grow(&d.own.sends)
+		}
 		err = d.record(v.Send)
 	case FTxn:
 		v.Txn = &d.txn
+		if d.own != nil {
+			v.Txn = grow(&d.own.txns)
+		}
 		err = d.txnValue(v.Txn)
 	case FPoll:
 		v.Poll = &d.poll
+		if d.own != nil {
+			v.Poll = grow(&d.own.polls)
+		}
 		err = d.pollValue(v.Poll)
 	case FFinalRead:
 		v.FinalRead = &d.fr
+		if d.own != nil {
+			v.FinalRead = grow(&d.own.finals)
+		}
 		err = d.finalRead(v.FinalRead)
 	case FRPW:
 		v.RPW = &d.rpw
+		if d.own != nil {
+			v.RPW = grow(&d.own.rpws)
+		}
 		err = d.rpwValue(v.RPW)
 	default:
 		d.ws()
@@ -782,6 +1014,9 @@ func (d *decoder) payload(f string, v *Payload) error {
 }
 
 func (d *decoder) record(r *Record) error {
+	if d.stream && d.recordFast(r) {
+		return nil
+	}
 	*r = Record{}
 	if err := d.open('{', "record"); err != nil {
 		return err
@@ -818,6 +1053,133 @@ func (d *decoder) record(r *Record) error {
 	}
 }
 
+// recordFast is the fast path for a record in the exact shape Writer writes one
+// (appendRecord):
+//
+//	{"topic":"…","partition":P[,"offset":O][,"key":"…"],"value":"…"}
+//
+// with its members in that order, no whitespace, strings of printable ASCII without escapes,
+// and integers of at most 18 digits. Nearly every record of a history is in that shape, and
+// matching it byte by byte skips the general path's member-name parsing. For anything else —
+// any other order, whitespace, an escape, a null, an unknown member, an error — it reports
+// false with d.pos and *r untouched, and record decodes the record the general way, which
+// accepts any JSON and gives the error for bad input. What the fast path accepts, the general
+// path decodes to the same Record.
+func (d *decoder) recordFast(r *Record) bool {
+	// The literals are compared as constants (string(b[i:i+len(k)]) == k), which the compiler
+	// turns into a few word compares; a helper taking them as arguments would call memequal.
+	const (
+		kTopic     = `{"topic":"`
+		kPartition = `","partition":`
+		kOffset    = `,"offset":`
+		kKey       = `,"key":"`
+		kValue     = `,"value":"`
+	)
+	b, i := d.buf, d.pos
+	var (
+		rec      Record
+		ok       bool
+		from, to int
+		v, off   int64
+	)
+	if len(b)-i < len(kTopic) || string(b[i:i+len(kTopic)]) != kTopic {
+		return false
+	}
+	// A history's records mostly name one topic: the previous record's (plain, since this
+	// path took it) is matched first, which spares the scan and the interning.
+	i += len(kTopic)
+	sameTopic := len(d.topic) > 0 && len(b)-i > len(d.topic) && string(b[i:i+len(d.topic)]) == d.topic &&
+		b[i+len(d.topic)] == '"'
+	if sameTopic {
+		from, to = i, i+len(d.topic)
+	} else if from, to, ok = plainString(b, i); !ok {
+		return false
+	}
+	topic := b[from:to]
+	if i = to; len(b)-i < len(kPartition) || string(b[i:i+len(kPartition)]) != kPartition {
+		return false
+	}
+	if v, i, ok = smallInt(b, i+len(kPartition)); !ok || v < math.MinInt32 || v > math.MaxInt32 {
+		return false
+	}
+	rec.Partition = int32(v)
+	hasOffset := len(b)-i >= len(kOffset) && string(b[i:i+len(kOffset)]) == kOffset
+	if hasOffset {
+		if off, i, ok = smallInt(b, i+len(kOffset)); !ok {
+			return false
+		}
+	}
+	var key []byte
+	if len(b)-i >= len(kKey) && string(b[i:i+len(kKey)]) == kKey {
+		if from, to, ok = plainString(b, i+len(kKey)); !ok {
+			return false
+		}
+		key, i = b[from:to], to+1
+	}
+	if len(b)-i < len(kValue) || string(b[i:i+len(kValue)]) != kValue {
+		return false
+	}
+	if from, to, ok = plainString(b, i+len(kValue)); !ok || to+1 >= len(b) || b[to+1] != '}' {
+		return false
+	}
+	// The record is in the shape: only now take strings and an offset slot.
+	if sameTopic {
+		rec.Topic = d.topic
+	} else {
+		rec.Topic = d.intern(topic)
+		d.topic = rec.Topic
+	}
+	if key != nil {
+		rec.Key = d.intern(key)
+	}
+	rec.Value = d.values.str(b[from:to])
+	if hasOffset {
+		rec.Offset = d.intSlot(off)
+	}
+	*r = rec
+	d.pos = to + 2
+	return true
+}
+
+// plainString finds the end of the string whose contents start at i, if it is plain printable
+// ASCII (no escape, no control character, nothing the general path would change): the
+// contents are b[from:to], and b[to] is the closing quote.
+func plainString(b []byte, i int) (from, to int, ok bool) {
+	for j := i; j < len(b); j++ {
+		switch c := b[j]; {
+		case c == '"':
+			return i, j, true
+		case c == '\\' || c < 0x20 || c >= utf8.RuneSelf:
+			return 0, 0, false
+		}
+	}
+	return 0, 0, false
+}
+
+// smallInt reads an integer of at most 18 digits (which cannot overflow) at i, followed by
+// ',' or '}', as the general path's int would read it; anything else reports false.
+func smallInt(b []byte, i int) (v int64, end int, ok bool) {
+	neg := i < len(b) && b[i] == '-'
+	if neg {
+		i++
+	}
+	start := i
+	for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+		v = v*10 + int64(b[i]-'0')
+		i++
+	}
+	switch n := i - start; {
+	case n == 0 || n > 18 || (n > 1 && b[start] == '0'):
+		return 0, 0, false
+	case i >= len(b) || (b[i] != ',' && b[i] != '}'):
+		return 0, 0, false
+	}
+	if neg {
+		v = -v
+	}
+	return v, i, true
+}
+
 // records reads an array of records into the backing array *cache (which it grows and keeps
 // for the next call), or null as nil. An empty array is an empty non-nil slice, as
 // encoding/json makes it.
@@ -828,7 +1190,11 @@ func (d *decoder) records(cache *[]Record) ([]Record, error) {
 	if err := d.open('[', "records"); err != nil {
 		return nil, err
 	}
-	dst := (*cache)[:0]
+	buf, start := cache, 0
+	if d.own != nil {
+		buf, start = &d.own.recs, len(d.own.recs) // the list goes after the lists before it
+	}
+	dst := (*buf)[:start]
 	if dst == nil {
 		dst = []Record{}
 	}
@@ -838,7 +1204,10 @@ func (d *decoder) records(cache *[]Record) ([]Record, error) {
 			return nil, err
 		}
 		if !ok {
-			*cache = dst
+			*buf = dst
+			if d.own != nil {
+				return slices.Clip(dst[start:]), nil // the next list goes right after it
+			}
 			return dst, nil
 		}
 		if len(dst) < cap(dst) {
@@ -847,7 +1216,7 @@ func (d *decoder) records(cache *[]Record) ([]Record, error) {
 			dst = append(dst, Record{})
 		}
 		if err := d.record(&dst[len(dst)-1]); err != nil {
-			return nil, fmt.Errorf("record %d: %w", len(dst)-1, err)
+			return nil, fmt.Errorf("record %d: %w", len(dst)-1-start, err)
 		}
 	}
 }

@@ -29,7 +29,11 @@ func (e *LineError) Unwrap() error { return e.Err }
 // op.Value points to and the backing arrays of their record lists. What it never reuses is
 // strings, the Offset and Of pointers and Raw: a Record copied by value, or any string, may be
 // kept for as long as needed. A caller that keeps a whole payload must copy it (for instance
-// slices.Clone of a Records list).
+// slices.Clone of a Records list). Record values are cut from chunks of 16 KiB shared by the
+// values of many lines, so a kept value keeps its chunk in memory: a caller that keeps a few
+// values out of millions should copy them (strings.Clone).
+//
+// ReadAhead decodes on other goroutines ahead of Next, with the same results.
 type Reader struct {
 	br     *bufio.Reader
 	closer io.Closer // the file Open opened; nil for NewReader
@@ -42,6 +46,8 @@ type Reader struct {
 	err  error // sticky: io.EOF at the end, or the first error
 
 	long []byte // assembles lines longer than br's buffer
+
+	ahead *readAhead // set by ReadAhead: Next takes ops decoded ahead from it
 }
 
 const (
@@ -74,7 +80,7 @@ func Open(path string) (*Reader, error) {
 // with "verity_history": 1. A missing, malformed or other-version header is an error.
 func NewReader(in io.Reader) (*Reader, error) {
 	r := &Reader{br: bufio.NewReaderSize(in, readBuffer), dec: newDecoder(), last: -1}
-	line, complete, err := r.readLine()
+	line, complete, err := r.readLine(1)
 	if errors.Is(err, io.EOF) {
 		return nil, errors.New("history: empty input: missing the header line")
 	}
@@ -111,33 +117,57 @@ func (r *Reader) Next(op *Op) error {
 	if r.err != nil {
 		return r.err
 	}
+	if r.ahead != nil {
+		return r.nextAhead(op)
+	}
 	for {
-		line, complete, err := r.readLine()
+		line, complete, err := r.readLine(r.line + 1)
 		if err != nil {
 			r.err = err
 			return err
 		}
 		r.line++
-		if len(bytes.TrimSpace(line)) == 0 {
-			// Blank lines carry nothing; tolerating them costs nothing and helps hand-made files.
+		blank, err := r.dec.line(line, complete, r.line, op)
+		if blank {
 			continue
 		}
-		if err := r.dec.op(line, op); err != nil {
-			if !complete && !json.Valid(line) {
+		if err != nil {
+			if err == io.EOF {
 				r.torn = r.line
-				r.err = io.EOF
-				return io.EOF
 			}
-			r.err = &LineError{Line: r.line, Err: err}
-			return r.err
+			r.err = err
+			return err
 		}
-		if op.Index <= r.last {
-			r.err = &LineError{Line: r.line, Err: fmt.Errorf("i %d does not follow i %d: i must increase strictly", op.Index, r.last)}
-			return r.err
-		}
-		r.last = op.Index
-		return nil
+		return r.follow(op)
 	}
+}
+
+// line decodes line number n of the file into op; complete tells whether the line ended with a
+// newline. It reports blank for a line of whitespace only, which carries nothing (tolerating
+// them costs nothing and helps hand-made files). Otherwise a bad line is a *LineError, except a
+// last line that ends without a newline and is not valid JSON: that is what a run killed
+// mid-write leaves, and line returns io.EOF for it.
+func (d *decoder) line(line []byte, complete bool, n int, op *Op) (blank bool, err error) {
+	if len(bytes.TrimSpace(line)) == 0 {
+		return true, nil
+	}
+	if err := d.op(line, op); err != nil {
+		if !complete && !json.Valid(line) {
+			return false, io.EOF
+		}
+		return false, &LineError{Line: n, Err: err}
+	}
+	return false, nil
+}
+
+// follow checks that op, just read from line r.line, comes after the op before it.
+func (r *Reader) follow(op *Op) error {
+	if op.Index <= r.last {
+		r.err = &LineError{Line: r.line, Err: fmt.Errorf("i %d does not follow i %d: i must increase strictly", op.Index, r.last)}
+		return r.err
+	}
+	r.last = op.Index
+	return nil
 }
 
 // Torn returns the 1-based line number of the torn last line that Next skipped, or 0.
@@ -146,8 +176,12 @@ func (r *Reader) Torn() int { return r.torn }
 // Line returns the number of the last line read (the header is line 1).
 func (r *Reader) Line() int { return r.line }
 
-// Close closes the file that Open opened; for a NewReader it does nothing.
+// Close closes the file that Open opened; for a NewReader it does nothing. It also stops the
+// goroutines that ReadAhead started.
 func (r *Reader) Close() error {
+	if r.ahead != nil {
+		r.ahead.stop()
+	}
 	if r.closer == nil {
 		return nil
 	}
@@ -159,10 +193,10 @@ func (r *Reader) Close() error {
 	return nil
 }
 
-// readLine returns the next line without its newline, and whether it had one (only the last
-// line of a file can lack it). The line is valid until the next call. It returns io.EOF when
-// no bytes are left.
-func (r *Reader) readLine() (line []byte, complete bool, err error) {
+// readLine returns the next line, which is line number n of the file, without its newline, and
+// whether it had one (only the last line of a file can lack it). The line is valid until the
+// next call. It returns io.EOF when no bytes are left.
+func (r *Reader) readLine(n int) (line []byte, complete bool, err error) {
 	b, err := r.br.ReadSlice('\n')
 	if err == nil {
 		return b[:len(b)-1], true, nil
@@ -176,7 +210,7 @@ func (r *Reader) readLine() (line []byte, complete bool, err error) {
 		for {
 			b, err = r.br.ReadSlice('\n')
 			if len(r.long)+len(b) > MaxLineBytes {
-				return nil, false, &LineError{Line: r.line + 1, Err: fmt.Errorf("line longer than %d bytes", MaxLineBytes)}
+				return nil, false, &LineError{Line: n, Err: fmt.Errorf("line longer than %d bytes", MaxLineBytes)}
 			}
 			r.long = append(r.long, b...)
 			if err == nil {
@@ -194,5 +228,5 @@ func (r *Reader) readLine() (line []byte, complete bool, err error) {
 		}
 		return b, false, nil
 	}
-	return nil, false, fmt.Errorf("history: reading line %d: %w", r.line+1, err)
+	return nil, false, fmt.Errorf("history: reading line %d: %w", n, err)
 }

@@ -56,6 +56,7 @@ func BenchmarkCheckTxnReads(b *testing.B) {
 				b.Skip("1M ops are skipped under -short")
 			}
 			path, size := benchHistoryOf(b, "histgen-txnreads", n, histgen.GenerateTxnReads)
+			b.Run("reader", func(b *testing.B) { benchReader(b, path, size) })
 			b.Run("checks", func(b *testing.B) { benchChecks(b, path, size) })
 			b.Run("end-to-end", func(b *testing.B) { benchEndToEnd(b, path, size) })
 		})

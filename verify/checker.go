@@ -48,6 +48,9 @@ type Checker struct {
 	vals  values
 	parts partitions
 	procs map[int]*proc
+	// byID holds the processes of procs with small ids (0 to maxDenseProc-1) by id: every
+	// op looks its process up, and an index costs less than a map lookup.
+	byID  []*proc
 	async map[int64]*pending // invokes not matched yet, beyond each process's latest
 	free  []*pending
 
@@ -59,6 +62,8 @@ type Checker struct {
 	early    []earlyRead
 	cycles   []cycleEvidence
 	reads    []uint32 // what transactions read (rpw inputs, txn reads), sliced by txn.inStart/inLen
+	ids      []uint32 // internAll's result, reused
+	touched  uint16   // internAll's touch of the states, kept so that it is not optimised away
 	eos      eosState
 	views    []txnView      // computed once the history is in
 	unjudged map[uint32]int // by partition: committed records beyond the read_committed scans
@@ -68,6 +73,10 @@ type Checker struct {
 	resumes       []resume
 	resumeCounts  []results.ResumeCount
 	commitScratch []partCommit
+
+	// txnWrites counts the records txn and rpw ops wrote (a record written twice, twice): at
+	// least the number of transactional values, which txnRecords sizes its lists by.
+	txnWrites int
 
 	ord   uint32 // ordinal of the next op
 	delta int64  // history index minus ordinal, as of the last jump
@@ -227,10 +236,20 @@ func (c *Checker) opIndex(ord uint32) int64 {
 }
 
 func (c *Checker) proc(id int) *proc {
+	dense := id >= 0 && id < maxDenseProc
+	if dense && id < len(c.byID) && c.byID[id] != nil {
+		return c.byID[id]
+	}
 	p := c.procs[id]
 	if p == nil {
 		p = &proc{id: id, gen: 1, causeOrd: none, sink: c.sinkProcess(id)}
 		c.procs[id] = p
+	}
+	if dense {
+		if id >= len(c.byID) {
+			c.byID = append(c.byID, make([]*proc, id+1-len(c.byID))...)
+		}
+		c.byID[id] = p
 	}
 	return p
 }

@@ -6,10 +6,15 @@
 // # How it works
 //
 // A Checker reads the history once, in file order, and keeps compact state — never the ops:
-// an integer id and ~56 bytes per record value, each partition's log as inferred from every
-// offset that acknowledgements, polls and final reads report (8 bytes per offset, in pages
-// keyed by offset, so that a log may start anywhere from 0 to 2^63), and the outcome of each
-// transaction. Memory grows with the number of records, not with the file.
+// an integer id and 64 bytes (a cache line) per record value, each partition's log as inferred
+// from every offset that acknowledgements, polls and final reads report (8 bytes per offset, in
+// pages keyed by offset, so that a log may start anywhere from 0 to 2^63), and the outcome of
+// each transaction. Memory grows with the number of records, not with the file.
+//
+// Checking is one goroutine's work, in file order; around it, CheckFile has the history decoded
+// ahead on the other cores (history.Reader.ReadAhead), and Results runs the searches that need
+// no earlier finding — the dependency graph's cycles, merged transactions — on goroutines of
+// their own beside the checks before them, reporting their findings at their place in the order.
 //
 // One checker per anomaly family, each in its own file; each finding carries the op indices
 // ("i") that prove it:

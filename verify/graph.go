@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/verity-kafka/verity/verify/guarantee"
 	"github.com/verity-kafka/verity/verify/results"
@@ -63,25 +64,81 @@ type depGraph struct {
 	edges []gedge
 }
 
-// newDepGraph groups es by source with a counting sort: linear in the edges, which a history
-// of a million transactions has millions of.
-func newDepGraph(n int, es []gedge) depGraph {
-	g := depGraph{start: make([]uint32, n+1), edges: make([]gedge, len(es))}
-	for _, e := range es {
-		g.start[e.from+1]++
+// newDepGraph groups the edges of lists (taken in order, as one list) by source with a
+// counting sort: linear in the edges, which a history of a million transactions has millions
+// of.
+func newDepGraph(n int, lists ...[]gedge) depGraph {
+	total := 0
+	for _, es := range lists {
+		total += len(es)
+	}
+	g := depGraph{start: make([]uint32, n+1), edges: make([]gedge, total)}
+	for _, es := range lists {
+		for _, e := range es {
+			g.start[e.from+1]++
+		}
 	}
 	for i := 1; i <= n; i++ {
 		g.start[i] += g.start[i-1]
 	}
 	next := slices.Clone(g.start[:n])
-	for _, e := range es {
-		g.edges[next[e.from]] = e
-		next[e.from]++
+	for _, es := range lists {
+		for _, e := range es {
+			g.edges[next[e.from]] = e
+			next[e.from]++
+		}
 	}
 	return g
 }
 
 func (g *depGraph) out(u uint32) []gedge { return g.edges[g.start[u]:g.start[u+1]] }
+
+// acyclic reports whether the edges of lists, over vertices 0..n-1, make no cycle of two or
+// more vertices (an edge from a vertex to itself is no such cycle, as it makes no strongly
+// connected component of two or more): Kahn's algorithm, over a copy of the graph that keeps
+// only each edge's target — a fifth of a gedge's bytes, which is what the answer for a passing
+// history costs.
+func acyclic(n int, lists ...[]gedge) bool {
+	start, indeg := make([]uint32, n+1), make([]uint32, n)
+	m := 0
+	for _, es := range lists {
+		for _, e := range es {
+			if e.from != e.to {
+				start[e.from+1]++
+				indeg[e.to]++
+				m++
+			}
+		}
+	}
+	for i := 1; i <= n; i++ {
+		start[i] += start[i-1]
+	}
+	to, next := make([]uint32, m), slices.Clone(start[:n])
+	for _, es := range lists {
+		for _, e := range es {
+			if e.from != e.to {
+				to[next[e.from]] = e.to
+				next[e.from]++
+			}
+		}
+	}
+	// Take vertices with no edge left into them, and their edges out, until none is left.
+	ready := next[:0] // next is spent: its room holds the queue
+	for v := range uint32(n) {
+		if indeg[v] == 0 {
+			ready = append(ready, v)
+		}
+	}
+	for i := 0; i < len(ready); i++ {
+		u := ready[i]
+		for _, w := range to[start[u]:start[u+1]] {
+			if indeg[w]--; indeg[w] == 0 {
+				ready = append(ready, w)
+			}
+		}
+	}
+	return len(ready) == n
+}
 
 // sccs finds the strongly connected components of more than one vertex over the edges whose
 // kind is in mask (Tarjan's algorithm, iteratively, so that a long chain of a million
@@ -228,13 +285,72 @@ type cycleEvidence struct {
 	steps []gedge
 }
 
-func (c *Checker) checkCycles() {
+// cycleSearch is the part of the cycle search that needs no finding made before it: the edges,
+// the two graphs and their components. startCycles runs it on goroutines of its own while the
+// checks before checkCycles run, and checkCycles waits for it. Its goroutines read only what no
+// check changes once the history is in — the transactions, what they read, and a snapshot of
+// the values taken before any check runs (some checks set flags of values: reading those
+// concurrently would be a data race).
+type cycleSearch struct {
+	wg       sync.WaitGroup
+	hasWR    bool     // wr edges exist: the families' graph g was built
+	g        depGraph // wr, wr-RU, process and realtime edges
+	cyclic   bool     // g has a component of two or more
+	hasWW    bool
+	gww      depGraph // ww edges
+	wwComp   []int32
+	wwComps  [][]uint32
+	wwMask   uint8
+	depsMask uint8
+}
+
+// startCycles starts the search's goroutines on the snapshot recs (txnRecords), with two
+// transactions or more.
+func (c *Checker) startCycles(recs *txnRecords) *cycleSearch {
 	n := len(c.txns)
-	if n < 2 {
+	cs := &cycleSearch{wwMask: edgeMask(edgeWW), depsMask: edgeMask(edgeWR, edgeWRRU, edgeProcess, edgeRealtime)}
+	cs.wg.Go(func() {
+		// Building the edges and finding each graph's components do not depend on one
+		// another either: they run side by side.
+		var wr, order, ww []gedge
+		var wg sync.WaitGroup
+		wg.Go(func() { wr = c.wrEdges(recs.writers) })
+		wg.Go(func() { order = c.orderEdges() })
+		wg.Go(func() { ww = wwEdges(recs.wwLog) })
+		wg.Wait()
+		cs.hasWR, cs.hasWW = len(wr) > 0, len(ww) > 0
+		if cs.hasWR {
+			wg.Go(func() {
+				// Every family's cycles are cycles of the graph of all these edges (its edges
+				// are a subset of them): when that graph has none, no family's search could
+				// find anything, and the graph the searches need is not even built.
+				if cs.cyclic = !acyclic(n, wr, order); cs.cyclic {
+					cs.g = newDepGraph(n, wr, order)
+				}
+			})
+		}
+		if cs.hasWW {
+			wg.Go(func() {
+				// Likewise: an acyclic ww graph has no component for the G0 search.
+				if !acyclic(n, ww) {
+					cs.gww = newDepGraph(n, ww)
+					cs.wwComp, cs.wwComps = cs.gww.sccs(cs.wwMask)
+				}
+			})
+		}
+		wg.Wait()
+	})
+	return cs
+}
+
+// checkCycles waits for the search that startCycles started and reports the witnesses, in a
+// fixed order: the families' (when there are wr edges), then G0's.
+func (c *Checker) checkCycles(cs *cycleSearch) {
+	if cs == nil {
 		return
 	}
-	if wr := c.wrEdges(); len(wr) > 0 {
-		g := newDepGraph(n, append(wr, c.orderEdges()...))
+	cs.wg.Wait()
+	if cs.cyclic {
 		for _, f := range []struct {
 			a     guarantee.Anomaly
 			order []uint8 // the order edges the family takes
@@ -246,17 +362,16 @@ func (c *Checker) checkCycles() {
 		} {
 			// Cycles of read_committed reads first (forbidden); then, where none was found,
 			// cycles that take a read_uncommitted read (permitted).
-			found := c.findCycles(&g, f.a, edgeMask(append(f.order, edgeWR)...), f.need, nil)
+			found := c.findCycles(&cs.g, f.a, edgeMask(append(f.order, edgeWR)...), f.need, nil)
 			needRU := f.need
 			if needRU == edgeWR {
 				needRU = edgeWRRU
 			}
-			c.findCycles(&g, f.a, edgeMask(append(f.order, edgeWR, edgeWRRU)...), needRU, found)
+			c.findCycles(&cs.g, f.a, edgeMask(append(f.order, edgeWR, edgeWRRU)...), needRU, found)
 		}
 	}
-	if ww := c.wwEdges(); len(ww) > 0 {
-		g := newDepGraph(n, ww)
-		c.findCycles(&g, guarantee.G0, edgeMask(edgeWW), edgeWW, nil)
+	if cs.hasWW {
+		c.witnesses(&cs.gww, cs.wwComp, cs.wwComps, guarantee.G0, cs.wwMask, edgeWW, nil)
 	}
 }
 
@@ -266,6 +381,11 @@ func (c *Checker) checkCycles() {
 // witnesses. A witness that takes a read_uncommitted read is judged at that level.
 func (c *Checker) findCycles(g *depGraph, a guarantee.Anomaly, mask, need uint8, skip map[uint32]bool) map[uint32]bool {
 	comp, comps := g.sccs(mask)
+	return c.witnesses(g, comp, comps, a, mask, need, skip)
+}
+
+// witnesses is findCycles on the components g.sccs(mask) returned.
+func (c *Checker) witnesses(g *depGraph, comp []int32, comps [][]uint32, a guarantee.Anomaly, mask, need uint8, skip map[uint32]bool) map[uint32]bool {
 	on := map[uint32]bool{}
 	for id, members := range comps {
 		if slices.ContainsFunc(members, func(t uint32) bool { return skip[t] }) {
@@ -290,36 +410,87 @@ func (c *Checker) findCycles(g *depGraph, a guarantee.Anomaly, mask, need uint8,
 	return on
 }
 
+// logAt is a value at its offset in a partition, with the transaction that wrote it.
+type logAt struct {
+	tp  uint32
+	off int64
+	v   uint32
+	txn uint32
+}
+
+// txnRecords is what the cycle and merged-transaction searches need of the values' states:
+// a snapshot taken at the start of finish, since their goroutines must not read the states
+// while checks set flags of them (see cycleSearch, mergedSearch).
+type txnRecords struct {
+	// writers is, for each value, the transaction that certainly wrote it, or none: the value
+	// was written by a txn or rpw, by that op only (so that its writer is certain), and the
+	// transaction is not known to have aborted.
+	writers []uint32
+	// wwLog is the values with a writer and a known offset, by id: for the ww edges.
+	wwLog []logAt
+	// spans is the transactional records at the offset first reported for each, when that
+	// offset still holds them, by id: for txnSpans.
+	spans []logAt
+}
+
+// txnRecords takes the snapshot, in one pass over the values.
+func (c *Checker) txnRecords() *txnRecords {
+	// The lists hold transactional values only, of which there are at most txnWrites.
+	n := c.txnWrites
+	recs := &txnRecords{writers: make([]uint32, c.vals.len()), wwLog: make([]logAt, 0, n), spans: make([]logAt, 0, n)}
+	recs.writers[0] = none
+	for id := uint32(1); id < c.vals.len(); id++ {
+		st := c.vals.at(id)
+		recs.writers[id] = none
+		if k := st.kind(); (k != kindTxn && k != kindRPW) || st.txn == none {
+			continue
+		}
+		if st.tp != 0 && st.off >= 0 && c.parts.ps[st.tp].log.get(st.off).val == id {
+			recs.spans = append(recs.spans, logAt{st.tp, st.off, id, st.txn})
+		}
+		if st.flags&fResent != 0 || c.txns[st.txn].neverCommitted() {
+			continue
+		}
+		recs.writers[id] = st.txn
+		if st.off >= 0 && st.tp != 0 {
+			recs.wwLog = append(recs.wwLog, logAt{st.tp, st.off, id, st.txn})
+		}
+	}
+	return recs
+}
+
 // wrEdges are the write → read edges, one per pair of transactions, of the kind of the
-// reader's isolation.
-func (c *Checker) wrEdges() (es []gedge) {
+// reader's isolation; writers is txnRecords'.
+func (c *Checker) wrEdges(writers []uint32) []gedge {
+	es := make([]gedge, 0, len(c.reads)) // at most one per read: no growing and copying
 	for ti := range c.txns {
 		t := &c.txns[ti]
 		mine := len(es) // this reader's edges so far: es[mine:], a handful, searched for a pair seen
 		for _, v := range c.reads[t.inStart : t.inStart+t.inLen] {
-			st := c.vals.at(v)
-			if k := st.kind(); (k != kindTxn && k != kindRPW) || st.txn == none || st.txn == uint32(ti) ||
-				st.flags&fResent != 0 || c.txns[st.txn].neverCommitted() {
+			w := writers[v]
+			if w == none || w == uint32(ti) {
 				continue
 			}
-			if slices.ContainsFunc(es[mine:], func(e gedge) bool { return e.from == st.txn }) {
+			if slices.ContainsFunc(es[mine:], func(e gedge) bool { return e.from == w }) {
 				continue
 			}
 			kind := edgeWR
 			if t.readIso == isoRU {
 				kind = edgeWRRU
 			}
-			es = append(es, gedge{from: st.txn, to: uint32(ti), kind: kind, v: v})
+			es = append(es, gedge{from: w, to: uint32(ti), kind: kind, v: v})
 		}
 	}
-	return es
+	return slices.Clip(es)
 }
 
 // orderEdges are the process and realtime edges, from every transaction that completed: even
 // one whose outcome is unknown asked to end, if it ever did, before it completed (see above).
 func (c *Checker) orderEdges() []gedge {
 	ended := func(t *txn) bool { return t.doneOrd != none }
-	var es []gedge
+	// About one process edge and a few realtime edges (one per process with a transaction
+	// in flight) per transaction: room for them up front saves growing and copying.
+	es := make([]gedge, 0, 4*len(c.txns))
 	last := map[int32]uint32{}
 	for ti := range c.txns {
 		t := &c.txns[ti]
@@ -367,32 +538,18 @@ func (c *Checker) orderEdges() []gedge {
 }
 
 // wwEdges link each transactional record to the next one in its partition's log written by
-// another transaction.
-func (c *Checker) wwEdges() []gedge {
-	type at struct {
-		tp  uint32
-		off int64
-		v   uint32
-	}
-	var log []at
-	for id := uint32(1); id < c.vals.len(); id++ {
-		st := c.vals.at(id)
-		if k := st.kind(); (k != kindTxn && k != kindRPW) || st.txn == none || st.off < 0 || st.tp == 0 ||
-			st.flags&fResent != 0 || c.txns[st.txn].neverCommitted() {
-			continue
-		}
-		log = append(log, at{st.tp, st.off, id})
-	}
-	slices.SortFunc(log, func(a, b at) int {
+// another transaction; log is txnRecords' wwLog, which wwEdges sorts.
+func wwEdges(log []logAt) []gedge {
+	slices.SortFunc(log, func(a, b logAt) int {
 		if c := cmp.Compare(a.tp, b.tp); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.off, b.off)
 	})
-	var es []gedge
+	es := make([]gedge, 0, len(log))
 	for i := 1; i < len(log); i++ {
 		a, b := log[i-1], log[i]
-		ta, tb := c.vals.at(a.v).txn, c.vals.at(b.v).txn
+		ta, tb := a.txn, b.txn
 		if a.tp != b.tp || ta == tb {
 			continue
 		}

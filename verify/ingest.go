@@ -131,9 +131,11 @@ func (c *Checker) writeTxnRecords(pd *pending, p *proc, recs []history.Record, o
 	if pd.f == fRPW {
 		kind = kindRPW
 	}
+	ids := c.internAll(recs)
+	c.txnWrites += len(recs)
 	for i := range recs {
 		r := &recs[i]
-		v := c.vals.intern(r.Value)
+		v := ids[i]
 		c.write(v, ord, p, kind, pd.txn, uint32(i))
 		c.vals.at(v).flags |= fTxnOpen
 		pd.vals = append(pd.vals, v)
@@ -150,8 +152,10 @@ func (c *Checker) writeTxnRecords(pd *pending, p *proc, recs []history.Record, o
 func (c *Checker) txnReads(pd *pending, recs []history.Record, iso int, ord uint32) {
 	t := &c.txns[pd.txn]
 	t.inStart, t.readIso = uint32(len(c.reads)), int8(iso)
+	ids := c.internAll(recs)
 	for i := range recs {
-		v, tp, off := c.read(&recs[i], iso, ord)
+		v := ids[i]
+		tp, off := c.read(&recs[i], v, iso, ord)
 		c.resumeAt(pd.proc, tp, off, v, iso, ord, true)
 		c.reads = append(c.reads, v)
 		if t.rpw {
@@ -166,10 +170,27 @@ func (c *Checker) readIsolation(own string) int {
 	return isoOf(own, isoOf(string(c.cfg.ReadIsolation()), isoRC))
 }
 
-// read notes that a consumer at isolation iso read r in the op at ord.
-func (c *Checker) read(r *history.Record, iso int, ord uint32) (v, tp uint32, off int64) {
+// internAll interns the values of recs, in order, and returns their ids (valid until the next
+// call). It also touches each one's state: the states of a history's values take tens of
+// megabytes, and the records of a read are mostly far apart in them, so each first touch is a
+// cache miss. In this tight loop the processor overlaps those misses, where the checks that
+// follow, one record at a time, would wait for each in turn.
+func (c *Checker) internAll(recs []history.Record) []uint32 {
+	ids := c.ids[:0]
+	for i := range recs {
+		ids = append(ids, c.vals.intern(recs[i].Value))
+	}
+	var flags uint16
+	for _, v := range ids {
+		flags |= c.vals.at(v).flags
+	}
+	c.ids, c.touched = ids, flags
+	return ids
+}
+
+// read notes that a consumer at isolation iso read r, whose value is v, in the op at ord.
+func (c *Checker) read(r *history.Record, v uint32, iso int, ord uint32) (tp uint32, off int64) {
 	tp = c.parts.id(r.Topic, r.Partition)
-	v = c.vals.intern(r.Value)
 	st := c.vals.at(v)
 	if iso == isoRC {
 		st.flags |= fSeenRC
@@ -194,7 +215,7 @@ func (c *Checker) read(r *history.Record, iso int, ord uint32) (v, tp uint32, of
 	} else if st.off < 0 {
 		st.tp = tp
 	}
-	return v, tp, off
+	return tp, off
 }
 
 // sendPartition is the partition a send's completion is about: the one it names, else its
@@ -369,8 +390,10 @@ func (c *Checker) completePoll(p *proc, op *history.Op, ord uint32) {
 	iso := isoOf(pl.Isolation, isoOf(string(c.cfg.ReadIsolation()), isoRC))
 	ok := op.Type == history.OK
 	var unowned []uint32
+	ids := c.internAll(pl.Records)
 	for i := range pl.Records {
-		v, tp, off := c.read(&pl.Records[i], iso, ord)
+		v := ids[i]
+		tp, off := c.read(&pl.Records[i], v, iso, ord)
 		if ok && off >= 0 {
 			c.resumeAt(p, tp, off, v, iso, ord, false)
 			c.advance(p, tp, off, ord, iso)
@@ -400,13 +423,14 @@ func (c *Checker) completeFinal(pd *pending, op *history.Op, ord uint32) {
 	if iso == isoRC {
 		flag = fFinalRC
 	}
+	ids := c.internAll(fr.Records)
 	for i := range fr.Records {
 		r := &fr.Records[i]
 		rtp := tp
 		if r.Partition != fr.Partition || r.Topic != fr.Topic {
 			rtp = c.parts.id(r.Topic, r.Partition)
 		}
-		v := c.vals.intern(r.Value)
+		v := ids[i]
 		st := c.vals.at(v)
 		st.flags |= flag
 		if st.finalOrd == none {

@@ -62,6 +62,10 @@ type value struct {
 	proc     int32  // writer process
 	seq      uint32 // position among the writer op's records
 	flags    uint16
+	// The padding makes a value one cache line exactly (the chunks are allocated aligned to
+	// one): at 56 bytes, most values straddled two lines, and a read of one missed the cache
+	// twice — once for its flags, once for its offset.
+	_ [10]byte
 }
 
 const nameStr = 1 << 63
@@ -104,41 +108,36 @@ func (vs *values) at(id uint32) *value { return &vs.chunks[id>>chunkBits][id&(ch
 func (vs *values) len() uint32 { return vs.n }
 
 // packName packs "P-N" (decimal, no sign, no leading zeros, P < 2^31, N < 2^32) into P<<32|N.
+// Every record value a checker meets goes through it, so it reads s in one pass.
 func packName(s string) (uint64, bool) {
-	dash := -1
-	for i := 0; i < len(s); i++ {
-		if s[i] == '-' {
-			dash = i
-			break
+	if len(s) < len("0-0") || len(s) > 21 { // at most 10 digits on either side
+		return 0, false
+	}
+	var p, n uint64
+	dash := 0
+	for ; dash < len(s) && s[dash] != '-'; dash++ {
+		d := s[dash] - '0'
+		if d > 9 {
+			return 0, false
 		}
+		p = p*10 + uint64(d) // more than 10 digits may wrap around: they are refused below
 	}
-	if dash < 1 || dash == len(s)-1 || dash > 10 || len(s)-dash-1 > 10 {
+	digits := len(s) - dash - 1 // of N
+	if dash == 0 || dash > 10 || digits < 1 || digits > 10 || (dash > 1 && s[0] == '0') ||
+		(digits > 1 && s[dash+1] == '0') || p >= 1<<31 {
 		return 0, false
 	}
-	p, ok := canonUint(s[:dash])
-	if !ok || p >= 1<<31 {
-		return 0, false
+	for _, c := range []byte(s[dash+1:]) {
+		d := c - '0'
+		if d > 9 {
+			return 0, false
+		}
+		n = n*10 + uint64(d)
 	}
-	n, ok := canonUint(s[dash+1:])
-	if !ok || n >= 1<<32 {
+	if n >= 1<<32 {
 		return 0, false
 	}
 	return p<<32 | n, true
-}
-
-func canonUint(s string) (uint64, bool) {
-	if len(s) == 0 || (len(s) > 1 && s[0] == '0') {
-		return 0, false
-	}
-	var n uint64
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + uint64(c-'0')
-	}
-	return n, true
 }
 
 // intern returns the id of name, adding it if new.
@@ -368,10 +367,14 @@ type tpKey struct {
 
 // partitions interns topic-partitions into ids (from 1).
 type partitions struct {
-	ids  map[tpKey]uint32
-	ps   []*partition
-	last tpKey // one-entry cache: consecutive records are mostly in one partition
-	lid  uint32
+	ids map[tpKey]uint32
+	ps  []*partition
+	// A cache in front of ids for the topic of the latest lookup: byPart[p] is the id of its
+	// partition p, 0 when not cached. Records mostly name one topic, and its partitions in
+	// turn (a poll's records, a transaction's), where hashing the key for the map would cost
+	// more than all the rest of the lookup.
+	topic  string
+	byPart []uint32
 }
 
 func newPartitions() partitions {
@@ -382,9 +385,15 @@ func newPartitions() partitions {
 // partition is not known.
 func (t *partitions) known(tp uint32) bool { return tp != 0 && t.ps[tp].known() }
 
+// maxCachedPartition bounds the cache's array; higher partition numbers go to the map.
+const maxCachedPartition = 1 << 12
+
 func (t *partitions) id(topic string, part int32) uint32 {
-	if t.lid != 0 && t.last.part == part && t.last.topic == topic {
-		return t.lid
+	cacheable := part >= 0 && part < maxCachedPartition
+	if cacheable && int(part) < len(t.byPart) && t.topic == topic {
+		if id := t.byPart[part]; id != 0 {
+			return id
+		}
 	}
 	k := tpKey{topic, part}
 	id, ok := t.ids[k]
@@ -395,7 +404,15 @@ func (t *partitions) id(topic string, part int32) uint32 {
 		id = uint32(len(t.ps) - 1)
 		t.ids[k] = id
 	}
-	t.last, t.lid = tpKey{t.ps[id].topic, part}, id
+	if cacheable {
+		if t.topic != topic {
+			t.topic, t.byPart = t.ps[id].topic, t.byPart[:0]
+		}
+		if int(part) >= len(t.byPart) {
+			t.byPart = append(t.byPart, make([]uint32, int(part)+1-len(t.byPart))...)
+		}
+		t.byPart[part] = id
+	}
 	return id
 }
 

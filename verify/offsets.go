@@ -11,13 +11,36 @@ import (
 // offset>>pageBits: a run of offsets costs 8 bytes each wherever it lies, and every checker
 // sees one store, the same at every offset. A page starts as a short sorted list and becomes
 // an array once it holds more than sparseMax slots, so that offsets scattered far apart (a
-// corrupt or hostile history) cost tens of bytes each, not a page each. A one-entry cache of
-// the last array page serves the common case, consecutive reports in one page, without a map
-// lookup.
+// corrupt or hostile history) cost tens of bytes each, not a page each. A two-entry cache of
+// the array pages used last serves the common cases without a map lookup: consecutive reports
+// in one page, and reports that alternate between two (a reader's position and the head where
+// writers are acknowledged).
 type offsetLog struct {
 	pages map[int64]*page
 	lastK int64          // key of last
 	last  *[pageLen]slot // array of the page last used, nil if none
+	prevK int64          // key of prev
+	prev  *[pageLen]slot // array of the page used before last, nil if none
+}
+
+// cached returns the array of page k if the cache holds it, else nil.
+func (l *offsetLog) cached(k int64) *[pageLen]slot {
+	switch {
+	case l.last != nil && k == l.lastK:
+		return l.last
+	case l.prev != nil && k == l.prevK:
+		l.lastK, l.last, l.prevK, l.prev = l.prevK, l.prev, l.lastK, l.last
+		return l.last
+	}
+	return nil
+}
+
+// use notes array page k as the one used last.
+func (l *offsetLog) use(k int64, arr *[pageLen]slot) {
+	if l.last != arr {
+		l.prevK, l.prev = l.lastK, l.last
+	}
+	l.lastK, l.last = k, arr
 }
 
 const (
@@ -41,15 +64,15 @@ func (l *offsetLog) get(o int64) slot {
 		return slot{}
 	}
 	k := o >> pageBits
-	if l.last != nil && k == l.lastK {
-		return l.last[o&pageMask]
+	if arr := l.cached(k); arr != nil {
+		return arr[o&pageMask]
 	}
 	pg := l.pages[k]
 	if pg == nil {
 		return slot{}
 	}
 	if pg.arr != nil {
-		l.lastK, l.last = k, pg.arr
+		l.use(k, pg.arr)
 		return pg.arr[o&pageMask]
 	}
 	if i, ok := slices.BinarySearch(pg.idx, uint16(o&pageMask)); ok {
@@ -64,8 +87,8 @@ func (l *offsetLog) set(o int64, s slot) {
 		return
 	}
 	k, i := o>>pageBits, o&pageMask
-	if l.last != nil && k == l.lastK {
-		l.last[i] = s
+	if arr := l.cached(k); arr != nil {
+		arr[i] = s
 		return
 	}
 	if l.pages == nil {
@@ -98,7 +121,7 @@ func (l *offsetLog) set(o int64, s slot) {
 		pg.arr, pg.idx, pg.sl = arr, nil, nil
 	}
 	pg.arr[i] = s
-	l.lastK, l.last = k, pg.arr
+	l.use(k, pg.arr)
 }
 
 // each calls f on every set offset in [lo, hi], in increasing order, until f returns false.
@@ -159,6 +182,20 @@ func (l *offsetLog) filled(lo, hi int64) bool {
 	}
 	if lo < 0 {
 		return false
+	}
+	// The ranges asked about are mostly the few offsets between two transactions' records,
+	// within one page: look at an array page directly.
+	if k := lo >> pageBits; k == hi>>pageBits {
+		if pg := l.pages[k]; pg == nil {
+			return false
+		} else if pg.arr != nil {
+			for _, s := range pg.arr[lo&pageMask : hi&pageMask+1] {
+				if s.val == 0 {
+					return false
+				}
+			}
+			return true
+		}
 	}
 	n := int64(0)
 	l.each(lo, hi, func(_ int64, s slot) bool {

@@ -19,8 +19,16 @@ type reorderKey struct {
 	tp   uint32
 }
 
+// reorderAt is a record of a group, with what the check compares of its state, so that the
+// comparisons need not look the state up again.
+type reorderAt struct {
+	id            uint32
+	writeOrd, seq uint32
+	off           int64
+}
+
 func (c *Checker) checkReorder() {
-	groups := map[reorderKey][]uint32{}
+	groups := map[reorderKey][]reorderAt{}
 	for id := uint32(1); id < c.vals.len(); id++ {
 		st := c.vals.at(id)
 		if st.off < 0 || st.flags&fResent != 0 || st.writeOrd == none || !c.committedWrite(st) {
@@ -39,7 +47,7 @@ func (c *Checker) checkReorder() {
 			continue
 		}
 		k := reorderKey{st.proc, st.tp}
-		groups[k] = append(groups[k], id)
+		groups[k] = append(groups[k], reorderAt{id: id, writeOrd: st.writeOrd, seq: st.seq, off: st.off})
 	}
 	keys := make([]reorderKey, 0, len(groups))
 	for k := range groups {
@@ -48,28 +56,28 @@ func (c *Checker) checkReorder() {
 	slices.SortFunc(keys, func(a, b reorderKey) int {
 		return cmp.Or(cmp.Compare(a.proc, b.proc), cmp.Compare(a.tp, b.tp))
 	})
-	sendOrder := func(a, b uint32) int {
-		x, y := c.vals.at(a), c.vals.at(b)
+	sendOrder := func(x, y reorderAt) int {
 		return cmp.Or(cmp.Compare(x.writeOrd, y.writeOrd), cmp.Compare(x.seq, y.seq))
 	}
 	for _, k := range keys {
-		ids := groups[k]
+		recs := groups[k]
 		// Ids are given out as values are first seen, which is send order for every record
 		// whose invoke came before any read of it: sorting is usually a no-op check.
-		if !slices.IsSortedFunc(ids, sendOrder) {
-			slices.SortStableFunc(ids, sendOrder)
+		if !slices.IsSortedFunc(recs, sendOrder) {
+			slices.SortStableFunc(recs, sendOrder)
 		}
 		maxOff, maxID := int64(-1), uint32(0)
-		for _, id := range ids {
-			st := c.vals.at(id)
-			if st.off < maxOff {
+		for _, r := range recs {
+			id := r.id
+			if r.off < maxOff {
+				st := c.vals.at(id)
 				prev := c.vals.at(maxID)
 				c.find(finding{a: guarantee.Reorder, v: maxID, v2: id, tp: k.tp, off: prev.off, tp2: k.tp, off2: st.off,
 					ops: [4]uint32{prev.writeOrd, st.writeOrd, st.doneOrd, none}, proc: -1})
 				continue
 			}
-			if st.off > maxOff {
-				maxOff, maxID = st.off, id
+			if r.off > maxOff {
+				maxOff, maxID = r.off, id
 			}
 		}
 	}

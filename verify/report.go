@@ -76,6 +76,16 @@ func (c *Checker) finish() {
 		closePending(c.async[idx])
 	}
 	c.async = map[int64]*pending{}
+	// The cycle and merged-transaction searches run on their own while the checks before
+	// them do; they read the values' states as they are now.
+	var (
+		cycles *cycleSearch
+		merged *mergedSearch
+	)
+	if len(c.txns) >= 2 {
+		recs := c.txnRecords()
+		cycles, merged = c.startCycles(recs), c.startMerged(recs)
+	}
 	c.checkUnexpectedAck()
 	c.checkSkips()
 	c.checkResumes()
@@ -84,9 +94,9 @@ func (c *Checker) finish() {
 	c.checkReorder()
 	c.checkAbortedRead()
 	c.checkReads()
-	c.checkCycles()
+	c.checkCycles(cycles)
 	c.checkTransactions()
-	c.checkMergedTransactions()
+	c.checkMergedTransactions(merged)
 	c.checkHangingTransactions()
 	c.checkEOS()
 	c.checkMetadataLost()

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"slices"
+	"sync"
 
 	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/verify/guarantee"
@@ -135,11 +136,39 @@ func (c *Checker) checkTransactions() {
 // Only offsets some op reported a record at count as filled, so a gap the history cannot
 // explain (a record nobody acknowledged or read) is taken for a marker: the rule can miss a
 // merge, never invent one.
-func (c *Checker) checkMergedTransactions() {
-	if len(c.txns) < 2 {
+
+// mergedSearch is the search for merged transactions. It needs no finding made before it, and
+// reads only what no check changes once the history is in (the transactions, the partitions'
+// logs, and a snapshot of the values' offsets): it runs on a goroutine of its own from the
+// start of finish (startMerged), and checkMergedTransactions reports what it found at its
+// place among the checks.
+type mergedSearch struct {
+	wg    sync.WaitGroup
+	found []finding
+}
+
+// startMerged starts the search on the snapshot recs (txnRecords), with two transactions or
+// more.
+func (c *Checker) startMerged(recs *txnRecords) *mergedSearch {
+	ms := &mergedSearch{}
+	ms.wg.Go(func() { ms.found = c.mergedTransactions(txnSpans(len(c.txns), recs.spans)) })
+	return ms
+}
+
+// checkMergedTransactions reports what the search that startMerged started found.
+func (c *Checker) checkMergedTransactions(ms *mergedSearch) {
+	if ms == nil {
 		return
 	}
-	spans := c.txnSpans()
+	ms.wg.Wait()
+	for _, f := range ms.found {
+		c.find(f)
+	}
+}
+
+// mergedTransactions returns the findings of merged-transaction, in the order the checker
+// reports them.
+func (c *Checker) mergedTransactions(spans [][]txnSpan) (found []finding) {
 	type idPart struct{ id, tp uint32 }
 	last := map[idPart]int{} // the id's latest transaction so far that wrote the partition
 	for j := range c.txns {
@@ -159,10 +188,11 @@ func (c *Checker) checkMergedTransactions() {
 			if s2.lo <= s1.hi || !c.parts.ps[s1.tp].log.filled(s1.hi+1, s2.lo-1) {
 				continue
 			}
-			c.find(finding{a: guarantee.MergedTransaction, v: s1.vhi, v2: s2.vlo, tp: s1.tp, off: s1.hi, tp2: s1.tp, off2: s2.lo,
+			found = append(found, finding{a: guarantee.MergedTransaction, v: s1.vhi, v2: s2.vlo, tp: s1.tp, off: s1.hi, tp2: s1.tp, off2: s2.lo,
 				ops: [4]uint32{t1.invokeOrd, t1.doneOrd, t2.invokeOrd, t2.doneOrd}, proc: t1.proc, txn: uint32(i)})
 		}
 	}
+	return found
 }
 
 // txnSpan is where one transaction's records lie in one partition: its lowest and highest
@@ -173,30 +203,23 @@ type txnSpan struct {
 	vlo, vhi uint32
 }
 
-// txnSpans returns each transaction's spans, by partition in increasing order. A record counts
-// at the offset first reported for it, when that offset still holds it.
-func (c *Checker) txnSpans() [][]txnSpan {
-	spans := make([][]txnSpan, len(c.txns))
-	for id := uint32(1); id < c.vals.len(); id++ {
-		st := c.vals.at(id)
-		if k := st.kind(); (k != kindTxn && k != kindRPW) || st.txn == none || st.tp == 0 || st.off < 0 {
-			continue
-		}
-		if c.parts.ps[st.tp].log.get(st.off).val != id {
-			continue
-		}
-		ss := spans[st.txn]
-		k := slices.IndexFunc(ss, func(s txnSpan) bool { return s.tp == st.tp })
+// txnSpans returns each of the n transactions' spans over the records at (txnRecords' spans),
+// by partition in increasing order.
+func txnSpans(n int, at []logAt) [][]txnSpan {
+	spans := make([][]txnSpan, n)
+	for _, a := range at {
+		ss := spans[a.txn]
+		k := slices.IndexFunc(ss, func(s txnSpan) bool { return s.tp == a.tp })
 		if k < 0 {
-			spans[st.txn] = append(ss, txnSpan{tp: st.tp, lo: st.off, hi: st.off, vlo: id, vhi: id})
+			spans[a.txn] = append(ss, txnSpan{tp: a.tp, lo: a.off, hi: a.off, vlo: a.v, vhi: a.v})
 			continue
 		}
 		s := &ss[k]
-		if st.off < s.lo {
-			s.lo, s.vlo = st.off, id
+		if a.off < s.lo {
+			s.lo, s.vlo = a.off, a.v
 		}
-		if st.off > s.hi {
-			s.hi, s.vhi = st.off, id
+		if a.off > s.hi {
+			s.hi, s.vhi = a.off, a.v
 		}
 	}
 	for _, ss := range spans {

@@ -312,7 +312,7 @@ func TestGeneratedTxnReadsPass(t *testing.T) {
 			t.Errorf("%s unchecked: %s", a, u)
 		}
 	}
-	wr := c.wrEdges()
+	wr := c.wrEdges(c.txnRecords().writers)
 	if len(wr) < 1000 || len(c.orderEdges()) < 1000 {
 		t.Errorf("%d wr edges, %d order edges: the graph is too thin to time", len(wr), len(c.orderEdges()))
 	}
