@@ -73,6 +73,10 @@ type group struct {
 	// read is, by partition, one past the furthest record its consumers' polls returned (0:
 	// none).
 	read []int64
+	// latest: a member said (subscribe "reset":"latest") that the group starts where the log
+	// ends when it has no committed offset, so a consumer's resume past its group's reads may be
+	// that reset.
+	latest bool
 }
 
 // commitLog is a group's commits of one partition.
@@ -158,9 +162,11 @@ func (c *Checker) noteReset(p *proc, f string, raw json.RawMessage, ord uint32) 
 		}
 		var v struct {
 			Group string `json:"group"`
+			Reset string `json:"reset"`
 		}
 		if json.Unmarshal(raw, &v) == nil && v.Group != "" {
 			p.group = c.groupOf(v.Group) + 1
+			c.groups[p.group-1].latest = c.groups[p.group-1].latest || v.Reset == "latest"
 		}
 	case history.FCrash:
 		p.cause, p.seeks, p.resetFrom = causeCrash, nil, p.inv
@@ -371,6 +377,12 @@ func (c *Checker) classify(r *resume, idx map[uint32]*visibleIndex) resumeClass 
 		case r.hi < 0:
 			return unclassified
 		case r.off <= r.hi:
+			return atCommitted
+		case c.groups[r.group].latest:
+			// Its group may have committed nothing yet, and then starts at the log's end.
+			if _, _, ok := c.firstVisibleBetween(idx, r.tp, r.hi-1, r.off, r.iso); ok {
+				return unclassified
+			}
 			return atCommitted
 		}
 		return c.skipFrom(r, idx, r.hi, none)

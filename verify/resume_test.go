@@ -120,6 +120,14 @@ func TestResumes(t *testing.T) {
 			h.joined(3, "g")
 			h.groupPoll(3, "g", in[0], in[1], in[2], in[3])
 		}), verdict: results.Pass},
+		{name: "a consumer of a group that starts at the log's end resumes past its group's reads: unclassified", build: build(func(h *hb) {
+			v := history.Payload{Raw: json.RawMessage(`{"topics":["i"],"group":"g","reset":"latest"}`)}
+			h.add(history.Op{Process: history.Client(3), Type: history.Invoke, F: history.FSubscribe, Value: v})
+			h.add(history.Op{Process: history.Client(3), Type: history.OK, F: history.FSubscribe, Value: v})
+			h.groupPoll(3, "g", in[0])
+			h.joined(3, "g")
+			h.groupPoll(3, "g", in[2], in[3])
+		}), verdict: results.Pass},
 		{name: "skipped-ahead on a topic that allows unclean election: permitted", cfg: unclean, build: build(func(h *hb) {
 			h.groupPoll(3, "g", in[0])
 			h.joined(3, "g")

@@ -231,7 +231,11 @@ func (w *consumerRun) instance(ctx context.Context, until time.Time) error {
 		defer dcancel()
 	}
 	if w.cfg.Mode == Subscribe {
-		if err := w.note(history.FSubscribe, map[string]any{"topics": w.cfg.Topics, "group": w.cfg.Group, "isolation": w.cfg.Isolation}); err != nil {
+		sub := map[string]any{"topics": w.cfg.Topics, "group": w.cfg.Group, "isolation": w.cfg.Isolation}
+		if w.cfg.FromNewest {
+			sub["reset"] = "latest" // where a group with no committed offset starts (docs/history.md)
+		}
+		if err := w.note(history.FSubscribe, sub); err != nil {
 			return err
 		}
 	}
