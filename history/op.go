@@ -297,16 +297,20 @@ type Crash struct {
 	Relay  bool   `json:"relay,omitempty"`
 }
 
-// DataLoss is the payload of a data-loss op: the consumer's position (the next offset it would
-// have read) and the leader epoch it read at, and where its client resumes (ResetTo) at which
-// epoch.
+// DataLoss is the payload of a data-loss op: a log truncated under a consumer's position, as
+// its client reported it.
 type DataLoss struct {
-	Topic      string `json:"topic"`
-	Partition  int32  `json:"partition"`
-	Offset     int64  `json:"offset"`
-	Epoch      int32  `json:"epoch"`
-	ResetTo    int64  `json:"reset_to"`
-	ResetEpoch int32  `json:"reset_epoch"`
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	// Offset is the consumer's position (the next offset it would have read), Epoch the
+	// leader epoch it had read it at.
+	Offset int64 `json:"offset"`
+	Epoch  int32 `json:"epoch"`
+	// ResetTo is where the client resumes: where the leader's log now diverges from what the
+	// consumer read, or, when the client could not locate that, the start it was opened with
+	// (the oldest offset, or the newest when it starts at the end), at ResetEpoch.
+	ResetTo    int64 `json:"reset_to"`
+	ResetEpoch int32 `json:"reset_epoch"`
 }
 
 // FStrayTxnProduce is the nemesis event of a transactional record written outside any

@@ -361,14 +361,12 @@ func (c *Checker) completeTxn(p *proc, pd *pending, k fkind, op *history.Op, ord
 	c.commitReads(p, t, pd.ord, ord, uint8(out))
 	switch out {
 	case outOK:
-		if k == fRPW {
-			c.eos.commit(pd.txn)
-		}
 		// An rpw's inputs move its consumer's positions (poll-skip, nonmonotonic-poll); a txn's
 		// reads are judged by where its member resumes and by the dependency graph: following
 		// them between resumes too costs a tenth of the checker's speed on a history of
 		// transactions that read, since nearly every step of theirs crosses a marker.
 		if k == fRPW {
+			c.eos.commit(pd.txn)
 			for _, v := range c.reads[t.inStart : t.inStart+t.inLen] {
 				if st := c.vals.at(v); st.off >= 0 {
 					c.advance(p, st.tp, st.off, ord, int(t.readIso))

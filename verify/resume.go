@@ -156,9 +156,9 @@ func (c *Checker) noteReset(p *proc, f string, raw json.RawMessage, ord uint32) 
 	p.resetFrom, p.causeOrd = p.prevInv, ord
 	switch f {
 	case history.FAssign, history.FSubscribe:
-		p.cause, p.seeks = causeAssign, nil
-		if f == history.FSubscribe {
-			p.cause = causeOther
+		p.cause, p.seeks = causeOther, nil
+		if f == history.FAssign {
+			p.cause = causeAssign
 		}
 		var v struct {
 			Group string `json:"group"`

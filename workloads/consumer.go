@@ -134,12 +134,6 @@ func claimsPayload(c kclient.Claims, group, isolation string) map[string]any {
 	}
 }
 
-// lossPayload is the data-loss op's value for a truncation d.
-func lossPayload(d kclient.Loss) history.DataLoss {
-	return history.DataLoss{Topic: d.Topic, Partition: d.Partition, Offset: d.Offset, Epoch: d.Epoch,
-		ResetTo: d.ResetTo, ResetEpoch: d.ResetEpoch}
-}
-
 type consumerRun struct {
 	env   Env
 	cfg   ConsumerConfig
@@ -395,7 +389,7 @@ func (w *consumerRun) control(ev kclient.Event) error {
 		if w.cfg.Mode == Assign {
 			w.remember(d.Topic, d.Partition, kclient.Position{Offset: d.ResetTo, Epoch: d.ResetEpoch})
 		}
-		return w.note(history.FDataLoss, lossPayload(d))
+		return w.note(history.FDataLoss, d)
 	case kclient.EventRevoked:
 		// A consumer reports its new assignment; a generation's end alone changes nothing it
 		// records.

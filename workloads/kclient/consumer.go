@@ -47,20 +47,9 @@ type Claims struct {
 	Partitions map[string][]int32
 }
 
-// Loss is a log truncated under a consumer's position, as the client reported it.
-type Loss struct {
-	Topic     string
-	Partition int32
-	// Offset is the consumer's position (the next offset it would have read), Epoch the
-	// leader epoch it had read it at.
-	Offset int64
-	Epoch  int32
-	// ResetTo is where the client resumes: where the leader's log now diverges from what the
-	// consumer read, or, when the client could not locate that, the start it was opened with
-	// (the oldest offset, or the newest with FromNewest).
-	ResetTo    int64
-	ResetEpoch int32
-}
+// Loss is a log truncated under a consumer's position, as the client reported it: what the
+// consumer role records as a data-loss op.
+type Loss = history.DataLoss
 
 // Position is where a consumer resumes in a partition.
 type Position struct {
