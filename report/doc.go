@@ -17,15 +17,11 @@
 //   - Latency: time from a write's invoke to its ok completion (paired by "of" for async ops,
 //     else the process's last invoke), kept per bucket in a log histogram with bins 8 % wide;
 //     the plotted p50/p99 are bin midpoints, so within 4 %.
-//   - Fault intervals: nemesis events (p "nemesis"). An invoke whose f is not one of the heal
-//     or bookkeeping events below opens an interval at its t; its completion marks when the fault
-//     was in place (a fail completion drops it: the fault did not happen; info marks it
-//     uncertain). Heals close an interval at their completion: "heal" (value.fault names the
-//     fault), "start" (after kill, stop or a bounce's kill/stop), "resume" (after pause);
-//     among the open intervals that fit, the one with the same nodes and links wins, then the
-//     oldest. "heal-all" closes every open interval. A disk-loss ends with its own completion
-//     (the node is back, empty). Intervals still open at the end of the history end there and
-//     are marked not healed. "isr" and "healthy" events are not faults.
+//   - Fault intervals: nemesis events (p "nemesis") paired by history/faultspan, whose package
+//     comment has the rules: an interval from a fault's injection to the completion of what
+//     healed it (heal, start, resume, heal-all, or the fault itself for a disk loss), dropped
+//     when the injection failed, and ending at the end of the history when nothing healed it.
+//     The heal-all and healthy events are shown as markers. At most MaxFaults are kept.
 //   - Leader and ISR: from sampler events (below).
 //
 // # ISR sampler events

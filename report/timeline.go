@@ -1,7 +1,6 @@
 package report
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/history/faultspan"
 	"github.com/verity-kafka/verity/verify/results"
 )
 
@@ -107,39 +107,7 @@ func (b *Bucket) merge(o *Bucket) {
 }
 
 // FaultInterval is one fault as the history shows it, from its injection to its heal.
-type FaultInterval struct {
-	// Name is the injection event's f (kill, isolate, latency, ...); Fault the catalogue fault
-	// it belongs to when the event names another (a rolling bounce's kills).
-	Name, Fault string
-	Nodes       []int
-	Links       [][2]string
-	Role        string
-	// Start is the injection's invoke, InPlace its completion, End the heal's completion (ns
-	// since the run started). InPlace is -1 while unknown.
-	Start, InPlace, End int64
-	// Invoke and Heal are the op indices of the injection and of the heal's invoke (-1: none).
-	Invoke, Heal int64
-	// HealedBy says what ended it: heal, start, resume, heal-all, itself (disk-loss), or
-	// "end of history" when nothing did.
-	HealedBy string
-	// Uncertain: the injection completed info, so part of it may have happened.
-	Uncertain bool
-
-	healing bool // a heal was invoked, not yet completed
-	dropped bool
-}
-
-// Label is how plots and tables name the interval: "kill [2]", "rolling-bounce-hard: kill [3]".
-func (f *FaultInterval) Label() string {
-	s := f.Name
-	if f.Fault != "" && f.Fault != f.Name {
-		s = f.Fault + ": " + f.Name
-	}
-	if len(f.Nodes) > 0 {
-		s += " " + fmt.Sprint(f.Nodes)
-	}
-	return s
-}
+type FaultInterval = faultspan.Interval
 
 // ISRState is a partition's leader and ISR from one observation on, until the next.
 type ISRState struct {
@@ -163,11 +131,7 @@ type PartitionTrack struct {
 func (p *PartitionTrack) Name() string { return p.Topic + "-" + strconv.Itoa(int(p.Partition)) }
 
 // Marker is a moment of the recovery: heal-all, and the cluster found healthy (or not).
-type Marker struct {
-	T     int64
-	Index int64
-	Label string
-}
+type Marker = faultspan.Marker
 
 // Timeline is what a history shows over time, in bounded memory.
 type Timeline struct {
@@ -251,24 +215,12 @@ type invoke struct {
 	f string
 }
 
-// nemesisPending is a nemesis invoke waiting for its completion.
-type nemesisPending struct {
-	f        string
-	raw      []byte
-	interval int // index into faults, -1 for none
-	heal     bool
-	healAll  []int // intervals a heal-all closes
-	marker   int   // index into markers, -1 for none
-}
-
 type scanner struct {
 	tl      *Timeline
 	byIndex map[int64]invoke // client invokes in flight, by i
 	lastInv map[int]int64    // a client process's last invoke, for completions without "of"
-	nem     []nemesisPending
+	faults  *faultspan.Tracker
 	parts   map[string]*PartitionTrack
-	open    []int // intervals not yet closed, in injection order
-	faultsN int   // intervals seen, kept or not
 }
 
 func newScanner(h history.Header, bucket time.Duration) *scanner {
@@ -276,6 +228,7 @@ func newScanner(h history.Header, bucket time.Duration) *scanner {
 		tl:      &Timeline{Header: h, Bucket: bucket},
 		byIndex: map[int64]invoke{},
 		lastInv: map[int]int64{},
+		faults:  faultspan.NewTracker(MaxFaults),
 		parts:   map[string]*PartitionTrack{},
 	}
 }
@@ -316,7 +269,7 @@ func (s *scanner) add(op *history.Op) {
 			s.isr(op)
 			return
 		}
-		s.nemesis(op)
+		s.faults.Add(op)
 		return
 	}
 	p := op.Process.ID
@@ -365,164 +318,6 @@ func (s *scanner) add(op *history.Op) {
 	case op.F == history.FPoll && op.Type == history.OK:
 		s.bucket(op.Time).Polls++
 	}
-}
-
-// targets is the part of a nemesis event's value the report shows.
-type targets struct {
-	Nodes []int       `json:"nodes"`
-	Links [][2]string `json:"links"`
-	Fault string      `json:"fault"`
-	Role  string      `json:"role"`
-}
-
-func readTargets(raw []byte) targets {
-	var t targets
-	if len(raw) > 0 {
-		// A value of another shape leaves the targets unknown; the fault is still shown.
-		_ = json.Unmarshal(raw, &t)
-	}
-	return t
-}
-
-// selfEnding are faults over once their injection completes.
-func selfEnding(f string) bool {
-	switch f {
-	case "disk-loss", "wipe", "wipe-disk", "wipe-data", "lose-disk", "disk-wipe", "lose-data":
-		return true
-	}
-	return false
-}
-
-func (s *scanner) nemesis(op *history.Op) {
-	raw := op.Value.Raw
-	if op.Type != history.Invoke {
-		s.nemesisDone(op, raw)
-		return
-	}
-	pend := nemesisPending{f: op.F, raw: raw, interval: -1, marker: -1}
-	switch op.F {
-	case history.FHealthy:
-		s.tl.Markers = append(s.tl.Markers, Marker{T: op.Time, Index: op.Index, Label: "healthy?"})
-		pend.marker = len(s.tl.Markers) - 1
-	case history.FHealAll:
-		s.tl.Markers = append(s.tl.Markers, Marker{T: op.Time, Index: op.Index, Label: "heal-all"})
-		pend.marker = len(s.tl.Markers) - 1
-		for _, i := range s.open {
-			s.tl.Faults[i].healing = true
-			s.tl.Faults[i].Heal = op.Index
-			s.tl.Faults[i].HealedBy = history.FHealAll
-		}
-		pend.healAll = s.open
-		s.open = nil
-	case history.FHeal, history.FStart, history.FResume, history.FServiceStart:
-		pend.heal = true
-		if i := s.matchHeal(op.F, readTargets(raw)); i >= 0 {
-			f := &s.tl.Faults[i]
-			f.healing, f.Heal, f.HealedBy = true, op.Index, op.F
-			pend.interval = i
-			s.open = slices.DeleteFunc(s.open, func(j int) bool { return j == i })
-		}
-	default:
-		s.faultsN++
-		if len(s.tl.Faults) >= MaxFaults {
-			break
-		}
-		t := readTargets(raw)
-		s.tl.Faults = append(s.tl.Faults, FaultInterval{Name: op.F, Fault: t.Fault, Nodes: t.Nodes, Links: t.Links, Role: t.Role,
-			Start: op.Time, InPlace: -1, End: -1, Invoke: op.Index, Heal: -1})
-		pend.interval = len(s.tl.Faults) - 1
-		if !selfEnding(op.F) {
-			s.open = append(s.open, pend.interval)
-		}
-	}
-	s.nem = append(s.nem, pend)
-}
-
-// nemesisDone pairs a nemesis completion with its invoke: the oldest pending one with the same
-// f and value (the nemesis completes with the invoke's value), else the oldest with the same f.
-func (s *scanner) nemesisDone(op *history.Op, raw []byte) {
-	at := slices.IndexFunc(s.nem, func(p nemesisPending) bool { return p.f == op.F && bytes.Equal(p.raw, raw) })
-	if at < 0 {
-		at = slices.IndexFunc(s.nem, func(p nemesisPending) bool { return p.f == op.F })
-	}
-	if at < 0 {
-		return
-	}
-	p := s.nem[at]
-	s.nem = slices.Delete(s.nem, at, at+1)
-	if p.marker >= 0 {
-		m := &s.tl.Markers[p.marker]
-		switch {
-		case p.f == history.FHealthy && op.Type == history.OK:
-			m.Label = "healthy"
-		case p.f == history.FHealthy:
-			m.Label = "not healthy"
-		}
-		m.T = op.Time
-	}
-	for _, i := range p.healAll {
-		s.tl.Faults[i].End = op.Time
-	}
-	if p.interval < 0 {
-		return
-	}
-	f := &s.tl.Faults[p.interval]
-	if p.heal {
-		f.End = op.Time
-		return
-	}
-	switch op.Type {
-	case history.Fail:
-		f.dropped = true // it definitely did not happen
-		s.open = slices.DeleteFunc(s.open, func(j int) bool { return j == p.interval })
-	case history.Info:
-		f.Uncertain = true
-	}
-	f.InPlace = op.Time
-	if selfEnding(f.Name) {
-		f.End, f.HealedBy = op.Time, "itself"
-	}
-}
-
-// matchHeal picks the open interval a heal event ends: one it can end (by the fault its value
-// names, or by kind: start ends process faults, resume ends pauses), preferring the same nodes
-// and links, then the oldest.
-func (s *scanner) matchHeal(f string, t targets) int {
-	best, bestScore := -1, -1
-	nodes := sortedInts(t.Nodes)
-	for _, i := range s.open {
-		iv := &s.tl.Faults[i]
-		named := t.Fault != "" && (t.Fault == iv.Name || t.Fault == iv.Fault)
-		fits := named
-		if t.Fault == "" {
-			switch f {
-			case history.FStart:
-				fits = iv.Name == "kill" || iv.Name == "stop"
-			case history.FResume:
-				fits = iv.Name == "pause"
-			default:
-				fits = iv.Name != "kill" && iv.Name != "stop" && iv.Name != "pause"
-			}
-		}
-		if !fits {
-			continue
-		}
-		score := 0
-		if len(t.Nodes) > 0 && slices.Equal(nodes, sortedInts(iv.Nodes)) {
-			score += 2
-		}
-		if len(t.Links) > 0 && slices.Equal(t.Links, iv.Links) {
-			score++
-		}
-		if score > bestScore {
-			best, bestScore = i, score
-		}
-	}
-	if best < 0 && t.Fault != "" {
-		// A heal naming a fault that no open interval carries: fall back on kind.
-		return s.matchHeal(f, targets{Nodes: t.Nodes, Links: t.Links})
-	}
-	return best
 }
 
 func sortedInts(s []int) []int {
@@ -576,23 +371,10 @@ func (s *scanner) isr(op *history.Op) {
 
 func (s *scanner) finish() *Timeline {
 	tl := s.tl
-	kept := tl.Faults[:0]
-	for _, f := range tl.Faults {
-		if f.dropped {
-			continue
-		}
-		if f.End < 0 {
-			if f.healing {
-				f.End = tl.End // healed, but the heal never completed
-			} else {
-				f.End, f.HealedBy = tl.End, "end of history"
-			}
-		}
-		kept = append(kept, f)
-	}
-	tl.Faults = kept
-	if s.faultsN > MaxFaults {
-		tl.Notes = append(tl.Notes, fmt.Sprintf("%d fault events past the first %d are not shown", s.faultsN-MaxFaults, MaxFaults))
+	tl.Faults = s.faults.Intervals(tl.End)
+	tl.Markers = s.faults.Markers()
+	if n := s.faults.Dropped(); n > 0 {
+		tl.Notes = append(tl.Notes, fmt.Sprintf("%d fault events past the first %d are not shown", n, MaxFaults))
 	}
 	for _, tr := range s.parts {
 		tl.Partitions = append(tl.Partitions, tr)

@@ -40,37 +40,22 @@ func TestTimelineFromHistory(t *testing.T) {
 	at := func(share float64) int64 { return int64(share * float64(tl.End)) }
 	near := func(got, want int64) bool { return got >= want-1 && got <= want+int64(time.Millisecond) }
 
+	// The pairing is history/faultspan's (its tests); here, that the timeline shows its
+	// intervals at the history's times, without the failed bridge.
+	shown := map[string]int{}
+	for _, f := range tl.Faults {
+		shown[f.Name]++
+	}
+	if shown["isolate"] != 1 || shown["latency"] != 1 || shown["disk-loss"] != 1 || shown["pause"] != 1 || shown["kill"] == 0 || shown["bridge"] != 0 {
+		t.Errorf("faults shown %v", shown)
+	}
 	iso := findFault(tl, "isolate")
 	if iso == nil || !near(iso.Start, at(0.20)) || !near(iso.InPlace, at(0.2005)) || !near(iso.End, at(0.4005)) ||
 		iso.HealedBy != "heal" || !slices.Equal(iso.Nodes, []int{2}) || len(iso.Links) != 4 || iso.Heal < 0 {
 		t.Errorf("isolate interval %+v", iso)
 	}
-	if lat := findFault(tl, "latency"); lat == nil || lat.HealedBy != "heal" || !near(lat.End, at(0.601)) {
-		t.Errorf("latency interval %+v", lat)
-	}
-	if dl := findFault(tl, "disk-loss"); dl == nil || dl.HealedBy != "itself" || !near(dl.End, at(0.72)) {
-		t.Errorf("disk-loss interval %+v (ends with its own completion)", dl)
-	}
 	if p := findFault(tl, "pause"); p == nil || p.HealedBy != "heal-all" || !near(p.End, at(0.951)) {
 		t.Errorf("pause interval %+v (only heal-all ends it)", p)
-	}
-	if b := findFault(tl, "bridge"); b != nil {
-		t.Errorf("a fault whose injection failed is shown: %+v", b)
-	}
-	kills := 0
-	for _, f := range tl.Faults {
-		if f.Name == "kill" {
-			kills++
-			if f.HealedBy != "start" && f.HealedBy != "heal-all" {
-				t.Errorf("histgen's kill %+v not ended by its start", f)
-			}
-			if f.End < f.Start {
-				t.Errorf("kill ends before it starts: %+v", f)
-			}
-		}
-	}
-	if kills == 0 {
-		t.Error("no kill interval from histgen's nemesis")
 	}
 	if len(tl.Markers) != 2 || tl.Markers[1].Label != "healthy" {
 		t.Errorf("markers %+v", tl.Markers)
