@@ -54,10 +54,26 @@ type Config struct {
 	// Deviations are the broker settings that depart from Kafka 4.3's defaults
 	// ("replica.lag.time.max.ms=10000"), copied to the results.
 	Deviations []string `json:"deviations,omitempty"`
+	// Liveness holds the bounds on progress the scenario stated (docs/liveness.md); without
+	// it the run's liveness is reported, never judged against a bound.
+	Liveness *LivenessBounds `json:"liveness,omitempty"`
 	// Spec is the scenario as it ran and Workloads the workloads as they were resolved: for a
 	// reader of the history; the checker does not judge by them.
 	Spec      json.RawMessage `json:"spec,omitempty"`
 	Workloads json.RawMessage `json:"workloads,omitempty"`
+}
+
+// LivenessBounds are the bounds on progress a scenario states: how soon after each heal every
+// client the fault touched progresses again, and the longest any client may go without progress
+// while work is available to it. Nil: not stated.
+type LivenessBounds struct {
+	RecoverWithinMS *int64 `json:"recover_within_ms,omitempty"`
+	MaxStallMS      *int64 `json:"max_stall_ms,omitempty"`
+}
+
+// Stated reports whether b states any bound.
+func (b *LivenessBounds) Stated() bool {
+	return b != nil && (b.RecoverWithinMS != nil || b.MaxStallMS != nil)
 }
 
 // SinkInfo is one sink: its mode, the topic it consumes, its consumer group and the history

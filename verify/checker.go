@@ -86,6 +86,8 @@ type Checker struct {
 	conflicts map[conflictKey]struct{}
 	skips     list[skipCand]
 	isr       isrState
+	live      liveState
+	liveOn    bool                  // the op being added is before liveness's horizon
 	observed  []metrics.Observation // the ISR observations, kept when Options.Metrics is set
 	sinks     sinkState
 	meta      metaState
@@ -169,6 +171,7 @@ func New(cfg history.Config, opts Options) *Checker {
 		eos:       newEOSState(),
 	}
 	c.stats.init()
+	c.live.init()
 	return c
 }
 
@@ -288,10 +291,14 @@ func (c *Checker) Add(op *history.Op) {
 		c.jumps = append(c.jumps, jump{ord: ord, delta: d})
 	}
 	k := kindOf(op.F)
+	c.liveOn = c.live.clock(op.Time)
 	if k == fISR {
 		c.isr.observe(c, op, ord)
 	}
 	if op.Process.Nemesis {
+		if c.liveOn {
+			c.live.nemesis(op, ord)
+		}
 		c.faults.observe(op)
 		c.stats.nemesis(op)
 		if op.F == history.FStrayTxnProduce {
@@ -316,6 +323,9 @@ func (c *Checker) invoke(p *proc, k fkind, op *history.Op, ord uint32) {
 		if isCrash(op.F) {
 			c.forgetTxnIDs(p)
 		}
+		if op.F == history.FSinkRead {
+			c.live.end(op.Time, ord)
+		}
 	}
 	p.prevInv, p.inv = p.inv, ord
 	pd := c.newPending()
@@ -334,6 +344,9 @@ func (c *Checker) invoke(p *proc, k fkind, op *history.Op, ord uint32) {
 			pd.vals = append(pd.vals, v)
 			pd.tp = c.parts.id(r.Topic, r.Partition)
 			pd.isrEpoch = c.isr.epochAt(pd.tp)
+			if c.liveOn && c.parts.known(pd.tp) {
+				c.live.writeInvoke(p.id, pd.tp, op.Time, ord)
+			}
 		}
 	case fTxn:
 		if t := op.Value.Txn; t != nil {
@@ -348,6 +361,7 @@ func (c *Checker) invoke(p *proc, k fkind, op *history.Op, ord uint32) {
 			c.txnReads(pd, r.Input, c.readIsolation(""), ord)
 		}
 	case fFinal:
+		c.live.end(op.Time, ord)
 		if fr := op.Value.FinalRead; fr != nil {
 			pd.tp = c.parts.id(fr.Topic, fr.Partition)
 			pd.iso = isoOf(fr.Isolation, isoRU)
@@ -458,6 +472,9 @@ func (c *Checker) complete(p *proc, k fkind, op *history.Op, ord uint32) {
 		c.sinkOp(op, ord)
 		c.ownership(p, op, ord)
 		c.noteReset(p, op.F, op.Value.Raw, ord)
+		if c.liveOn {
+			c.liveOther(p, op, ord)
+		}
 	}
 	switch k {
 	case fSend:

@@ -3,9 +3,11 @@ package verify
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 
 	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/verify/guarantee"
+	"github.com/verity-kafka/verity/verify/results"
 )
 
 // Where an offset report came from: the writer's acknowledgement, a consumer, or a final read.
@@ -144,6 +146,10 @@ func (c *Checker) writeTxnRecords(pd *pending, p *proc, recs []history.Record, o
 			st.tp = tp
 		}
 		c.parts.ps[tp].committedTxn = true
+		if c.liveOn && c.parts.known(tp) && !slices.ContainsFunc(recs[:i], func(o history.Record) bool { return o.Topic == r.Topic && o.Partition == r.Partition }) {
+			c.live.writeInvoke(p.id, tp, c.now, ord)
+			c.live.openTxn(tp, pd.ord)
+		}
 	}
 }
 
@@ -271,6 +277,9 @@ func (c *Checker) completeSend(p *proc, pd *pending, op *history.Op, ord uint32,
 		return
 	}
 	c.stats.write(tp, op.Time, pd, out)
+	if c.liveOn {
+		c.liveSend(p, pd, tp, out, r, v, op.Time, ord)
+	}
 	if out == outOK && pd != nil && pd.isrEpoch != 0 && pd.tp == tp {
 		c.isr.acked(pd, tp, v, ord, op.Time)
 	}
@@ -331,7 +340,11 @@ func (c *Checker) completeTxn(p *proc, pd *pending, k fkind, op *history.Op, ord
 		for i := range recs {
 			r := &recs[i]
 			if r.Offset != nil && *r.Offset >= 0 {
-				c.place(c.parts.id(r.Topic, r.Partition), *r.Offset, c.vals.intern(r.Value), ord, srcAck)
+				tp, v := c.parts.id(r.Topic, r.Partition), c.vals.intern(r.Value)
+				c.place(tp, *r.Offset, v, ord, srcAck)
+				if c.liveOn {
+					c.live.acked(tp, *r.Offset, v, op.Time, ord)
+				}
 			}
 		}
 	}
@@ -354,6 +367,14 @@ func (c *Checker) completeTxn(p *proc, pd *pending, k fkind, op *history.Op, ord
 		if !aborting && c.parts.known(tp) {
 			c.stats.write(tp, op.Time, pd, uint16(out))
 		}
+		if c.liveOn && c.parts.known(tp) {
+			// An intended abort that completed did what it was asked: progress.
+			c.live.writeDone(p.id, tp, out == outOK || t.abort && out == outFail, op.Time, ord)
+			c.live.closeTxn(tp, pd.ord, op.Time)
+		}
+	}
+	if c.liveOn && out == outOK && t.inLen > 0 {
+		c.liveTxnReads(p, t, op.Time, ord)
 	}
 	if k != fRPW && t.inLen == 0 {
 		return // a transaction that read nothing moves no consumer's positions
@@ -393,6 +414,10 @@ func (c *Checker) completePoll(p *proc, op *history.Op, ord uint32) {
 	}
 	iso := isoOf(pl.Isolation, isoOf(string(c.cfg.ReadIsolation()), isoRC))
 	ok := op.Type == history.OK
+	live := int32(-1)
+	if c.liveOn && ok && !p.sink && len(pl.Records) > 0 {
+		live = c.live.reader(p.id, pl.Group, results.KindConsumer, iso)
+	}
 	var unowned []uint32
 	ids := c.internAll(pl.Records)
 	for i := range pl.Records {
@@ -402,6 +427,9 @@ func (c *Checker) completePoll(p *proc, op *history.Op, ord uint32) {
 			c.resumeAt(p, tp, off, v, iso, ord, false)
 			c.advance(p, tp, off, ord, iso)
 			unowned = c.unowned(p, tp, off, ord, unowned)
+			if live >= 0 {
+				c.live.read(live, tp, off, op.Time, ord)
+			}
 		}
 	}
 }

@@ -109,6 +109,13 @@ func (s *isrState) observe(c *Checker, op *history.Op, ord uint32) {
 		}
 		c.observed = append(c.observed, o)
 	}
+	if c.liveOn {
+		leader := int32(-1)
+		if ev.Leader != nil {
+			leader = *ev.Leader
+		}
+		c.live.isr(tp, leader, len(ev.ISR), minISR, ev.Replicas, op.Time, ord)
+	}
 	ps := &s.parts[tp]
 	if len(ev.ISR) >= minISR {
 		ps.below = false

@@ -279,6 +279,7 @@ func (c *Checker) Results() *results.Results {
 		unknownJudged += unknown
 	}
 	r.Stats = c.buildStats()
+	r.Liveness = c.liveness()
 	r.Assumed = c.assumed()
 	r.AddUnknown(c.unknownReasons()...)
 	if c.malformed != nil {

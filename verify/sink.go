@@ -111,6 +111,9 @@ func (c *Checker) sinkOp(op *history.Op, ord uint32) {
 			c.log.Debug("effect completion unreadable, ignored", "i", op.Index, "err", err)
 			return
 		}
+		if c.liveOn {
+			c.liveEffect(ev, op.Time, ord)
+		}
 		if !*ev.Applied {
 			return
 		}

@@ -76,6 +76,9 @@ type Results struct {
 	// BrokerMetrics is what the broker metrics sampled during the run said; absent when none
 	// were sampled (the run's notes say why).
 	BrokerMetrics *BrokerMetrics `json:"broker_metrics,omitempty"`
+	// Liveness is what the history shows of the clients' progress; absent from results written
+	// before it was judged.
+	Liveness *Liveness `json:"liveness,omitempty"`
 }
 
 // FromVerityRun reports whether a Verity run wrote the history r was judged from: every run
