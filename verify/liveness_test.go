@@ -42,7 +42,9 @@ func stallsOn(c *results.ClientLiveness, part int32) []results.ClientStall {
 	return out
 }
 
-func findings(l *results.Liveness, f results.LivenessFamily) results.LivenessFindings { return l.Findings[f] }
+func findings(l *results.Liveness, f results.LivenessFamily) results.LivenessFindings {
+	return l.Findings[f]
+}
 
 func (h *hb) healAll() int64 {
 	h.add(history.Op{Process: history.NemesisP(), Type: history.Invoke, F: history.FHealAll, Value: history.Payload{Raw: json.RawMessage(`{}`)}})
