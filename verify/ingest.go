@@ -368,6 +368,9 @@ func (c *Checker) completeTxn(p *proc, pd *pending, k fkind, op *history.Op, ord
 			c.stats.write(tp, op.Time, pd, uint16(out))
 		}
 		if c.liveOn && c.parts.known(tp) {
+			if t.endT != 0 {
+				c.live.txnEnded(p.id, tp, pd.ord, t.endT)
+			}
 			// An intended abort that completed did what it was asked: progress.
 			c.live.writeDone(p.id, tp, out == outOK || t.abort && out == outFail, op.Time, ord)
 			c.live.closeTxn(tp, pd.ord, op.Time)

@@ -64,6 +64,7 @@ type liveStream struct {
 	workV    uint32 // a reader's work: the value whose acknowledgement raised the partition's end
 	until    int64
 	lastOrd  uint32 // the last progress op
+	openOrd  uint32 // a writer's invoke that opened the current wait
 	next     int64  // a reader's next offset: one past the highest it read
 	trunc    bool   // a reader whose partition was truncated: its next read sets next again
 	hasStart bool
@@ -306,7 +307,16 @@ func (l *liveState) writeInvoke(p int, tp uint32, t int64, ord uint32) {
 	s := l.stream(l.writer(p), tp, false)
 	s.pending++
 	if !s.waiting {
-		s.waiting, s.since, s.workOrd = true, t, ord
+		s.waiting, s.since, s.workOrd, s.openOrd = true, t, ord, ord
+	}
+}
+
+// txnEnded notes when the client was asked to end the transaction invoked at invOrd: until
+// then the application held it open, and its writer waited on itself, not on Kafka.
+func (l *liveState) txnEnded(p int, tp uint32, invOrd uint32, endT int64) {
+	s := l.stream(l.writer(p), tp, false)
+	if s.waiting && s.openOrd == invOrd && endT > s.since {
+		s.since = endT
 	}
 }
 
@@ -318,7 +328,7 @@ func (l *liveState) writeDone(p int, tp uint32, done bool, t int64, ord uint32) 
 	if done {
 		l.progress(s, t, ord)
 		if s.pending > 0 {
-			s.waiting, s.since, s.workOrd = true, t, ord
+			s.waiting, s.since, s.workOrd, s.openOrd = true, t, ord, none
 		}
 		return
 	}

@@ -311,8 +311,9 @@ func worseOf(a, b results.Recovery) results.Recovery {
 // StuckAfter.
 func (c *Checker) stuckFindings(out *results.Liveness, stalls []stallRec, avail func(uint32, bool) []availSpan, lastHeal int64, faults []liveFault) {
 	l := &c.live
+	healed := fmt.Sprintf("after the last heal (at %s)", secs(lastHeal))
 	if lastHeal < 0 {
-		lastHeal = 0
+		lastHeal, healed = 0, "with no fault healed before it"
 	}
 	type best struct {
 		s     stallRec
@@ -358,8 +359,8 @@ func (c *Checker) stuckFindings(out *results.Liveness, stalls []stallRec, avail 
 		if l.observe {
 			gate = "while the ISR watch showed it able to serve"
 		}
-		note := fmt.Sprintf("%s made no progress on %s-%d from %s %s with work available: %s after the last heal (at %s) %s",
-			un.name, topic, part, secs(b.s.from), ended, secs(b.stuck), secs(lastHeal), gate)
+		note := fmt.Sprintf("%s made no progress on %s-%d from %s %s with work available: %s %s %s",
+			un.name, topic, part, secs(b.s.from), ended, secs(b.stuck), healed, gate)
 		addLiveFinding(out, un.kind.StuckFamily(), results.LivenessFinding{Client: un.name, Kind: un.kind, Topic: topic, Partition: part,
 			FromMS: ms(b.s.from), ToMS: ms(b.s.to), StuckMS: ms(b.stuck), Recovered: b.s.recovered, Ops: ops, Note: note}, c.opts.MaxExamples)
 	}

@@ -427,3 +427,26 @@ func TestLivenessSinkAndProcessorsAreClients(t *testing.T) {
 		t.Errorf("processors g: %+v among %+v", c, l.Clients)
 	}
 }
+
+// A transaction the application holds open is not a stall until it asks to end it.
+func TestLivenessHeldTransactionIsNoStall(t *testing.T) {
+	for _, hold := range []bool{true, false} {
+		h := newHB()
+		h.begin(3, rec("t", 0, "3-1"))
+		h.wait(20 * time.Second)
+		endT := h.now
+		if !hold {
+			endT = 0 // not recorded: the wait counts from the invoke
+		}
+		h.end(3, OK, "", endT, []history.Record{at(rec("t", 0, "3-1"), 0)})
+		h.healAll()
+		l := livenessOf(t, h, strict())
+		st := stallsOn(clientNamed(l, "producer 3"), 0)
+		if hold && len(st) != 0 {
+			t.Errorf("a transaction held open for 20 s and ended at once stalls: %+v", st)
+		}
+		if !hold && len(st) != 1 {
+			t.Errorf("a transaction that took 20 s with no end_t should stall, got %+v", st)
+		}
+	}
+}
