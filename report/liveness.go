@@ -401,8 +401,6 @@ func progressPlot(progress []results.Series, clients []results.ClientLiveness, b
 		}
 	}
 	p := newPlot("Progress per client", "seconds since the run started", "", end)
-	p.Legend.Left = false
-	p.Legend.XOffs = -vg.Points(4)
 	p.Add(shade, pr)
 	p.Legend.Add("progress (height: events in the bucket)", swatch{progressColor})
 	p.Legend.Add("stall", swatch{stallColor})

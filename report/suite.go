@@ -155,17 +155,17 @@ func (r SuiteRow) got() string {
 	if r.NotApplicable != "" {
 		return "-"
 	}
-	row := Row{Verdicts: map[results.Verdict]int{}}
+	row := Row{Outcomes: map[results.Outcome]int{}}
 	incomplete := 0
 	for _, run := range r.Runs {
 		if run.Results == nil {
 			incomplete++
 			continue
 		}
-		row.Verdicts[run.Results.Verdict]++
+		row.Outcomes[run.Results.Outcome()]++
 	}
 	var parts []string
-	if len(row.Verdicts) > 0 {
+	if len(row.Outcomes) > 0 {
 		parts = append(parts, row.Verdict()+causesText(r.unknownCauses(true)))
 	}
 	if incomplete > 0 {
