@@ -12,6 +12,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/verify/guarantee"
 	"github.com/verity-kafka/verity/verify/results"
 )
 
@@ -194,5 +195,39 @@ func TestReportLivenessNotJudged(t *testing.T) {
 	}
 	if p.byID("recovery") != nil || p.byID("plot-progress") != nil {
 		t.Error("nil liveness shows a recovery table or plots")
+	}
+}
+
+// The suite's table gains the liveness columns once a run was judged for liveness: the bounds
+// stated and the verdicts, marked known when a known issue explains the failures.
+func TestSuiteLiveness(t *testing.T) {
+	live := func(v results.LivenessVerdict, j Judgement) SuiteRun {
+		r := &results.Results{Verdict: results.Pass, Scenario: "s", Anomalies: map[guarantee.Anomaly]results.Anomaly{}, Liveness: sampleLiveness()}
+		r.Liveness.Verdict = v
+		return SuiteRun{Run: 1, Results: r, Judgement: j}
+	}
+	unstated := live(results.LivenessNotStated, JudgementMet)
+	unstated.Results.Liveness.Bounds.MaxStallMS = nil
+	unstated.Results.Liveness.Recovery = nil
+	rows := []SuiteRow{
+		{Scenario: "stall", Runs: []SuiteRun{live(results.LivenessFail, JudgementKnownIssue), live(results.LivenessFail, JudgementKnownIssue)}},
+		{Scenario: "quiet", Runs: []SuiteRun{unstated}},
+		{Scenario: "old", Runs: []SuiteRun{{Run: 1, Results: &results.Results{Verdict: results.Pass}, Judgement: JudgementMet}}},
+	}
+	for i, want := range [][2]string{
+		{"max_stall 25s: fail ×2 (known)", "p50 40.0 s · max ≥40.0 s (not recovered ×2) · after heal max 30.0 s"},
+		{"-", "n/a"},
+		{"-", "-"},
+	} {
+		if got := [2]string{rows[i].liveness(), rows[i].recovered()}; got != want {
+			t.Errorf("row %s: %q, want %q", rows[i].Scenario, got, want)
+		}
+	}
+	md := SuiteMarkdown(rows)
+	if !strings.Contains(md, "| write availability | liveness | recovered in | wall time |") || !strings.Contains(md, "fail (liveness) ×2") {
+		t.Errorf("markdown:\n%s", md)
+	}
+	if strings.Contains(SuiteMarkdown(rows[2:]), "liveness") {
+		t.Error("a suite without liveness results has its columns")
 	}
 }
