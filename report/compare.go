@@ -67,38 +67,91 @@ type Row struct {
 	Throughput float64
 	// P99 is the largest p99 write latency over the runs, in milliseconds.
 	P99 float64
-	// Verdicts counts the runs per verdict.
-	Verdicts map[results.Verdict]int
-	Reports  []string
+	// Outcomes counts the runs per outcome (results.Outcome: the verdict, or a broken stated
+	// liveness bound).
+	Outcomes map[results.Outcome]int
+	// Recoveries are the worst recovery (Liveness.Recovery) of each run that had a fault;
+	// Liveness says some run of the row was judged for liveness (the table then shows the
+	// column: results written before that have nothing to put in it).
+	Recoveries []results.Recovery
+	Liveness   bool
+	Reports    []string
 }
 
-// Verdict summarises the verdicts: "pass", "fail ×3", "2 pass, 1 fail".
-func (r Row) Verdict() string {
-	if len(r.Verdicts) == 1 {
-		for v, n := range r.Verdicts {
-			if n == 1 {
-				return string(v)
-			}
-			return fmt.Sprintf("%s ×%d", v, n)
+// outcomeOrder is the order a row names its outcomes in, worst first.
+var outcomeOrder = []results.Outcome{results.OutcomeFail, results.OutcomeLivenessFail, results.OutcomeUnknown, results.OutcomePass}
+
+// Verdict summarises the outcomes: "pass", "fail ×3", "2 pass, 1 fail (liveness)".
+func (r Row) Verdict() string { return countsText(outcomeOrder, r.Outcomes) }
+
+// countsText names counts of kinds: "x" for one, "x ×3" for one kind, "1 x, 2 y" (in order)
+// for several.
+func countsText[K ~string](order []K, counts map[K]int) string {
+	var parts []string
+	for _, k := range order {
+		if n := counts[k]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, k))
 		}
 	}
-	var parts []string
-	for _, v := range []results.Verdict{results.Fail, results.Unknown, results.Pass} {
-		if n := r.Verdicts[v]; n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", n, v))
+	if len(parts) == 1 {
+		for _, k := range order {
+			switch n := counts[k]; {
+			case n == 1:
+				return string(k)
+			case n > 1:
+				return fmt.Sprintf("%s ×%d", k, n)
+			}
 		}
 	}
 	return strings.Join(parts, ", ")
 }
 
-// Worst is the worst verdict of the row: fail, then unknown, then pass.
+// Worst is the worst verdict of the row: fail (a broken liveness bound too), then unknown,
+// then pass.
 func (r Row) Worst() results.Verdict {
-	for _, v := range []results.Verdict{results.Fail, results.Unknown} {
-		if r.Verdicts[v] > 0 {
-			return v
-		}
+	switch {
+	case r.Outcomes[results.OutcomeFail] > 0 || r.Outcomes[results.OutcomeLivenessFail] > 0:
+		return results.Fail
+	case r.Outcomes[results.OutcomeUnknown] > 0:
+		return results.Unknown
 	}
 	return results.Pass
+}
+
+// RecoveryText summarises recoveries from injection over runs: "9.8 s" for one, "p50 9.8 s ·
+// max 12.1 s" for several, "· after heal max 3.0 s" when a client took more than a second
+// after a heal, "max ≥40.0 s (not recovered ×1)" when a stall was still open at the end (its
+// time is then a least value); "n/a" when no run had a fault.
+func RecoveryText(recs []results.Recovery) string {
+	if len(recs) == 0 {
+		return "n/a"
+	}
+	from := make([]float64, len(recs))
+	afterHeal := 0.0
+	open := 0
+	for i, rc := range recs {
+		from[i] = rc.FromInjectionMS
+		if rc.FromHealMS != nil {
+			afterHeal = math.Max(afterHeal, *rc.FromHealMS)
+		}
+		if !rc.Recovered {
+			open++
+		}
+	}
+	slices.Sort(from)
+	worst := secsText(from[len(from)-1])
+	if open > 0 {
+		worst = fmt.Sprintf("≥%s (not recovered ×%d)", worst, open)
+	}
+	s := worst
+	if len(from) > 1 {
+		// The nearest-rank median: a value some run had.
+		s = "p50 " + secsText(from[(len(from)-1)/2]) + " · max " + worst
+	}
+	if afterHeal > 1000 {
+		s += " · after heal max " + secsText(afterHeal)
+	}
+	return s
 }
 
 // Compare summarises cells into rows, one per distinct combination of axes, in the order the
@@ -121,11 +174,15 @@ func Compare(cells []Cell) []Row {
 		if !ok {
 			i = len(rows)
 			index[key] = i
-			rows = append(rows, Row{Axes: axes, Verdicts: map[results.Verdict]int{}, Availability: -1, Throughput: -1})
+			rows = append(rows, Row{Axes: axes, Outcomes: map[results.Outcome]int{}, Availability: -1, Throughput: -1})
 		}
 		row := &rows[i]
 		row.Runs++
-		row.Verdicts[r.Verdict]++
+		row.Outcomes[r.Outcome()]++
+		row.Liveness = row.Liveness || r.Liveness != nil
+		if r.Liveness != nil && r.Liveness.Recovery != nil {
+			row.Recoveries = append(row.Recoveries, *r.Liveness.Recovery)
+		}
 		addFamily(&row.Lost, r.Anomalies[guarantee.LostWrite])
 		addFamily(&row.Duplicate, r.Anomalies[guarantee.Duplicate])
 		addFamily(&row.Reordered, r.Anomalies[guarantee.Reorder])
@@ -316,12 +373,13 @@ var shownFamilies = []guarantee.Anomaly{guarantee.LostWrite, guarantee.Duplicate
 	guarantee.EffectDuplicate, guarantee.EffectMissing, guarantee.OutboxLost, guarantee.OutboxDuplicate}
 
 // shown says which optional columns a table has: the sinks' when a row had a sink, the
-// outbox's when a row had an outbox.
-type shown struct{ sinks, outbox bool }
+// outbox's when a row had an outbox, the recovery's when a row was judged for liveness.
+type shown struct{ sinks, outbox, liveness bool }
 
 func shownIn(rows []Row) shown {
 	return shown{sinks: slices.ContainsFunc(rows, func(r Row) bool { return r.Sinks }),
-		outbox: slices.ContainsFunc(rows, func(r Row) bool { return r.Outbox })}
+		outbox:   slices.ContainsFunc(rows, func(r Row) bool { return r.Outbox }),
+		liveness: slices.ContainsFunc(rows, func(r Row) bool { return r.Liveness })}
 }
 
 // tableColumns are the columns after the axes.
@@ -333,7 +391,11 @@ func tableColumns(sh shown) []string {
 	if sh.outbox {
 		cols = append(cols, "outbox lost", "outbox duplicate")
 	}
-	return append(cols, "other anomalies", "write availability", "acked writes/s", "p99 latency", "verdict")
+	cols = append(cols, "other anomalies", "write availability", "acked writes/s", "p99 latency")
+	if sh.liveness {
+		cols = append(cols, "recovered in")
+	}
+	return append(cols, "verdict")
 }
 
 func (r Row) cells(sh shown) []string {
@@ -344,7 +406,11 @@ func (r Row) cells(sh shown) []string {
 	if sh.outbox {
 		cs = append(cs, r.OutboxLost.String(r.Runs), r.OutboxDuplicate.String(r.Runs))
 	}
-	return append(cs, r.Other.String(r.Runs), r.availabilityText(), r.throughputText(), r.p99Text(), r.Verdict())
+	cs = append(cs, r.Other.String(r.Runs), r.availabilityText(), r.throughputText(), r.p99Text())
+	if sh.liveness {
+		cs = append(cs, RecoveryText(r.Recoveries))
+	}
+	return append(cs, r.Verdict())
 }
 
 // CompareMarkdown is the comparison table of cells in markdown, for a terminal or a PR.
@@ -389,7 +455,7 @@ td.num{text-align:right}.note{color:#555;font-size:13px}
 <tbody>{{range .Rows}}<tr class="{{.Class}}">{{range .Axes}}<td>{{.}}</td>{{end}}{{range .Cells}}<td>{{.}}</td>{{end}}<td>{{range $i, $r := .Reports}}{{if $i}}, {{end}}<a href="{{$r}}">run {{inc $i}}</a>{{end}}</td></tr>
 {{end}}</tbody></table>
 {{if .FromOps}}<p class="note">* share of writes that succeeded (the run's length was not recorded)</p>{{end}}
-<p class="note">lost = lost-write, reordered = reorder; counts are totals over a row's runs. Write availability is the share of the run during which writes succeeded (mean over runs); acked writes/s is the mean rate of acknowledged writes; p99 latency is the worst run's.</p>
+<p class="note">lost = lost-write, reordered = reorder; counts are totals over a row's runs. Write availability is the share of the run during which writes succeeded (mean over runs); acked writes/s is the mean rate of acknowledged writes; p99 latency is the worst run's. Recovered in: from a fault's injection until every client it touched progressed again, the worst fault of each run, over the runs that had one.</p>
 </body></html>
 `
 

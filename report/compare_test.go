@@ -189,3 +189,58 @@ func TestCompareHTML(t *testing.T) {
 }
 
 func pageOf(root *html.Node, raw string) page { return page{root: root, raw: raw} }
+
+// livenessCells are three rows of runs judged for liveness: recovered in 9.8, 12.1 and 5.0 s
+// (one of them a liveness failure); no fault at all; a run still stalled at the end next to
+// one that took 3 s after its heal.
+func livenessCells() []Cell {
+	run := func(axis string, rec *results.Recovery, v results.LivenessVerdict) Cell {
+		r := &results.Results{Verdict: results.Pass, Scenario: "live", Anomalies: map[guarantee.Anomaly]results.Anomaly{},
+			Liveness: &results.Liveness{Verdict: v, Recovery: rec}}
+		return Cell{Axes: []Axis{{"fault", axis}, {clientAxis, "franz-go"}}, Results: r}
+	}
+	rec := func(from float64, heal float64, ok bool) *results.Recovery {
+		return &results.Recovery{FromInjectionMS: from, FromHealMS: &heal, Recovered: ok}
+	}
+	return []Cell{
+		run("kill", rec(9_800, 500, true), results.LivenessPass),
+		run("kill", rec(12_100, 900, true), results.LivenessFail),
+		run("kill", rec(5_000, 0, true), results.LivenessPass),
+		run("none", nil, results.LivenessNotStated),
+		run("none", nil, results.LivenessNotStated),
+		run("pause", rec(40_000, 30_000, false), results.LivenessNotStated),
+		run("pause", rec(10_000, 3_000, true), results.LivenessNotStated),
+	}
+}
+
+func TestCompareLiveness(t *testing.T) {
+	rows := Compare(livenessCells())
+	if len(rows) != 3 {
+		t.Fatalf("%d rows", len(rows))
+	}
+	for i, want := range []struct{ recovered, verdict string }{
+		{"p50 9.8 s · max 12.1 s", "1 fail (liveness), 2 pass"},
+		{"n/a", "pass ×2"},
+		{"p50 10.0 s · max ≥40.0 s (not recovered ×1) · after heal max 30.0 s", "pass ×2"},
+	} {
+		if got := RecoveryText(rows[i].Recoveries); got != want.recovered {
+			t.Errorf("row %d recovered in %q, want %q", i, got, want.recovered)
+		}
+		if got := rows[i].Verdict(); got != want.verdict {
+			t.Errorf("row %d verdict %q, want %q", i, got, want.verdict)
+		}
+	}
+	if rows[0].Worst() != results.Fail {
+		t.Error("a liveness failure does not colour its row as failed")
+	}
+	if got := RecoveryText([]results.Recovery{{FromInjectionMS: 2_500, Recovered: true}}); got != "2.5 s" {
+		t.Errorf("one run: %q", got)
+	}
+	md := CompareMarkdown(livenessCells())
+	if !strings.Contains(md, "| recovered in | verdict |") || !strings.Contains(md, "| p50 9.8 s · max 12.1 s | 1 fail (liveness), 2 pass |") {
+		t.Errorf("markdown:\n%s", md)
+	}
+	if strings.Contains(CompareMarkdown(matrixCells()), "recovered in") {
+		t.Error("results without liveness get a recovered-in column")
+	}
+}

@@ -24,7 +24,7 @@ import (
 const pageTemplate = `<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Verity: {{.Name}} — {{.Verdict}}</title>
+<title>Verity: {{.Name}} — {{.Outcome}}</title>
 <style>
 body{font-family:system-ui,-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;margin:0 auto;max-width:1100px;padding:1em 1.5em;color:#222;line-height:1.4}
 h1{margin:.2em 0}h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:1.6em}
@@ -34,7 +34,7 @@ th{background:#f2f2f2}td.num{text-align:right;font-variant-numeric:tabular-nums}
 #verdict .big{font-size:2.2em;font-weight:700;text-transform:uppercase;letter-spacing:.05em}
 #verdict .seed{font-size:1.5em;font-weight:600}
 .pass{background:#e3f4e1;border:2px solid #3c9a3c}.fail{background:#fbe0e0;border:2px solid #c62828}.unknown{background:#fff2cc;border:2px solid #c99a00}
-tr.forbidden td{background:#fbe0e0}tr.permitted td{background:#f3f8ee}tr.notjudged td{background:#fff8e1}tr.unchecked td{background:#f2f2f2}
+tr.forbidden td,td.forbidden{background:#fbe0e0}tr.permitted td,td.permitted{background:#f3f8ee}tr.notjudged td,td.notjudged{background:#fff8e1}tr.unchecked td,td.unchecked{background:#f2f2f2}
 img.plot{width:100%;height:auto;border:1px solid #eee}
 .swatch{display:inline-block;width:.9em;height:.9em;border-radius:2px;margin:0 .3em 0 .8em;vertical-align:-.1em}
 .note{color:#555;font-size:13px}code,pre{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px}
@@ -42,7 +42,7 @@ pre{background:#f7f7f7;padding:.6em;overflow:auto;max-height:30em}ul.ex{margin:0
 </style></head><body>
 <h1>Verity report: {{.Name}}</h1>
 <div id="verdict" class="{{.Verdict}}">
-<div><div class="note">verdict</div><div class="big" id="verdict-value">{{.Verdict}}</div></div>
+<div><div class="note">verdict</div><div class="big" id="verdict-value">{{.Outcome}}</div>{{range .Breaches}}<div class="note breach">{{.}}</div>{{end}}</div>
 <div><div class="note">seed</div><div class="seed" id="seed">{{if or .Rerun .Seed}}{{.Seed}}{{else}}none{{end}}</div></div>
 <div><div class="note">scenario</div><div class="seed" id="scenario">{{if .Scenario}}{{.Scenario}}{{else}}none: not written by a Verity run{{end}}</div></div>
 <div><div class="note">client</div><div class="seed" id="client">{{.Client}}</div></div>
@@ -118,6 +118,28 @@ pre{background:#f7f7f7;padding:.6em;overflow:auto;max-height:30em}ul.ex{margin:0
 
 {{if not .EvidenceFirst}}{{template "anomalies" .}}{{end}}
 
+{{with .Liveness}}<section id="liveness"><h2>Liveness</h2>
+{{if not .Judged}}<p class="note" id="liveness-verdict">Liveness: not judged (the results were written before Verity judged progress).</p>{{else}}
+<table><tr><th>liveness verdict</th><td class="{{.Class}}" id="liveness-verdict">{{.Verdict}}</td></tr>
+<tr><th>stated bounds</th><td id="liveness-bounds">{{if .Bounds}}{{join .Bounds ", "}}{{else}}none stated (the verdict judges nothing; the findings below are for reading){{end}}</td></tr>
+<tr><th>fixed bounds</th><td>stuck after {{.StuckAfter}} without progress after the last heal; stalls shorter than {{.MinStall}} not counted</td></tr>
+<tr><th>judged until</th><td>{{.Horizon}} (the end of the workload phase){{if .LastHeal}}; last heal at {{.LastHeal}}{{end}}{{if .Gated}}; stuck time counts only while the ISR watch showed the partition able to serve{{end}}</td></tr>
+</table>
+{{if .Reasons}}<ul id="liveness-reasons">{{range .Reasons}}<li>{{.}}</li>{{end}}</ul>{{end}}
+{{if .Findings}}<table id="liveness-findings"><tr><th>finding</th><th>count</th><th>evidence (op indices "i" in the history)</th></tr>
+{{range .Findings}}<tr class="{{.Class}}" id="liveness-{{.Name}}"><td>{{.Name}}</td><td class="num">{{.Count}}</td>
+<td><ul class="ex">{{range .Examples}}<li>{{if .Href}}<a href="{{.Href}}">{{.Text}}</a>{{else}}{{.Text}}{{end}}</li>{{end}}</ul>{{if .More}}<span class="note">and {{.More}} more</span>{{end}}</td></tr>
+{{end}}</table>{{end}}
+<p class="note">None found: {{if .NoneFound}}{{join .NoneFound ", "}}{{else}}—{{end}}.</p>
+{{if .Recovery}}<h3>Recovery per fault</h3><table id="recovery"><tr><th>fault</th><th>injected</th><th>healed</th><th>worst</th>{{range .RecoveryClients}}<th>{{.}}</th>{{end}}</tr>
+{{range .Recovery}}<tr><td>{{.Label}}</td><td class="num">{{.Injected}}</td><td class="num">{{.Healed}}</td><td class="num">{{.Worst}}</td>{{range .Cells}}<td class="num">{{.}}</td>{{end}}</tr>
+{{end}}</table><p class="note">Per client: from the injection / from the heal, until the client progressed again on every partition it stalled on across the fault; empty where the fault touched no partition of the client; "not recovered" when a stall was still open when the workload ended (the time is then the least it could be).</p>{{end}}
+{{if .Unseen}}<img class="plot" id="plot-unseen" alt="acknowledged offsets unseen per partition" src="{{.Unseen}}"><p class="note">Per {{.Bucket}} and partition: the largest count of acknowledged offsets no reader had reached yet.</p>{{end}}
+{{if .Lag}}<img class="plot" id="plot-lag" alt="lag per reader" src="{{.Lag}}"><p class="note">Per {{.Bucket}} and reader: the largest count of offsets available to it that it had not read.</p>{{end}}
+{{if .Progress}}<img class="plot" id="plot-progress" alt="progress per client" src="{{.Progress}}"><p class="note">A row per client: a tick per {{.Bucket}} with progress, its height the bucket's count against the row's largest; red bars its stalls, dark red the part stuck after the last heal.{{if .ProgressOmission}} {{.ProgressOmission}} more clients are left out.{{end}}</p>{{end}}
+{{range .SeriesOmitted}}<p class="note">Left out of the plots: {{.}}.</p>{{end}}
+{{end}}</section>{{end}}
+
 <section id="config"><h2>Configuration</h2>
 <h3>Deviations from Kafka 4.3's defaults</h3>
 {{if or .Deviations .SettingDeviations}}<ul>{{range .Deviations}}<li><code>{{.}}</code> (broker)</li>{{end}}{{range .SettingDeviations}}<li><code>{{.}}</code></li>{{end}}</ul>{{else}}<p class="note">None.</p>{{end}}
@@ -139,7 +161,12 @@ pre{background:#f7f7f7;padding:.6em;overflow:auto;max-height:30em}ul.ex{margin:0
 
 // pageData is what the template shows.
 type pageData struct {
+	// Verdict is the safety verdict (the page's colour); Outcome adds a broken stated liveness
+	// bound, which Breaches then name.
 	Scenario, Verdict, ForbiddenText string
+	Outcome                          results.Outcome
+	Breaches                         []string
+	Liveness                         *livenessView
 	// Expectation is what the scenario expected, in words; EvidenceFirst puts the anomalies
 	// right under the verdict (a fail or an unknown: the reader came for the evidence).
 	Expectation   string
@@ -257,6 +284,18 @@ func RenderHTML(w io.Writer, r *results.Results, tl *Timeline, opts Options, war
 	}
 	if d.Verdict == "" {
 		d.Verdict = string(results.Unknown)
+	}
+	d.Outcome = results.Outcome(d.Verdict)
+	if r.Verdict != "" {
+		d.Outcome = r.Outcome()
+	}
+	if d.Outcome == results.OutcomeLivenessFail {
+		d.Verdict = string(results.Fail)
+		d.Breaches = r.Liveness.Breaches()
+	}
+	d.Liveness = newLivenessView(r.Liveness, opts.opsPage)
+	if err := d.Liveness.addLivenessPlots(r.Liveness, tl); err != nil {
+		return err
 	}
 	d.Client, d.Kafka = ClientText(r), KafkaText(r)
 	d.Expectation = opts.Expectation

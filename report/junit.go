@@ -78,7 +78,8 @@ func Families(r *results.Results) []guarantee.Anomaly {
 // the family has forbidden findings, skipped (with its count and reason) when its findings are
 // permitted or not judged or it could not be checked, passed otherwise — and one for the
 // verdict: failed on fail, an error on unknown (the run could not be checked, which must not
-// look green). The seed is a property of the suite and of every case.
+// look green), and one for the stated liveness bounds (livenessCase). The seed is a property of
+// the suite and of every case.
 func JUnit(r *results.Results) *JUnitSuites {
 	class := "verity." + r.Scenario
 	if !r.FromVerityRun() {
@@ -124,6 +125,9 @@ func JUnit(r *results.Results) *JUnitSuites {
 			Text: strings.Join(r.UnknownReasons, "\n")}
 	}
 	s.Cases = append(s.Cases, verdict)
+	if c, ok := livenessCase(r, class, seedProp); ok {
+		s.Cases = append(s.Cases, c)
+	}
 
 	for _, name := range Families(r) {
 		a, found := r.Anomalies[name]
@@ -152,6 +156,48 @@ func JUnit(r *results.Results) *JUnitSuites {
 	s.tally()
 	return &JUnitSuites{Name: "verity", Tests: s.Tests, Failures: s.Failures, Errors: s.Errors, Skipped: s.Skipped,
 		Time: s.Time, Suites: []JUnitSuite{s}}
+}
+
+// livenessCase is the case of the stated liveness bounds: failed (type "liveness", the
+// breaches as message) when one was broken, an error when they could not be judged (as the
+// verdict's unknown: it must not look green), skipped when none was stated; none for results
+// written before liveness was judged.
+func livenessCase(r *results.Results, class string, seed JUnitProperty) (JUnitCase, bool) {
+	l := r.Liveness
+	if l == nil {
+		return JUnitCase{}, false
+	}
+	c := JUnitCase{Name: "liveness", Classname: class, Time: "0",
+		Properties: []JUnitProperty{seed, {Name: "liveness_verdict", Value: string(l.Verdict)}}}
+	for _, b := range BoundsText(l.Bounds.LivenessBounds) {
+		c.Properties = append(c.Properties, JUnitProperty{Name: "bound", Value: b})
+	}
+	switch l.Verdict {
+	case results.LivenessFail:
+		c.Failure = &JUnitMessage{Type: "liveness", Message: strings.Join(l.Breaches(), "; "), Text: livenessText(l)}
+	case results.LivenessUnknown:
+		c.Error = &JUnitMessage{Type: "liveness", Message: "the stated liveness bounds could not be judged", Text: strings.Join(l.Reasons, "\n")}
+	case results.LivenessNotStated:
+		c.Skipped = &JUnitMessage{Message: "no liveness bound stated"}
+		c.SystemOut = livenessText(l)
+	default:
+		c.SystemOut = livenessText(l)
+	}
+	return c, true
+}
+
+// livenessText lists the liveness findings' examples, one a line, and the verdict's reasons.
+func livenessText(l *results.Liveness) string {
+	var b strings.Builder
+	for _, reason := range l.Reasons {
+		b.WriteString(reason + "\n")
+	}
+	for _, f := range results.LivenessFamilies() {
+		for _, e := range l.Findings[f].Examples {
+			b.WriteString(string(f) + ": " + livenessExampleText(e) + "\n")
+		}
+	}
+	return b.String()
 }
 
 // examplesText lists a family's examples, one a line, with the op indices that prove each.

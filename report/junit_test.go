@@ -159,3 +159,55 @@ func TestJUnit(t *testing.T) {
 		})
 	}
 }
+
+// A broken stated bound fails the liveness case with type liveness and the breaches as message;
+// the safety verdict's case stays green; results without liveness get no liveness case.
+func TestJUnitLiveness(t *testing.T) {
+	r := sampleResults("", history.Config{})
+	r.Verdict = results.Pass
+	delete(r.Anomalies, "lost-write")
+	r.Liveness = sampleLiveness()
+	doc := parseJUnit(t, r)
+	var live, verdict *JUnitCase
+	for i, c := range doc.Suites[0].Cases {
+		switch c.Name {
+		case "liveness":
+			live = &doc.Suites[0].Cases[i]
+		case "verdict":
+			verdict = &doc.Suites[0].Cases[i]
+		}
+	}
+	if live == nil || live.Failure == nil {
+		t.Fatalf("liveness case %+v", live)
+	}
+	if live.Failure.Type != "liveness" || live.Failure.Message != "max_stall 25s broken by producer 3 on verity-0 (40.0 s without progress, more than max_stall 25s)" {
+		t.Errorf("failure %+v", live.Failure)
+	}
+	if !strings.Contains(live.Failure.Text, "ops 120, 130") || prop(live.Properties, "bound") != "max_stall 25s" {
+		t.Errorf("failure text %q, properties %+v", live.Failure.Text, live.Properties)
+	}
+	if verdict == nil || verdict.Failure != nil || verdict.Error != nil {
+		t.Errorf("verdict case %+v", verdict)
+	}
+	if doc.Failures != 1 {
+		t.Errorf("%d failures, want the liveness one", doc.Failures)
+	}
+
+	r.Liveness.Verdict = results.LivenessUnknown
+	if c := findCase(parseJUnit(t, r), "liveness"); c == nil || c.Error == nil {
+		t.Errorf("unknown liveness: %+v", c)
+	}
+	r.Liveness = nil
+	if c := findCase(parseJUnit(t, r), "liveness"); c != nil {
+		t.Errorf("results without liveness have a liveness case %+v", c)
+	}
+}
+
+func findCase(doc JUnitSuites, name string) *JUnitCase {
+	for i, c := range doc.Suites[0].Cases {
+		if c.Name == name {
+			return &doc.Suites[0].Cases[i]
+		}
+	}
+	return nil
+}

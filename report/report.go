@@ -113,7 +113,7 @@ func Write(ctx context.Context, dir string, r *results.Results, historyPath stri
 	var tl *Timeline
 	// The ops around each anomaly example are gathered in the timeline's one pass over the
 	// history.
-	windows := append(opWindows(r), metricWindows(r)...)
+	windows := slices.Concat(opWindows(r), livenessWindows(r), metricWindows(r))
 	if opts.Metrics == nil {
 		m, err := readMetrics(dir, r)
 		if err != nil {

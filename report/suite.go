@@ -155,17 +155,17 @@ func (r SuiteRow) got() string {
 	if r.NotApplicable != "" {
 		return "-"
 	}
-	row := Row{Verdicts: map[results.Verdict]int{}}
+	row := Row{Outcomes: map[results.Outcome]int{}}
 	incomplete := 0
 	for _, run := range r.Runs {
 		if run.Results == nil {
 			incomplete++
 			continue
 		}
-		row.Verdicts[run.Results.Verdict]++
+		row.Outcomes[run.Results.Outcome()]++
 	}
 	var parts []string
-	if len(row.Verdicts) > 0 {
+	if len(row.Outcomes) > 0 {
 		parts = append(parts, row.Verdict()+causesText(r.unknownCauses(true)))
 	}
 	if incomplete > 0 {
@@ -243,6 +243,72 @@ func (r SuiteRow) availability() string {
 	return row.availabilityText()
 }
 
+// liveness summarises the runs' liveness verdicts under the bounds their scenario stated:
+// "max_stall 25s: fail ×3 (known)", "(expected)" when the failing runs met their expectation;
+// "-" when no run stated a bound.
+func (r SuiteRow) liveness() string {
+	var bounds []string
+	counts := map[results.LivenessVerdict]int{}
+	var failing []Judgement
+	for _, run := range r.Runs {
+		if run.Results == nil || run.Results.Liveness == nil || !run.Results.Liveness.Bounds.Stated() {
+			continue
+		}
+		l := run.Results.Liveness
+		for _, b := range BoundsText(l.Bounds.LivenessBounds) {
+			if !slices.Contains(bounds, b) {
+				bounds = append(bounds, b)
+			}
+		}
+		counts[l.Verdict]++
+		if l.Verdict == results.LivenessFail {
+			failing = append(failing, run.Judgement)
+		}
+	}
+	if len(bounds) == 0 {
+		return "-"
+	}
+	s := strings.Join(bounds, ", ") + ": " + countsText([]results.LivenessVerdict{results.LivenessFail, results.LivenessUnknown, results.LivenessPass}, counts)
+	all := func(j Judgement) bool {
+		return len(failing) > 0 && !slices.ContainsFunc(failing, func(f Judgement) bool { return f != j })
+	}
+	switch {
+	case all(JudgementKnownIssue):
+		s += " (known)"
+	case all(JudgementMet):
+		s += " (expected)"
+	}
+	return s
+}
+
+// recovered is how soon the runs recovered from their faults (RecoveryText); "-" when no run
+// was judged for liveness.
+func (r SuiteRow) recovered() string {
+	var recs []results.Recovery
+	judged := false
+	for _, run := range r.Runs {
+		if run.Results == nil || run.Results.Liveness == nil {
+			continue
+		}
+		judged = true
+		if rc := run.Results.Liveness.Recovery; rc != nil {
+			recs = append(recs, *rc)
+		}
+	}
+	if !judged {
+		return "-"
+	}
+	return RecoveryText(recs)
+}
+
+// judgedLiveness says some run of the rows was judged for liveness: the table then has its
+// columns, which results written before that have nothing to put in.
+func judgedLiveness(rows []SuiteRow) bool {
+	return slices.ContainsFunc(rows, func(r SuiteRow) bool {
+		return slices.ContainsFunc(r.Runs, func(run SuiteRun) bool { return run.Results != nil && run.Results.Liveness != nil })
+	})
+}
+
 // wall is the runs' wall time summed.
 func (r SuiteRow) wall() string {
 	if len(r.Runs) == 0 {
@@ -278,7 +344,11 @@ func suiteColumns(rows []SuiteRow) (axes []string, cols []string) {
 	if !slices.Contains(axes, clientAxis) {
 		axes = append(axes, clientAxis)
 	}
-	return axes, []string{"runs", "expected", "got", "anomalies", "write availability", "wall time", "result"}
+	cols = []string{"runs", "expected", "got", "anomalies", "write availability"}
+	if judgedLiveness(rows) {
+		cols = append(cols, "liveness", "recovered in")
+	}
+	return axes, append(cols, "wall time", "result")
 }
 
 func (r SuiteRow) axisValues(names []string) []string {
@@ -293,12 +363,17 @@ func (r SuiteRow) axisValues(names []string) []string {
 	return out
 }
 
-func (r SuiteRow) cells() []string {
+// cells are the row's cells of the columns suiteColumns gives; live adds the liveness ones.
+func (r SuiteRow) cells(live bool) []string {
 	expected := r.Expected
 	if expected == "" {
 		expected = "-" // a cell that does not apply expects nothing
 	}
-	return []string{strconv.Itoa(len(r.Runs)), expected, r.got(), r.anomalies(), r.availability(), r.wall(), r.result()}
+	cs := []string{strconv.Itoa(len(r.Runs)), expected, r.got(), r.anomalies(), r.availability()}
+	if live {
+		cs = append(cs, r.liveness(), r.recovered())
+	}
+	return append(cs, r.wall(), r.result())
 }
 
 // SuiteMarkdown is a suite's table in markdown: one row per scenario and combination of axes.
@@ -308,8 +383,9 @@ func SuiteMarkdown(rows []SuiteRow) string {
 	var b strings.Builder
 	b.WriteString("| " + strings.Join(header, " | ") + " |\n")
 	b.WriteString("|" + strings.Repeat(" --- |", len(header)) + "\n")
+	live := judgedLiveness(rows)
 	for _, r := range rows {
-		cs := slices.Concat([]string{r.Scenario}, r.axisValues(axes), r.cells())
+		cs := slices.Concat([]string{r.Scenario}, r.axisValues(axes), r.cells(live))
 		for i := range cs {
 			cs[i] = mdEscape(cs[i])
 		}
@@ -357,8 +433,9 @@ func SuiteHTML(title string, rows []SuiteRow, footer string) (string, error) {
 		Axes, Columns []string
 		Rows          []suiteHTMLRow
 	}{Title: title, Footer: footer, Axes: axes, Columns: cols}
+	live := judgedLiveness(rows)
 	for _, r := range rows {
-		hr := suiteHTMLRow{Class: r.judgement().class(), Scenario: r.Scenario, Axes: r.axisValues(axes), Cells: r.cells()}
+		hr := suiteHTMLRow{Class: r.judgement().class(), Scenario: r.Scenario, Axes: r.axisValues(axes), Cells: r.cells(live)}
 		for _, run := range r.Runs {
 			if run.Report != "" && run.Results != nil {
 				hr.Reports = append(hr.Reports, suiteLink{Href: run.Report, Run: run.Run})
