@@ -78,9 +78,31 @@ func TestRunDefault(t *testing.T) {
 	if r.Stats.Ops["send"].OK == 0 || len(r.Stats.Partitions) != 3 {
 		t.Errorf("stats %+v: want acknowledged sends and final reads of 3 partitions", r.Stats)
 	}
+	// Liveness: every client of the run (3 producers, 1 consumer) has a recovery from the kill,
+	// and each progressed again before the workload ended.
+	if l := r.Liveness; l == nil || len(l.Faults) == 0 {
+		t.Errorf("liveness %+v: want the kill's recovery", l)
+	} else {
+		kinds := map[results.ClientKind]int{}
+		for _, c := range l.Faults[0].Clients {
+			kinds[c.Kind]++
+			if !c.Recovered {
+				t.Errorf("%s did not progress again after the kill before the workload ended: %+v", c.Client, c.Recovery)
+			}
+		}
+		if kinds[results.KindProducer] != 3 || kinds[results.KindConsumer] != 1 {
+			t.Errorf("the kill's recovery names clients %v: want 3 producers and 1 consumer (%+v)", kinds, l.Faults[0].Clients)
+		}
+		if l.Verdict != results.LivenessNotStated || r.Outcome() != results.OutcomePass {
+			t.Errorf("no bound stated: liveness %s, outcome %s", l.Verdict, r.Outcome())
+		}
+	}
 	page, _ := os.ReadFile(filepath.Join(dir, "report.html"))
 	if !strings.Contains(string(page), "kill [") || strings.Count(string(page), "<img") < 3 {
 		t.Error("report.html lacks the kill in its fault table or its plots")
+	}
+	if !strings.Contains(string(page), `id="recovery"`) || !strings.Contains(string(page), `id="plot-progress"`) {
+		t.Error("report.html lacks the liveness section's recovery table or progress plot")
 	}
 	// The run judges by the settings it used and says nothing it did not: RF 3 and min ISR 2
 	// in every reason, nothing assumed, in results.json, junit.xml and the report alike.
