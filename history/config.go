@@ -206,6 +206,10 @@ func (c Config) Clone() Config {
 		}
 		c.Sinks = sinks
 	}
+	if c.Liveness != nil {
+		l := *c.Liveness
+		c.Liveness = &l
+	}
 	c.Faults = slices.Clone(c.Faults)
 	c.Deviations = slices.Clone(c.Deviations)
 	c.Spec = slices.Clone(c.Spec)
