@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/kafkaconf"
@@ -101,16 +100,7 @@ type SuiteLiveness struct {
 }
 
 // Text names the bounds as the checker does: "max_stall 25s".
-func (l SuiteLiveness) Text() string {
-	var parts []string
-	if l.MaxStallMS != nil {
-		parts = append(parts, "max_stall "+(time.Duration(*l.MaxStallMS)*time.Millisecond).String())
-	}
-	if l.RecoverWithinMS != nil {
-		parts = append(parts, "recover_within "+(time.Duration(*l.RecoverWithinMS)*time.Millisecond).String())
-	}
-	return strings.Join(parts, ", ")
-}
+func (l SuiteLiveness) Text() string { return l.LivenessBounds.String() }
 
 // SuiteRun is one run of a cell.
 type SuiteRun struct {

@@ -3,7 +3,6 @@ package scenarios
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/kafkaconf"
@@ -145,19 +144,7 @@ func (l *LivenessExpect) Lacks(c kafkaconf.Client) []kafkaconf.Capability {
 }
 
 // BoundsText names the stated bounds as the checker's findings do: "max_stall 25s".
-func (l *LivenessExpect) BoundsText() string {
-	if l == nil {
-		return ""
-	}
-	var parts []string
-	if l.MaxStall > 0 {
-		parts = append(parts, "max_stall "+l.MaxStall.String())
-	}
-	if l.RecoverWithin > 0 {
-		parts = append(parts, "recover_within "+l.RecoverWithin.String())
-	}
-	return strings.Join(parts, ", ")
-}
+func (l *LivenessExpect) BoundsText() string { return l.Bounds().String() }
 
 // Topology is the cluster's shape.
 type Topology struct {

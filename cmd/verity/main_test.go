@@ -168,3 +168,44 @@ func TestReportRegeneratesARun(t *testing.T) {
 		}
 	}
 }
+
+// stalled is a history whose producer goes 38 s without an acknowledgement while a send is
+// pending, and keeps every safety promise.
+const stalled = header + `
+{"i":0,"t":1000000000,"p":1,"type":"invoke","f":"send","value":{"topic":"t","partition":0,"value":"1-1"}}
+{"i":1,"t":1100000000,"p":1,"type":"ok","f":"send","value":{"topic":"t","partition":0,"offset":0,"value":"1-1"}}
+{"i":2,"t":2000000000,"p":1,"type":"invoke","f":"send","value":{"topic":"t","partition":0,"value":"1-2"}}
+{"i":3,"t":40000000000,"p":1,"type":"ok","f":"send","value":{"topic":"t","partition":0,"offset":1,"value":"1-2"}}
+{"i":4,"t":41000000000,"p":1,"type":"invoke","f":"send","value":{"topic":"t","partition":0,"value":"1-3"}}
+{"i":5,"t":41100000000,"p":1,"type":"ok","f":"send","value":{"topic":"t","partition":0,"offset":2,"value":"1-3"}}
+{"i":6,"t":42000000000,"p":9,"type":"ok","f":"final-read","value":{"topic":"t","partition":0,"isolation":"read_uncommitted","from":0,"end":3,"records":[{"topic":"t","partition":0,"offset":0,"value":"1-1"},{"topic":"t","partition":0,"offset":1,"value":"1-2"},{"topic":"t","partition":0,"offset":2,"value":"1-3"}]}}
+`
+
+// A history that keeps every safety promise but breaks a stated liveness bound exits 4, and
+// says which bound and where; without the bound it passes, its stall reported, never judged.
+func TestCheckLivenessExit(t *testing.T) {
+	path := writeFile(t, stalled)
+	code, stdout, stderr := runCLI("check", "--max-stall", "25s", path)
+	if code != exitLiveness {
+		t.Fatalf("exit %d, want %d (liveness); stdout:\n%s\nstderr: %s", code, exitLiveness, stdout, stderr)
+	}
+	for _, want := range []string{"verity check: FAIL (LIVENESS)", "no anomalies",
+		"liveness: fail (max_stall 25s): max_stall 25s broken by producer 1 on t-0", "judged with --max-stall=25s forced over the header"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+	if code, stdout, _ := runCLI("check", "--max-stall", "40s", path); code != exitPass || !strings.Contains(stdout, "liveness: pass (max_stall 40s)") {
+		t.Errorf("a bound the stall keeps: exit %d\n%s", code, stdout)
+	}
+	code, stdout, _ = runCLI("check", path)
+	if code != exitPass || !strings.Contains(stdout, "verity check: PASS") {
+		t.Errorf("no bound stated: exit %d, want %d\n%s", code, exitPass, stdout)
+	}
+	if strings.Contains(stdout, "liveness: fail") || strings.Contains(stdout, "liveness: pass") {
+		t.Errorf("no bound stated, yet a liveness verdict:\n%s", stdout)
+	}
+	if code, _, stderr := runCLI("check", "--max-stall", "500ms", path); code != exitUsage || !strings.Contains(stderr, "want more than 1s") {
+		t.Errorf("a bound shorter than a stall: exit %d, %s", code, stderr)
+	}
+}
