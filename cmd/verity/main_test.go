@@ -9,6 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/kafkaconf"
+	"github.com/verity-kafka/verity/runner"
+	"github.com/verity-kafka/verity/scenarios"
 	"github.com/verity-kafka/verity/verify/results"
 )
 
@@ -207,5 +211,44 @@ func TestCheckLivenessExit(t *testing.T) {
 	}
 	if code, _, stderr := runCLI("check", "--max-stall", "500ms", path); code != exitUsage || !strings.Contains(stderr, "want more than 1s") {
 		t.Errorf("a bound shorter than a stall: exit %d, %s", code, stderr)
+	}
+}
+
+// A run's outcome names the liveness bound its scenario states, the client known to break it,
+// and the outcome when it is not the verdict.
+func TestPrintOutcomeLiveness(t *testing.T) {
+	s, err := scenarios.Builtin("unanswering-leader")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Client.Name = kafkaconf.FranzGo
+	r := &results.Results{Verdict: results.Pass, History: &results.HistoryInfo{}, Liveness: &results.Liveness{Verdict: results.LivenessFail,
+		Bounds: results.LivenessBounds{LivenessBounds: *s.Expect.Liveness.Bounds()}}}
+	var b bytes.Buffer
+	printOutcome(&b, &runner.Outcome{Scenario: scenarios.Resolved{Scenario: s}, Results: r, Dir: "out"})
+	for _, want := range []string{"verity run: FAIL (LIVENESS)", "liveness: fail (max_stall 25s)",
+		"expected pass, liveness max_stall 25s (known to break under franz-go: franz-go keeps a partition's sends on a leader that stopped answering (twmb/franz-go#239)); got pass, outcome fail (liveness)"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("outcome lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
+// The liveness line: nothing without findings, stuck clients as informational, the worst
+// recovery from injection and heal.
+func TestLivenessLine(t *testing.T) {
+	if got := livenessLine(&results.Liveness{Verdict: results.LivenessNotStated}); got != "" {
+		t.Errorf("nothing to say, got %q", got)
+	}
+	l := &results.Liveness{Verdict: results.LivenessNotStated,
+		Findings: map[results.LivenessFamily]results.LivenessFindings{results.StuckProducer: {Count: 1}},
+		Recovery: &results.Recovery{FromInjectionMS: 12300, FromHealMS: new(4100.0), Recovered: true}}
+	if got, want := livenessLine(l), "1 stuck-producer (informational); worst recovery 12.3 s from injection, 4.1 s from heal"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	l = &results.Liveness{Verdict: results.LivenessUnknown, Reasons: []string{"recover_within 10s: no fault took effect"},
+		Bounds: results.LivenessBounds{LivenessBounds: history.LivenessBounds{RecoverWithinMS: new(int64(10000))}}}
+	if got, want := livenessLine(l), "unknown (recover_within 10s): recover_within 10s: no fault took effect"; got != want {
+		t.Errorf("got %q, want %q", got, want)
 	}
 }

@@ -248,6 +248,9 @@ func listAll(w io.Writer) error {
 		if len(s.Expect.Likely) > 0 {
 			exp += ", " + guarantee.Join(s.Expect.Likely) + " likely"
 		}
+		if b := s.Expect.Liveness.BoundsText(); b != "" {
+			exp += ", " + b
+		}
 		desc := s.Description
 		if s.Client.Name != kafkaconf.DefaultClient {
 			desc = fmt.Sprintf("[%s] %s", s.Client.Name, desc)
