@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/verity-kafka/verity/kafkaconf"
 	"github.com/verity-kafka/verity/sink"
@@ -74,6 +75,22 @@ type LivenessBounds struct {
 // Stated reports whether b states any bound.
 func (b *LivenessBounds) Stated() bool {
 	return b != nil && (b.RecoverWithinMS != nil || b.MaxStallMS != nil)
+}
+
+// String names the stated bounds as the checker's findings do: "max_stall 25s, recover_within
+// 10s"; empty when none is stated.
+func (b *LivenessBounds) String() string {
+	if b == nil {
+		return ""
+	}
+	var parts []string
+	if b.MaxStallMS != nil {
+		parts = append(parts, "max_stall "+(time.Duration(*b.MaxStallMS)*time.Millisecond).String())
+	}
+	if b.RecoverWithinMS != nil {
+		parts = append(parts, "recover_within "+(time.Duration(*b.RecoverWithinMS)*time.Millisecond).String())
+	}
+	return strings.Join(parts, ", ")
 }
 
 // SinkInfo is one sink: its mode, the topic it consumes, its consumer group and the history
@@ -205,6 +222,10 @@ func (c Config) Clone() Config {
 			sinks[k] = v
 		}
 		c.Sinks = sinks
+	}
+	if c.Liveness != nil {
+		l := *c.Liveness
+		c.Liveness = &l
 	}
 	c.Faults = slices.Clone(c.Faults)
 	c.Deviations = slices.Clone(c.Deviations)

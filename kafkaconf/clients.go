@@ -50,12 +50,18 @@ const (
 	// group session), so a processor that skips its rewind resumes past the aborted inputs
 	// (franz-go's group transact session rewinds by itself).
 	CapPositionKept Capability = "position-kept-after-abort"
+	// CapLeavesUnansweringLeader: the producer moves a partition's sends off a leader that
+	// stopped answering (a request timeout makes it refresh metadata until the new leader shows),
+	// so its sends stall no longer than the election takes. franz-go retries a timed-out produce
+	// on the same broker without asking for metadata again, and can stay on the old leader until
+	// it answers (twmb/franz-go#239).
+	CapLeavesUnansweringLeader Capability = "leaves-unanswering-leader"
 )
 
 // Capabilities lists every capability, in the order listings show them.
 func Capabilities() []Capability {
 	return []Capability{CapIdempotentInFlight5, CapTxnProtocolV2, CapGroupMetadata, CapStableOffsetFetch, CapTruncationDetection,
-		CapIdempotentGivesUp, CapMaxPollInterval, CapPositionKept}
+		CapIdempotentGivesUp, CapMaxPollInterval, CapPositionKept, CapLeavesUnansweringLeader}
 }
 
 // ParseCapability reads a capability's name.
@@ -150,7 +156,7 @@ func Clients() []Client {
 			RetriesNote:    " (sarama has no delivery.timeout.ms; the workload bounds each send by its delivery timeout)",
 			TxnProtocols:   []TxnProtocol{TxnProtocolV1},
 			GroupProtocols: []GroupProtocol{GroupClassic},
-			Capabilities:   []Capability{CapGroupMetadata, CapStableOffsetFetch, CapIdempotentGivesUp, CapPositionKept},
+			Capabilities:   []Capability{CapGroupMetadata, CapStableOffsetFetch, CapIdempotentGivesUp, CapPositionKept, CapLeavesUnansweringLeader},
 			RewindNote: "after an abort the sarama processor hands out again the records it handed out since its last commit " +
 				"(what a fetch from the committed offsets returns: a group session cannot seek), and after an unknown outcome " +
 				"starts a new group session, which resumes from the committed offsets",
@@ -170,7 +176,7 @@ func Clients() []Client {
 			TxnProtocols:   []TxnProtocol{TxnProtocolV2, TxnProtocolV1},
 			GroupProtocols: []GroupProtocol{GroupClassic, GroupConsumer},
 			Capabilities: []Capability{CapIdempotentInFlight5, CapTxnProtocolV2, CapGroupMetadata, CapStableOffsetFetch, CapTruncationDetection,
-				CapIdempotentGivesUp, CapMaxPollInterval, CapPositionKept},
+				CapIdempotentGivesUp, CapMaxPollInterval, CapPositionKept, CapLeavesUnansweringLeader},
 			RewindNote: "after an abort the Java processor seeks the member's partitions back to their committed offsets " +
 				"(Kafka's consumer does not rewind by itself, KAFKA-17582)",
 			Doc: "Kafka's Java client (kafka-clients), a program behind the remote client protocol: idempotence on by default with " +

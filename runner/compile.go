@@ -86,7 +86,7 @@ func compile(s scenarios.Resolved, tag string) (*plan, error) {
 	pl := &plan{scenario: s, cluster: shapeOf(s.Scenario)}
 	ws := workloads.Spec{Name: s.Name, Seed: s.Seed, Duration: s.Duration.Std(), ScheduledFaults: s.ScheduledFaults(),
 		Client: s.Client.Name, ClientVersion: s.Client.Version, TxnProtocol: s.Client.TxnProtocol, GroupProtocol: s.Client.GroupProtocol,
-		ClientCommand: s.Client.Command}
+		ClientCommand: s.Client.Command, Liveness: s.Expect.Liveness.Bounds()}
 	client, _ := kafkaconf.LookupClient(s.Client.Name) // validated
 	spec, err := json.Marshal(s.Scenario)
 	if err != nil {

@@ -139,3 +139,33 @@ func override(t *testing.T, s scenarios.Resolved, flags ...string) scenarios.Res
 	}
 	return r
 }
+
+// The scenario's liveness bounds go to the header's config.liveness in milliseconds, read back
+// by the checker's parser; a scenario that states none writes none.
+func TestHeaderLiveness(t *testing.T) {
+	h, err := Header(builtin(t, "unanswering-leader"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := history.ParseConfig(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := back.Liveness; l == nil || l.MaxStallMS == nil || *l.MaxStallMS != 25000 || l.RecoverWithinMS != nil {
+		t.Errorf("config.liveness %+v, want max_stall_ms 25000", l)
+	}
+	h, err = Header(override(t, builtin(t, "default"), "recover-within=12s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := h.Liveness; l == nil || l.RecoverWithinMS == nil || *l.RecoverWithinMS != 12000 || l.MaxStallMS != nil {
+		t.Errorf("--recover-within 12s: config.liveness %+v", l)
+	}
+	if h, _ := Header(builtin(t, "default")); h.Liveness != nil {
+		t.Errorf("default states no bound, its header has %+v", h.Liveness)
+	}
+}

@@ -244,6 +244,14 @@ func wholeSides(cells []suiteCell, name string, r scenarios.Regression) {
 // positive controls left at the cell's settings, or, for a regression, the side the cell is.
 func expectOf(s scenarios.Resolved, axes []report.Axis, notes []string) SuiteExpect {
 	e := SuiteExpect{Verdict: s.Expect.Verdict, Likely: slices.Clone(s.Expect.Likely), Notes: notes}
+	if l := s.Expect.Liveness; l.Bounds() != nil {
+		e.Liveness = &SuiteLiveness{LivenessBounds: *l.Bounds()}
+		if c, ok := kafkaconf.LookupClient(s.Client.Name); ok {
+			if lacks := l.Lacks(c); len(lacks) > 0 {
+				e.Liveness.Breaks, e.Liveness.Lacks, e.Liveness.Client, e.Liveness.Why = true, lacks, c.Name, l.Why
+			}
+		}
+	}
 	if r := s.Regression; r != nil {
 		switch report.AxisValue(axes, r.Knob) {
 		case r.Bad:
@@ -332,6 +340,7 @@ func (s SuiteSpec) manifest(p suitePlan, units []unit, ran []ranUnit, stopped er
 				r.Verdict = o.Verdict()
 				if o.Results != nil {
 					r.UnknownCauses = o.Results.UnknownCauses
+					r.Liveness = livenessOf(o.Results)
 				}
 				r.WallS = o.Wall.Seconds()
 			}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/kafkaconf"
 	"github.com/verity-kafka/verity/report"
 	"github.com/verity-kafka/verity/scenarios"
@@ -532,4 +533,84 @@ func TestSuiteManifestSchema(t *testing.T) {
 	}
 	require.Equal(t, tags, schema.Defs["tag"].Enum, "the schema's tags are scenarios.Tags()")
 	require.Equal(t, js, schema.Defs["judgement"].Enum, "the schema's judgements are report.Judgements()")
+}
+
+// fakeLiveness gives r the liveness verdict v against unanswering-leader's max_stall 25s, with
+// one breach when v is fail.
+func fakeLiveness(r *results.Results, v results.LivenessVerdict) *results.Results {
+	l := &results.Liveness{Verdict: v, Bounds: results.LivenessBounds{LivenessBounds: history.LivenessBounds{MaxStallMS: new(int64(25000))},
+		StuckAfterMS: 15000, MinStallMS: 1000}, HorizonMS: 90000, Clients: []results.ClientLiveness{},
+		Findings: map[results.LivenessFamily]results.LivenessFindings{}}
+	switch v {
+	case results.LivenessFail:
+		l.Findings[results.MaxStall] = results.LivenessFindings{Count: 1, Examples: []results.LivenessFinding{{Client: "producer 2",
+			Kind: results.KindProducer, Topic: "verity", FromMS: 21000, ToMS: 61000, Recovered: true, Bound: "max_stall 25s",
+			Ops: []int64{1}, Note: "40.0 s without progress"}}}
+		l.Reasons = l.Breaches()
+	case results.LivenessUnknown:
+		l.Reasons = []string{"the producers' progress could not be followed"}
+	}
+	r.Liveness = l
+	return r
+}
+
+// A stated liveness bound judges a run whose safety verdict is as expected: broken where the
+// cell's client is known to break it, a known issue; broken elsewhere, not met; unjudged,
+// unknown. A cell whose client is known to break it and none of whose runs did is not met. The
+// runs' liveness verdicts are kept in the manifest, through a merge.
+func TestSuiteJudgesLiveness(t *testing.T) {
+	spec := func(out string) SuiteSpec {
+		return SuiteSpec{Scenarios: suiteOf(t, "unanswering-leader"), Axes: []MatrixAxis{clientAxis("sarama", "franz-go")}, Runs: 2, Out: out}
+	}
+	root := t.TempDir()
+	res := fakeSuite(t, spec(filepath.Join(root, "broke")), func(u unit) *results.Results {
+		s, client := u.cell.scenario, report.AxisValue(u.cell.axes, clientKnob)
+		r := fakeResults(s.Name, s.Seed+int64(u.k-1), results.Pass)
+		switch {
+		case client == "sarama" && u.k == 1:
+			return fakeLiveness(r, results.LivenessFail)
+		case client == "sarama":
+			return fakeLiveness(r, results.LivenessUnknown)
+		case u.k == 1:
+			return fakeLiveness(r, results.LivenessFail)
+		}
+		return fakeLiveness(r, results.LivenessPass)
+	})
+	const why = "franz-go keeps a partition's sends on a leader that stopped answering (twmb/franz-go#239)"
+	require.Equal(t, []string{
+		"unanswering-leader client=sarama run 1: not-met (liveness failed: max_stall 25s broken by producer 2 on verity-0 (40.0 s without progress))",
+		"unanswering-leader client=sarama run 2: unknown (liveness unknown: the producers' progress could not be followed)",
+		"unanswering-leader client=franz-go run 1: known-issue (max_stall 25s broken, a known behaviour of franz-go: " + why + ")",
+		"unanswering-leader client=franz-go run 2: met",
+	}, judgements(res.Manifest))
+	var verdicts []results.LivenessVerdict
+	for _, r := range res.Manifest.Runs {
+		verdicts = append(verdicts, r.Liveness)
+	}
+	require.Equal(t, []results.LivenessVerdict{results.LivenessFail, results.LivenessUnknown, results.LivenessFail, results.LivenessPass}, verdicts)
+	e := res.Manifest.Runs[2].Expect.Liveness
+	require.NotNil(t, e)
+	require.True(t, e.Breaks)
+	require.Equal(t, []kafkaconf.Capability{kafkaconf.CapLeavesUnansweringLeader}, e.Lacks)
+	require.False(t, res.Manifest.Runs[0].Expect.Liveness.Breaks, "sarama leaves the silent leader")
+	require.Contains(t, res.Markdown, "| pass, max_stall 25s broken (a known behaviour of franz-go) |")
+	b, err := os.ReadFile(filepath.Join(root, "broke", SuiteFile))
+	require.NoError(t, err)
+	schematest.Valid(t, schematest.Suite, b)
+
+	merged, err := MergeSuite([]string{filepath.Join(root, "broke")}, filepath.Join(root, "merged"))
+	require.NoError(t, err)
+	require.Equal(t, judgements(res.Manifest), judgements(merged.Manifest))
+	for i, r := range merged.Manifest.Runs {
+		require.Equal(t, verdicts[i], r.Liveness, "run %d's liveness verdict after the merge", i)
+	}
+
+	kept := fakeSuite(t, spec(filepath.Join(root, "kept")), func(u unit) *results.Results {
+		s := u.cell.scenario
+		return fakeLiveness(fakeResults(s.Name, s.Seed+int64(u.k-1), results.Pass), results.LivenessPass)
+	})
+	got := judgements(kept.Manifest)
+	require.Equal(t, "unanswering-leader client=sarama run 1: met", got[0])
+	require.Equal(t, "unanswering-leader client=franz-go run 1: not-met (max_stall 25s was expected broken (franz-go lacks "+
+		"leaves-unanswering-leader: "+why+") and none of the cell's 2 runs broke it)", got[2])
 }

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/kafkaconf"
 	"github.com/verity-kafka/verity/report"
 	"github.com/verity-kafka/verity/scenarios"
 	"github.com/verity-kafka/verity/verify/guarantee"
@@ -80,7 +82,25 @@ type SuiteExpect struct {
 	Side   Side                `json:"regression_side,omitempty"`
 	// Notes say which of the scenario's claims the cell's settings drop, and why.
 	Notes []string `json:"notes,omitempty"`
+	// Liveness are the bounds on progress the scenario states at the cell's settings; nil: none.
+	Liveness *SuiteLiveness `json:"liveness,omitempty"`
 }
+
+// SuiteLiveness is a cell's liveness expectation: the stated bounds, and whether the cell's
+// client is known to break them.
+type SuiteLiveness struct {
+	history.LivenessBounds
+	// Breaks: the cell's client lacks Lacks, capabilities of the scenario's breaks_without, so
+	// its runs are expected to break a bound, a known behaviour of Client that Why explains; at
+	// least one run of the cell must.
+	Breaks bool                   `json:"breaks,omitempty"`
+	Lacks  []kafkaconf.Capability `json:"lacks,omitempty"`
+	Client kafkaconf.ClientName   `json:"client,omitempty"`
+	Why    string                 `json:"why,omitempty"`
+}
+
+// Text names the bounds as the checker does: "max_stall 25s".
+func (l SuiteLiveness) Text() string { return l.LivenessBounds.String() }
 
 // SuiteRun is one run of a cell.
 type SuiteRun struct {
@@ -98,6 +118,9 @@ type SuiteRun struct {
 	Verdict results.Verdict `json:"verdict,omitempty"`
 	// UnknownCauses are why the verdict is unknown (results.json's unknown_causes).
 	UnknownCauses []results.UnknownCause `json:"unknown_causes,omitempty"`
+	// Liveness is the run's liveness verdict (results.json's liveness.verdict); empty when the
+	// run has no results.
+	Liveness results.LivenessVerdict `json:"liveness,omitempty"`
 	// Error is why the run did not complete; empty when it did.
 	Error string  `json:"error,omitempty"`
 	WallS float64 `json:"wall_s,omitempty"`
@@ -243,15 +266,20 @@ func (m *SuiteManifest) incomplete(i int, res []*results.Results, unread []strin
 
 const pendingWhy = "judged with runs another shard holds: verity merge judges it"
 
-// judgeCell judges the runs (indices idx) of one cell that is not a regression's.
+// judgeCell judges the runs (indices idx) of one cell that is not a regression's: by the
+// safety verdict first, then by the stated liveness bounds (a break the cell's client is known
+// for is a known issue, any other not met), then by what is judged over the cell's runs (its
+// positive controls, and a known liveness break, which at least one run must show).
 func (m *SuiteManifest) judgeCell(idx []int, res []*results.Results, unread []string) {
 	whole := len(idx) == m.RunsPerCell
 	fired := map[guarantee.Anomaly]bool{}
+	broke := false
 	for _, i := range idx {
 		if res[i] != nil {
 			for a, an := range res[i].Anomalies {
 				fired[a] = fired[a] || an.Count > 0
 			}
+			broke = broke || livenessOf(res[i]) == results.LivenessFail
 		}
 	}
 	for _, i := range idx {
@@ -272,22 +300,75 @@ func (m *SuiteManifest) judgeCell(idx []int, res []*results.Results, unread []st
 			r.Judgement, r.Why = report.JudgementNotMet, fmt.Sprintf("expected %s, got %s%s", r.Expect.Verdict, got.Verdict, forbiddenText(got))
 			continue
 		}
+		el := r.Expect.Liveness
+		switch livenessOf(got) {
+		case results.LivenessFail:
+			if el != nil && el.Breaks {
+				r.Judgement, r.Why = report.JudgementKnownIssue, fmt.Sprintf("%s broken, a known behaviour of %s: %s",
+					brokenBounds(got.Liveness), el.Client, el.Why)
+			} else {
+				r.Judgement, r.Why = report.JudgementNotMet, "liveness failed: "+strings.Join(got.Liveness.Breaches(), "; ")
+			}
+			continue
+		case results.LivenessUnknown:
+			r.Judgement, r.Why = report.JudgementUnknown, "liveness unknown: "+strings.Join(got.Liveness.Reasons, "; ")
+			continue
+		}
 		var silent []guarantee.Anomaly
 		for _, a := range r.Expect.Likely {
 			if !fired[a] {
 				silent = append(silent, a)
 			}
 		}
+		var missing, unseen []string
+		if len(silent) > 0 {
+			missing = append(missing, fmt.Sprintf("positive control %s fired in none of the cell's %d runs", guarantee.Join(silent), len(idx)))
+			unseen = append(unseen, "positive control "+guarantee.Join(silent))
+		}
+		if el != nil && el.Breaks && !broke {
+			missing = append(missing, fmt.Sprintf("%s was expected broken (%s lacks %s: %s) and none of the cell's %d runs broke it",
+				el.Text(), el.Client, capabilityList(el.Lacks), el.Why, len(idx)))
+			unseen = append(unseen, "the known break of "+el.Text())
+		}
 		switch {
-		case len(silent) == 0:
+		case len(missing) == 0:
 			r.Judgement, r.Why = report.JudgementMet, ""
 		case whole:
-			r.Judgement, r.Why = report.JudgementNotMet, fmt.Sprintf("positive control %s fired in none of the cell's %d runs",
-				guarantee.Join(silent), len(idx))
+			r.Judgement, r.Why = report.JudgementNotMet, strings.Join(missing, "; ")
 		default:
-			r.Judgement, r.Why = report.JudgementPending, "positive control "+guarantee.Join(silent)+" not seen here: "+pendingWhy
+			r.Judgement, r.Why = report.JudgementPending, strings.Join(unseen, ", ")+" not seen here: "+pendingWhy
 		}
 	}
+}
+
+// livenessOf is r's liveness verdict; not stated when its results have no liveness section.
+func livenessOf(r *results.Results) results.LivenessVerdict {
+	if r == nil || r.Liveness == nil {
+		return results.LivenessNotStated
+	}
+	return r.Liveness.Verdict
+}
+
+// brokenBounds names the stated bounds l's findings broke: "max_stall 25s".
+func brokenBounds(l *results.Liveness) string {
+	var out []string
+	for _, f := range []results.LivenessFamily{results.MaxStall, results.RecoverWithin} {
+		if fs := l.Findings[f]; fs.Count > 0 && len(fs.Examples) > 0 {
+			out = append(out, fs.Examples[0].Bound)
+		}
+	}
+	if len(out) == 0 {
+		return "a stated bound"
+	}
+	return strings.Join(out, ", ")
+}
+
+func capabilityList(cs []kafkaconf.Capability) string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = string(c)
+	}
+	return strings.Join(out, ", ")
 }
 
 // forbiddenText lists the forbidden findings of a run that failed: ": 3 lost-write".
@@ -448,6 +529,12 @@ func expectedText(e SuiteExpect, reg *scenarios.Regression) string {
 	s := string(e.Verdict)
 	if len(e.Likely) > 0 {
 		s += ", " + guarantee.Join(e.Likely) + " likely"
+	}
+	if l := e.Liveness; l != nil {
+		s += ", " + l.Text()
+		if l.Breaks {
+			s += " broken (a known behaviour of " + string(l.Client) + ")"
+		}
 	}
 	if len(e.Notes) > 0 {
 		s += " (see notes)"

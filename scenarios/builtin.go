@@ -55,6 +55,7 @@ func builtinMakers() []func() Scenario {
 		minISR1DiskLoss, minISR2DiskLoss,
 		powerLossAllReplicas, powerLossAllReplicasFlushEach, powerLossLeader, powerLossControllers,
 		uncleanIsolation, elrLastReplica,
+		unansweringLeader,
 		idempotentAckLoss, idempotentInflight5AckLoss, plainAckLoss, plainInflightReorder, plainInflight1Order, appResend,
 		eosCoordinatorKill, eosRollingBounce,
 		txnReadKill, txnReadPause, txnReadIsolate, txnReadRequestFaults, txnReadUncommitted, txnReadNoRewind,
@@ -408,6 +409,31 @@ func elrLastReplica() Scenario {
 		Text: "Kafka 4.x keeps the eligible leader replicas (ELR, KIP-966): replicas that left the ISR while it was below " +
 			"min.insync.replicas still hold every acknowledged write (acks=all writes were rejected meanwhile), so when the " +
 			"last ISR member dies one of them can lead without loss. No acknowledged write may be lost.",
+	}
+	return s
+}
+
+// unansweringLeader black-holes p0's leader with producers writing, and states how long a
+// producer may go without progress: the new leader is elected once the old one's broker session
+// expires (about 9 s), and a producer that refreshes its metadata after a request timeout (5 s)
+// is writing to it well within 25 s. One that keeps retrying the silent leader (franz-go,
+// twmb/franz-go#239) stalls until the heal, 40 s: the bound is stated to catch that.
+func unansweringLeader() Scenario {
+	s := base("unanswering-leader", "Black-hole p0's leader for 40 s while producers write: every producer must move to the new "+
+		"leader within 25 s (max_stall).", "000 §20.5")
+	s.Tags = []Tag{TagLiveness, TagDurability}
+	s.Client.RequestTimeout = sec(5)
+	s.Workload.Consumers = Consumers{}
+	s.Faults = timeline(step(20, 40, FaultIsolate, leaderOf0()))
+	s.Duration = sec(90)
+	s.Expect = Expectation{
+		Text: "p0's leader stops answering (its links black-holed) and the controller elects an in-sync follower once its " +
+			"broker session expires, with every acknowledged write (acks=all, min ISR 2): safety passes. A producer whose " +
+			"request times out refreshes its metadata and sends to the new leader, so none goes 25 s without progress; under " +
+			"a client without leaves-unanswering-leader the producer can keep its sends on the silent leader until the heal: " +
+			"fail (liveness), a known behaviour of that client.",
+		Liveness: &LivenessExpect{MaxStall: sec(25), BreaksWithout: []kafkaconf.Capability{kafkaconf.CapLeavesUnansweringLeader},
+			Why: "franz-go keeps a partition's sends on a leader that stopped answering (twmb/franz-go#239)"},
 	}
 	return s
 }

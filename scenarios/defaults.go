@@ -216,6 +216,11 @@ func (s Scenario) Clone() Scenario {
 	s.Requires = slices.Clone(s.Requires)
 	s.Tags = slices.Clone(s.Tags)
 	s.Expect.LikelyNeeds = slices.Clone(s.Expect.LikelyNeeds)
+	if l := s.Expect.Liveness; l != nil {
+		c := *l
+		c.BreaksWithout = slices.Clone(c.BreaksWithout)
+		s.Expect.Liveness = &c
+	}
 	w := &s.Workload
 	w.Producers = slices.Clone(w.Producers)
 	for i := range w.Producers {

@@ -12,6 +12,7 @@ import (
 	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/kafkaconf"
 	"github.com/verity-kafka/verity/sink"
+	"github.com/verity-kafka/verity/verify"
 )
 
 // KnobKind is the type of a knob's value, which decides the flag's type.
@@ -243,7 +244,66 @@ func Knobs() []Knob {
 				s.Faults = SingleFault(f, s.Duration)
 				return nil
 			}},
+		livenessKnob("max-stall", "state the liveness bound max_stall `DUR`: the longest any client may go without progress while "+
+			"work is available to it (0: none)", func(l *LivenessExpect) *Duration { return &l.MaxStall },
+			func(b *history.LivenessBounds) **int64 { return &b.MaxStallMS }),
+		livenessKnob("recover-within", "state the liveness bound recover_within `DUR`: how soon after each heal every client the "+
+			"fault touched progresses again (0: none)", func(l *LivenessExpect) *Duration { return &l.RecoverWithin },
+			func(b *history.LivenessBounds) **int64 { return &b.RecoverWithinMS }),
 	})
+}
+
+// livenessKnob is a knob of a liveness bound: it states the bound in the scenario's
+// expect.liveness, and in a header's config.liveness, which the checker judges. 0 removes it;
+// with no bound left the expectation goes, since what breaks_without says is about a bound.
+func livenessKnob(name, usage string, field func(*LivenessExpect) *Duration, header func(*history.LivenessBounds) **int64) Knob {
+	return Knob{Name: name, Usage: usage, Kind: KnobDuration, Axis: true,
+		Scenario: func(s *Scenario, v string) error {
+			d, err := parseBound(v)
+			if err != nil {
+				return err
+			}
+			if s.Expect.Liveness == nil {
+				s.Expect.Liveness = &LivenessExpect{}
+			}
+			*field(s.Expect.Liveness) = d
+			if s.Expect.Liveness.Bounds() == nil {
+				s.Expect.Liveness = nil
+			}
+			return nil
+		},
+		Header: func(c *history.Config, v string) error {
+			d, err := parseBound(v)
+			if err != nil {
+				return err
+			}
+			// A fresh value: the config may share its bounds with the history it came from.
+			var b history.LivenessBounds
+			if c.Liveness != nil {
+				b = *c.Liveness
+			}
+			*header(&b) = nil
+			if d > 0 {
+				*header(&b) = new(d.Std().Milliseconds())
+			}
+			c.Liveness = &b
+			if !b.Stated() {
+				c.Liveness = nil
+			}
+			return nil
+		}}
+}
+
+// parseBound reads a liveness bound: 0, or more than the shortest stall the checker counts.
+func parseBound(v string) (Duration, error) {
+	d, err := kafkaconf.ParseDuration(v)
+	switch {
+	case err != nil:
+		return 0, err
+	case d < 0 || (d > 0 && d.Std() <= verify.MinStall):
+		return 0, fmt.Errorf("%s: want more than %s, the shortest stretch without progress the checker counts as a stall (0: no bound)", d, verify.MinStall)
+	}
+	return d, nil
 }
 
 // featureKnobs are one knob per settable feature (kafkaconf.SettableFeatures): its level, set

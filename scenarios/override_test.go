@@ -254,12 +254,12 @@ func TestKnobTable(t *testing.T) {
 			header = append(header, k.Name)
 		}
 	}
-	for _, a := range []string{"acks", "min-isr", "rf", "unclean", "flush", "idempotence", "isolation", "nodes", "fault", "client", "txn-protocol"} {
+	for _, a := range []string{"acks", "min-isr", "rf", "unclean", "flush", "idempotence", "isolation", "nodes", "fault", "client", "txn-protocol", "max-stall", "recover-within"} {
 		if !slices.Contains(axes, a) {
 			t.Errorf("axes %v lack %s", axes, a)
 		}
 	}
-	for _, a := range []string{"acks", "min-isr", "rf", "unclean", "flush", "idempotence"} {
+	for _, a := range []string{"acks", "min-isr", "rf", "unclean", "flush", "idempotence", "max-stall", "recover-within"} {
 		if !slices.Contains(header, a) {
 			t.Errorf("header knobs %v lack %s", header, a)
 		}

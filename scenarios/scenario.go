@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/kafkaconf"
 	"github.com/verity-kafka/verity/sink"
 	"github.com/verity-kafka/verity/verify/guarantee"
@@ -93,7 +94,57 @@ type Expectation struct {
 	// fire: under a client that lacks one they cannot, so a run with it expects none of them and
 	// says why, rather than reporting a positive control that did not fire.
 	LikelyNeeds []kafkaconf.Capability `yaml:"likely_needs,omitempty" json:"likely_needs,omitempty"`
+	// Liveness states bounds on the clients' progress, judged into the run's liveness verdict
+	// apart from the safety one (a broken bound makes the outcome "fail (liveness)"); nil: none.
+	Liveness *LivenessExpect `yaml:"liveness,omitempty" json:"liveness,omitempty"`
 }
+
+// LivenessExpect are the bounds on progress a scenario states (the history header's
+// config.liveness), and the clients known to break them.
+type LivenessExpect struct {
+	// MaxStall is the longest any client may go without progress while work is available to it.
+	MaxStall Duration `yaml:"max_stall,omitempty" json:"max_stall,omitempty"`
+	// RecoverWithin is how soon after each heal every client the fault touched progresses again.
+	RecoverWithin Duration `yaml:"recover_within,omitempty" json:"recover_within,omitempty"`
+	// BreaksWithout are capabilities (kafkaconf.Capabilities) whose lack is known to break a
+	// bound: a run with a client that lacks one is expected to break it, a known behaviour, and
+	// Why says why.
+	BreaksWithout []kafkaconf.Capability `yaml:"breaks_without,omitempty" json:"breaks_without,omitempty"`
+	Why           string                 `yaml:"why,omitempty" json:"why,omitempty"`
+}
+
+// Bounds are the stated bounds as the history header writes them; nil when none is stated.
+func (l *LivenessExpect) Bounds() *history.LivenessBounds {
+	if l == nil || (l.MaxStall <= 0 && l.RecoverWithin <= 0) {
+		return nil
+	}
+	var b history.LivenessBounds
+	if l.MaxStall > 0 {
+		b.MaxStallMS = new(l.MaxStall.Std().Milliseconds())
+	}
+	if l.RecoverWithin > 0 {
+		b.RecoverWithinMS = new(l.RecoverWithin.Std().Milliseconds())
+	}
+	return &b
+}
+
+// Lacks are the capabilities of BreaksWithout that client c lacks: when there are any, a run
+// with c is expected to break a stated bound.
+func (l *LivenessExpect) Lacks(c kafkaconf.Client) []kafkaconf.Capability {
+	if l == nil || l.Bounds() == nil {
+		return nil
+	}
+	var out []kafkaconf.Capability
+	for _, need := range l.BreaksWithout {
+		if !c.Has(need) {
+			out = append(out, need)
+		}
+	}
+	return out
+}
+
+// BoundsText names the stated bounds as the checker's findings do: "max_stall 25s".
+func (l *LivenessExpect) BoundsText() string { return l.Bounds().String() }
 
 // Topology is the cluster's shape.
 type Topology struct {

@@ -17,6 +17,7 @@ type Tag string
 const (
 	TagLab          Tag = "lab"
 	TagDurability   Tag = "durability"
+	TagLiveness     Tag = "liveness"
 	TagDelivery     Tag = "delivery"
 	TagTransactions Tag = "transactions"
 	TagConsumers    Tag = "consumers"
@@ -42,6 +43,7 @@ func TagSpecs() []TagSpec {
 	return []TagSpec{
 		{TagLab, "the harness's lab checks: one fault, and what Kafka does about it"},
 		{TagDurability, "acknowledged writes under broker, disk and network faults: lost or kept, as the settings say"},
+		{TagLiveness, "a stated bound on the clients' progress under faults: how long a client may go without it"},
 		{TagDelivery, "producer retries and application resends: duplicates and order when answers are lost"},
 		{TagTransactions, "transactions and read-process-write: aborts, fencing, exactly-once"},
 		{TagConsumers, "consumer groups: rebalances and committed positions"},

@@ -11,6 +11,7 @@ import (
 	"github.com/verity-kafka/verity/kafkaconf"
 	"github.com/verity-kafka/verity/kafkatoxic"
 	"github.com/verity-kafka/verity/sink"
+	"github.com/verity-kafka/verity/verify"
 	"github.com/verity-kafka/verity/verify/guarantee"
 	"github.com/verity-kafka/verity/verify/results"
 )
@@ -240,6 +241,77 @@ func (c *checker) expect() {
 			c.addf(fmt.Sprintf("expect.likely_needs[%d]", i), "%v", err)
 		}
 	}
+	c.liveness()
+}
+
+// liveness checks expect.liveness: each bound longer than the shortest stall the checker counts
+// and shorter than the run, recover_within only with a fault the schedule heals, and the
+// capabilities known to break a bound with the bound and the reason.
+func (c *checker) liveness() {
+	l := c.s.Expect.Liveness
+	if l == nil {
+		return
+	}
+	const p = "expect.liveness"
+	if l.MaxStall == 0 && l.RecoverWithin == 0 {
+		c.addf(p, "states no bound: give max_stall or recover_within, or remove it")
+	}
+	for _, b := range []struct {
+		name string
+		v    Duration
+	}{{"max_stall", l.MaxStall}, {"recover_within", l.RecoverWithin}} {
+		switch d := c.s.Duration; {
+		case b.v == 0:
+		case b.v.Std() <= verify.MinStall:
+			c.addf(p+"."+b.name, "%s: want more than %s, the shortest stretch without progress the checker counts as a stall", b.v, verify.MinStall)
+		case d > 0 && b.v >= d:
+			c.addf(p+"."+b.name, "%s is not shorter than the run (duration %s): no stretch that long could be judged", b.v, d)
+		}
+	}
+	if l.RecoverWithin > 0 && !c.s.Faults.healsFault() {
+		c.addf(p+".recover_within", "the schedule heals no fault: nothing to judge recover_within against")
+	}
+	for i, need := range l.BreaksWithout {
+		bp := fmt.Sprintf("%s.breaks_without[%d]", p, i)
+		if _, err := kafkaconf.ParseCapability(string(need)); err != nil {
+			c.addf(bp, "%v", err)
+		}
+		if slices.Index(l.BreaksWithout, need) != i {
+			c.addf(bp, "%q is listed twice", need)
+		}
+	}
+	switch {
+	case len(l.BreaksWithout) > 0 && l.Bounds() == nil:
+		// Said once, above: there is no bound to break.
+	case len(l.BreaksWithout) > 0 && strings.TrimSpace(l.Why) == "":
+		c.addf(p+".why", "missing: say why a client without %s breaks %s", capabilityList(l.BreaksWithout), l.BoundsText())
+	case len(l.BreaksWithout) == 0 && l.Why != "":
+		c.addf(p+".why", "set, but expect.liveness.breaks_without names no capability whose lack it explains")
+	}
+}
+
+// healsFault reports whether the schedule injects a fault that it then heals: a timeline step
+// with a duration, or a periodic set with a fault that lasts until healed.
+func (f Schedule) healsFault() bool {
+	heals := func(ft Fault) bool {
+		spec, ok := LookupFault(ft.Name)
+		return ok && spec.Heals
+	}
+	switch f.Kind {
+	case ScheduleTimeline:
+		return slices.ContainsFunc(f.Timeline, func(st Step) bool { return st.For > 0 && heals(st.Fault) })
+	case SchedulePeriodic:
+		return f.Periodic != nil && slices.ContainsFunc(f.Periodic.Set, heals)
+	}
+	return false
+}
+
+func capabilityList(cs []kafkaconf.Capability) string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = string(c)
+	}
+	return strings.Join(out, ", ")
 }
 
 func (c *checker) tags() {

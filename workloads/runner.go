@@ -101,6 +101,9 @@ type Spec struct {
 	// history; the checker does not judge by them).
 	ScheduledFaults []string        `json:"-"`
 	Scenario        json.RawMessage `json:"-"`
+	// Liveness are the bounds on progress the scenario states, for the header's config, which
+	// the checker judges them from.
+	Liveness *history.LivenessBounds `json:"-"`
 	// Sarama, Franz and Log as in Env.
 	Sarama func(clientID string) *sarama.Config `json:"-"`
 	Franz  func(clientID string) []kgo.Opt      `json:"-"`
@@ -446,7 +449,7 @@ func headerConfig(spec Spec, pl runPlan, brokers int, controllers []int, deviati
 		return history.Config{}, err
 	}
 	c := history.Config{Scenario: spec.Name, Processes: map[int]kafkaconf.ProducerConfig{}, Topics: map[string]kafkaconf.TopicConfig{},
-		Isolation: kafkaconf.ReadCommitted, Faults: spec.ScheduledFaults, Controllers: controllers, Deviations: deviations, Spec: spec.Scenario,
+		Isolation: kafkaconf.ReadCommitted, Faults: spec.ScheduledFaults, Controllers: controllers, Deviations: deviations, Spec: spec.Scenario, Liveness: spec.Liveness,
 		Client: &history.ClientInfo{Name: client.Name, Module: cmp.Or(spec.clientLibrary, client.Library()), Version: cmp.Or(spec.ClientVersion, client.Version()), TxnProtocol: txn,
 			GroupProtocol: groupProtocol(spec, client)}}
 	for _, n := range pl.producers {

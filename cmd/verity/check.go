@@ -71,7 +71,7 @@ func check(ctx context.Context, cmd *cli.Command, stdout io.Writer) error {
 			return err
 		}
 	}
-	return verdictExit(r.Verdict)
+	return verdictExit(r)
 }
 
 // checkError turns an error of the check into the command's one line.
@@ -118,7 +118,7 @@ func writeArtifacts(ctx context.Context, stdout io.Writer, dir string, r *result
 // judgement and reason, and why a verdict is unknown.
 func printSummary(w io.Writer, command, path string, r *results.Results) {
 	parts := len(r.Stats.Partitions)
-	head := fmt.Sprintf("%s: %s  %s (ops: %d, partitions with final reads: %d)", command, strings.ToUpper(string(r.Verdict)), path, r.History.Ops, parts)
+	head := fmt.Sprintf("%s: %s  %s (ops: %d, partitions with final reads: %d)", command, strings.ToUpper(string(r.Outcome())), path, r.History.Ops, parts)
 	if r.Scenario != "" {
 		head += ", scenario " + r.Scenario
 	}
@@ -151,6 +151,9 @@ func printSummary(w io.Writer, command, path string, r *results.Results) {
 		fmt.Fprintf(w, "  longest stall %.0f ms on %s (%.1f s to %.1f s): a write pending, none acknowledged\n",
 			s.LongestStallMs, history.PartitionName(st.Topic, st.Partition), st.StartMs/1000, st.EndMs/1000)
 	}
+	if line := livenessLine(r.Liveness); line != "" {
+		fmt.Fprintf(w, "  liveness: %s\n", line)
+	}
 	var errs []string
 	for _, e := range s.Errors {
 		if e.F == "send" && len(errs) < 4 {
@@ -169,4 +172,44 @@ func printSummary(w io.Writer, command, path string, r *results.Results) {
 	if len(r.Overrides) > 0 {
 		fmt.Fprintf(w, "  judged with %s forced over the header\n", strings.Join(r.Overrides, " "))
 	}
+}
+
+// livenessLine says in one line what the liveness check found: the verdict on the stated bounds
+// and their breaches, the clients stuck after the last heal (which break no stated bound), and
+// the worst recovery from a fault; empty when there is none of these.
+func livenessLine(l *results.Liveness) string {
+	if l == nil {
+		return ""
+	}
+	var parts []string
+	if l.Verdict != results.LivenessNotStated && l.Verdict != "" {
+		s := fmt.Sprintf("%s (%s)", l.Verdict, l.Bounds.LivenessBounds.String())
+		switch why := l.Breaches(); {
+		case l.Verdict == results.LivenessFail && len(why) > 0:
+			s += ": " + strings.Join(why, "; ")
+		case l.Verdict == results.LivenessUnknown && len(l.Reasons) > 0:
+			s += ": " + strings.Join(l.Reasons, "; ")
+		}
+		parts = append(parts, s)
+	}
+	var stuck []string
+	for _, f := range results.StuckFamilies() {
+		if n := l.Findings[f].Count; n > 0 {
+			stuck = append(stuck, fmt.Sprintf("%d %s", n, f))
+		}
+	}
+	if len(stuck) > 0 {
+		parts = append(parts, strings.Join(stuck, ", ")+" (informational)")
+	}
+	if rc := l.Recovery; rc != nil {
+		s := fmt.Sprintf("worst recovery %.1f s from injection", rc.FromInjectionMS/1000)
+		if rc.FromHealMS != nil {
+			s += fmt.Sprintf(", %.1f s from heal", *rc.FromHealMS/1000)
+		}
+		if !rc.Recovered {
+			s += " (not recovered by the end of the workload: at least this)"
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, "; ")
 }

@@ -15,7 +15,8 @@
 // package has no subcommands, and cobra would bring pflag and more along.
 //
 // Exit codes (every subcommand): 0 pass, 1 a forbidden anomaly, 2 unreadable input or bad
-// usage, 3 unknown (the history could not be fully checked).
+// usage, 3 unknown (the history could not be fully checked), 4 every guarantee kept but a
+// stated liveness bound broken (run, check, report).
 package main
 
 import (
@@ -38,6 +39,8 @@ const (
 	exitFail    = 1
 	exitUsage   = 2
 	exitUnknown = 3
+	// exitLiveness: every safety promise kept, a stated liveness bound broken.
+	exitLiveness = 4
 )
 
 func main() {
@@ -111,7 +114,8 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 		Name:  "verity",
 		Usage: "run Kafka under faults and judge what clients saw against Kafka's documented guarantees",
 		Description: "Exit codes: 0 pass, 1 a forbidden anomaly, 2 unreadable input or bad usage, " +
-			"3 unknown (the history could not be fully checked).",
+			"3 unknown (the history could not be fully checked, or a stated liveness bound could not be judged), " +
+			"4 every guarantee kept but a stated liveness bound broken.",
 		Writer:         stdout,
 		ErrWriter:      stderr,
 		OnUsageError:   onUsage,

@@ -9,6 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/kafkaconf"
+	"github.com/verity-kafka/verity/runner"
+	"github.com/verity-kafka/verity/scenarios"
 	"github.com/verity-kafka/verity/verify/results"
 )
 
@@ -166,5 +170,85 @@ func TestReportRegeneratesARun(t *testing.T) {
 		if code, _, stderr := runCLI(c.args...); code != exitUsage || !strings.Contains(stderr, c.stderr) {
 			t.Errorf("%v: exit %d, stderr %q", c.args, code, stderr)
 		}
+	}
+}
+
+// stalled is a history whose producer goes 38 s without an acknowledgement while a send is
+// pending, and keeps every safety promise.
+const stalled = header + `
+{"i":0,"t":1000000000,"p":1,"type":"invoke","f":"send","value":{"topic":"t","partition":0,"value":"1-1"}}
+{"i":1,"t":1100000000,"p":1,"type":"ok","f":"send","value":{"topic":"t","partition":0,"offset":0,"value":"1-1"}}
+{"i":2,"t":2000000000,"p":1,"type":"invoke","f":"send","value":{"topic":"t","partition":0,"value":"1-2"}}
+{"i":3,"t":40000000000,"p":1,"type":"ok","f":"send","value":{"topic":"t","partition":0,"offset":1,"value":"1-2"}}
+{"i":4,"t":41000000000,"p":1,"type":"invoke","f":"send","value":{"topic":"t","partition":0,"value":"1-3"}}
+{"i":5,"t":41100000000,"p":1,"type":"ok","f":"send","value":{"topic":"t","partition":0,"offset":2,"value":"1-3"}}
+{"i":6,"t":42000000000,"p":9,"type":"ok","f":"final-read","value":{"topic":"t","partition":0,"isolation":"read_uncommitted","from":0,"end":3,"records":[{"topic":"t","partition":0,"offset":0,"value":"1-1"},{"topic":"t","partition":0,"offset":1,"value":"1-2"},{"topic":"t","partition":0,"offset":2,"value":"1-3"}]}}
+`
+
+// A history that keeps every safety promise but breaks a stated liveness bound exits 4, and
+// says which bound and where; without the bound it passes, its stall reported, never judged.
+func TestCheckLivenessExit(t *testing.T) {
+	path := writeFile(t, stalled)
+	code, stdout, stderr := runCLI("check", "--max-stall", "25s", path)
+	if code != exitLiveness {
+		t.Fatalf("exit %d, want %d (liveness); stdout:\n%s\nstderr: %s", code, exitLiveness, stdout, stderr)
+	}
+	for _, want := range []string{"verity check: FAIL (LIVENESS)", "no anomalies",
+		"liveness: fail (max_stall 25s): max_stall 25s broken by producer 1 on t-0", "judged with --max-stall=25s forced over the header"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+	if code, stdout, _ := runCLI("check", "--max-stall", "40s", path); code != exitPass || !strings.Contains(stdout, "liveness: pass (max_stall 40s)") {
+		t.Errorf("a bound the stall keeps: exit %d\n%s", code, stdout)
+	}
+	code, stdout, _ = runCLI("check", path)
+	if code != exitPass || !strings.Contains(stdout, "verity check: PASS") {
+		t.Errorf("no bound stated: exit %d, want %d\n%s", code, exitPass, stdout)
+	}
+	if strings.Contains(stdout, "liveness: fail") || strings.Contains(stdout, "liveness: pass") {
+		t.Errorf("no bound stated, yet a liveness verdict:\n%s", stdout)
+	}
+	if code, _, stderr := runCLI("check", "--max-stall", "500ms", path); code != exitUsage || !strings.Contains(stderr, "want more than 1s") {
+		t.Errorf("a bound shorter than a stall: exit %d, %s", code, stderr)
+	}
+}
+
+// A run's outcome names the liveness bound its scenario states, the client known to break it,
+// and the outcome when it is not the verdict.
+func TestPrintOutcomeLiveness(t *testing.T) {
+	s, err := scenarios.Builtin("unanswering-leader")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Client.Name = kafkaconf.FranzGo
+	r := &results.Results{Verdict: results.Pass, History: &results.HistoryInfo{}, Liveness: &results.Liveness{Verdict: results.LivenessFail,
+		Bounds: results.LivenessBounds{LivenessBounds: *s.Expect.Liveness.Bounds()}}}
+	var b bytes.Buffer
+	printOutcome(&b, &runner.Outcome{Scenario: scenarios.Resolved{Scenario: s}, Results: r, Dir: "out"})
+	for _, want := range []string{"verity run: FAIL (LIVENESS)", "liveness: fail (max_stall 25s)",
+		"expected pass, liveness max_stall 25s (known to break under franz-go: franz-go keeps a partition's sends on a leader that stopped answering (twmb/franz-go#239)); got pass, outcome fail (liveness)"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("outcome lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
+// The liveness line: nothing without findings, stuck clients as informational, the worst
+// recovery from injection and heal.
+func TestLivenessLine(t *testing.T) {
+	if got := livenessLine(&results.Liveness{Verdict: results.LivenessNotStated}); got != "" {
+		t.Errorf("nothing to say, got %q", got)
+	}
+	l := &results.Liveness{Verdict: results.LivenessNotStated,
+		Findings: map[results.LivenessFamily]results.LivenessFindings{results.StuckProducer: {Count: 1}},
+		Recovery: &results.Recovery{FromInjectionMS: 12300, FromHealMS: new(4100.0), Recovered: true}}
+	if got, want := livenessLine(l), "1 stuck-producer (informational); worst recovery 12.3 s from injection, 4.1 s from heal"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	l = &results.Liveness{Verdict: results.LivenessUnknown, Reasons: []string{"recover_within 10s: no fault took effect"},
+		Bounds: results.LivenessBounds{LivenessBounds: history.LivenessBounds{RecoverWithinMS: new(int64(10000))}}}
+	if got, want := livenessLine(l), "unknown (recover_within 10s): recover_within 10s: no fault took effect"; got != want {
+		t.Errorf("got %q, want %q", got, want)
 	}
 }

@@ -111,7 +111,7 @@ func matrixCommand(onUsage cli.OnUsageErrorFunc) *cli.Command {
 				}
 				return nil
 			}
-			return verdictExit(res.Worst())
+			return worstExit(res.Worst())
 		},
 	}
 }

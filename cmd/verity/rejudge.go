@@ -52,7 +52,7 @@ func reportCommand(onUsage cli.OnUsageErrorFunc) *cli.Command {
 			if err := writeArtifacts(ctx, stdout, dir, r, hist, report.Options{Rerun: runner.RerunCommand(dir, r.Scenario, r.Seed), Expectation: runner.SavedExpectation(dir)}); err != nil {
 				return err
 			}
-			return verdictExit(r.Verdict)
+			return verdictExit(r)
 		},
 	}
 }

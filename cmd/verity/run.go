@@ -56,7 +56,8 @@ func runCommand(onUsage cli.OnUsageErrorFunc) *cli.Command {
 		Description: "Starts a Kafka cluster with every link behind Toxiproxy, runs the scenario's workloads and faults, " +
 			"heals, reads every partition back, judges the history against Kafka's documented guarantees and writes " +
 			"history.jsonl, results.json, report.html, junit.xml and the nodes' logs into --out. Progress goes to stderr, " +
-			"the verdict to stdout. Exit codes: 0 pass, 1 a guarantee violated, 2 usage or infrastructure error, 3 unknown.",
+			"the verdict to stdout. Exit codes: 0 pass, 1 a guarantee violated, 2 usage or infrastructure error, 3 unknown, " +
+			"4 every guarantee kept but a liveness bound the scenario states (expect.liveness, --max-stall, --recover-within) broken.",
 		OnUsageError: onUsage,
 		Flags:        append(scenarioFlags(), knobFlags(useRun)...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
@@ -86,7 +87,7 @@ func runCommand(onUsage cli.OnUsageErrorFunc) *cli.Command {
 				return &exitError{code: exitUsage, msg: oneLine(err.Error())}
 			}
 			printOutcome(stdout, o2)
-			return verdictExit(o2.Verdict())
+			return verdictExit(o2.Results)
 		},
 	}
 }
@@ -125,7 +126,26 @@ func logger(cmd *cli.Command, stderr io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 }
 
-func verdictExit(v results.Verdict) error {
+// verdictExit is the exit of a command that judged one history, by its outcome: a safety fail
+// first, then a stated liveness bound broken; unknown (safety or a stated bound unjudged) is
+// never pass.
+func verdictExit(r *results.Results) error {
+	if r == nil {
+		return &exitError{code: exitUnknown}
+	}
+	switch r.Outcome() {
+	case results.OutcomePass:
+		return nil
+	case results.OutcomeFail:
+		return &exitError{code: exitFail}
+	case results.OutcomeLivenessFail:
+		return &exitError{code: exitLiveness}
+	}
+	return &exitError{code: exitUnknown}
+}
+
+// worstExit is the exit of a command over many runs, by the worst safety verdict among them.
+func worstExit(v results.Verdict) error {
 	switch v {
 	case results.Pass:
 		return nil
@@ -144,7 +164,17 @@ func printOutcome(w io.Writer, o *runner.Outcome) {
 	if len(s.Expect.Likely) > 0 {
 		fmt.Fprintf(w, " with %s likely", guarantee.Join(s.Expect.Likely))
 	}
-	fmt.Fprintf(w, "; got %s\n", r.Verdict)
+	if l := s.Expect.Liveness; l.Bounds() != nil {
+		fmt.Fprintf(w, ", liveness %s", l.BoundsText())
+		if c, ok := kafkaconf.LookupClient(s.Client.Name); ok && len(l.Lacks(c)) > 0 {
+			fmt.Fprintf(w, " (known to break under %s: %s)", c.Name, l.Why)
+		}
+	}
+	fmt.Fprintf(w, "; got %s", r.Verdict)
+	if o := r.Outcome(); string(o) != string(r.Verdict) {
+		fmt.Fprintf(w, ", outcome %s", o)
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, "  wall time %s (cluster ready in %s)\n", o.Wall.Round(100*time.Millisecond), o.ClusterReady.Round(100*time.Millisecond))
 	fmt.Fprintf(w, "  artifacts: %s (history.jsonl, results.json, report.html, junit.xml, logs/)\n", o.Dir)
 }
@@ -217,6 +247,9 @@ func listAll(w io.Writer) error {
 		exp := string(s.Expect.Verdict)
 		if len(s.Expect.Likely) > 0 {
 			exp += ", " + guarantee.Join(s.Expect.Likely) + " likely"
+		}
+		if b := s.Expect.Liveness.BoundsText(); b != "" {
+			exp += ", " + b
 		}
 		desc := s.Description
 		if s.Client.Name != kafkaconf.DefaultClient {
