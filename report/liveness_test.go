@@ -107,7 +107,7 @@ func TestReportLiveness(t *testing.T) {
 	if got := text(p.byID("verdict-value")); got != "fail (liveness)" {
 		t.Errorf("verdict shows %q", got)
 	}
-	if v := text(p.byID("verdict")); !strings.Contains(v, "max_stall 25s broken by producer 3 on verity-0") {
+	if v := text(p.byID("verdict")); !strings.Contains(v, "max_stall 25s broken: 40.0 s without progress") {
 		t.Errorf("the verdict line does not name the breached bound: %s", v)
 	}
 	if c, _ := attr(p.byID("verdict"), "class"); c != "fail" {

@@ -578,7 +578,7 @@ func TestSuiteJudgesLiveness(t *testing.T) {
 	})
 	const why = "franz-go keeps a partition's sends on a leader that stopped answering (twmb/franz-go#239)"
 	require.Equal(t, []string{
-		"unanswering-leader client=sarama run 1: not-met (liveness failed: max_stall 25s broken by producer 2 on verity-0 (40.0 s without progress))",
+		"unanswering-leader client=sarama run 1: not-met (liveness failed: max_stall 25s broken: 40.0 s without progress)",
 		"unanswering-leader client=sarama run 2: unknown (liveness unknown: the producers' progress could not be followed)",
 		"unanswering-leader client=franz-go run 1: known-issue (max_stall 25s broken, a known behaviour of franz-go: " + why + ")",
 		"unanswering-leader client=franz-go run 2: met",

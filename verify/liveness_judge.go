@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/verity-kafka/verity/history"
@@ -397,7 +398,7 @@ func (c *Checker) judgeBounds(out *results.Liveness, stalls []stallRec, faults [
 	slices.SortStableFunc(byLen, func(a, b stallRec) int { return cmp.Compare(b.to-b.from, a.to-a.from) })
 	if b.MaxStallMS != nil {
 		bound := *b.MaxStallMS * int64(time.Millisecond)
-		label := "max_stall " + time.Duration(bound).String()
+		label := "max_stall " + boundText(*b.MaxStallMS)
 		for _, s := range byLen {
 			if s.to-s.from <= bound {
 				break
@@ -407,7 +408,7 @@ func (c *Checker) judgeBounds(out *results.Liveness, stalls []stallRec, faults [
 	}
 	if b.RecoverWithinMS != nil {
 		bound := *b.RecoverWithinMS * int64(time.Millisecond)
-		label := "recover_within " + time.Duration(bound).String()
+		label := "recover_within " + boundText(*b.RecoverWithinMS)
 		judged := 0
 		for _, f := range faults {
 			if !f.healed {
@@ -415,7 +416,7 @@ func (c *Checker) judgeBounds(out *results.Liveness, stalls []stallRec, faults [
 			}
 			if f.End+bound > l.horizon {
 				out.Reasons = append(out.Reasons, fmt.Sprintf("%s: %s healed at %s, less than %s before the workload ended at %s: not judged",
-					label, f.Label(), secs(f.End), time.Duration(bound), secs(l.horizon)))
+					label, f.Label(), secs(f.End), boundText(*b.RecoverWithinMS), secs(l.horizon)))
 				continue
 			}
 			judged++
@@ -444,6 +445,22 @@ func (c *Checker) judgeBounds(out *results.Liveness, stalls []stallRec, faults [
 	default:
 		out.Verdict = results.LivenessPass
 	}
+}
+
+// boundText writes a bound as a scenario would: "25s", "1m30s", "1500ms".
+func boundText(ms int64) string {
+	d := time.Duration(ms) * time.Millisecond
+	if d%time.Second != 0 {
+		return fmt.Sprintf("%dms", ms)
+	}
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 func (c *Checker) boundFinding(out *results.Liveness, f results.LivenessFamily, s stallRec, label, what string) {

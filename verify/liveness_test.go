@@ -450,3 +450,11 @@ func TestLivenessHeldTransactionIsNoStall(t *testing.T) {
 		}
 	}
 }
+
+func TestBoundText(t *testing.T) {
+	for ms, want := range map[int64]string{25000: "25s", 60000: "1m", 90000: "1m30s", 1500: "1500ms", 3600000: "1h"} {
+		if got := boundText(ms); got != want {
+			t.Errorf("boundText(%d) = %q, want %q", ms, got, want)
+		}
+	}
+}

@@ -239,8 +239,9 @@ func (r *Results) Outcome() Outcome {
 	return OutcomePass
 }
 
-// Breaches summarises the stated bounds r broke ("max_stall 25s broken by producer 3 on
-// verity-0 (40.1 s without progress)"), one line per family; nil when none.
+// Breaches summarises the stated bounds l's run broke, one line per family with its first
+// finding ("max_stall 25s broken: producer 3 on verity-0 from 20.1 s: 40.1 s without
+// progress, …"); nil when none.
 func (l *Liveness) Breaches() []string {
 	if l == nil {
 		return nil
@@ -252,7 +253,7 @@ func (l *Liveness) Breaches() []string {
 			continue
 		}
 		e := fs.Examples[0]
-		s := fmt.Sprintf("%s broken by %s on %s-%d (%s)", e.Bound, e.Client, e.Topic, e.Partition, e.Note)
+		s := fmt.Sprintf("%s broken: %s", e.Bound, e.Note)
 		if fs.Count > 1 {
 			s += fmt.Sprintf(", and %d more", fs.Count-1)
 		}
