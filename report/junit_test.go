@@ -180,7 +180,7 @@ func TestJUnitLiveness(t *testing.T) {
 	if live == nil || live.Failure == nil {
 		t.Fatalf("liveness case %+v", live)
 	}
-	if live.Failure.Type != "liveness" || live.Failure.Message != "max_stall 25s broken by producer 3 on verity-0 (40.0 s without progress, more than max_stall 25s)" {
+	if live.Failure.Type != "liveness" || live.Failure.Message != "max_stall 25s broken: 40.0 s without progress, more than max_stall 25s" {
 		t.Errorf("failure %+v", live.Failure)
 	}
 	if !strings.Contains(live.Failure.Text, "ops 120, 130") || prop(live.Properties, "bound") != "max_stall 25s" {
