@@ -475,6 +475,7 @@ func (m *Model) effectApplied(e *entry, applied bool) *action {
 	in := mustJSON(v)
 	v["applied"] = applied
 	a := m.add(&action{proc: history.Client(procSink), f: history.FEffect, out: history.OK, raw: in, rawDone: mustJSON(v)})
+	m.sink.effects++
 	if applied {
 		if m.sink.applied[e.value] == 0 {
 			m.sink.events = append(m.sink.events, e)

@@ -229,6 +229,7 @@ type sinkModel struct {
 	firstEffect    map[string]*action
 	published      int             // events the relay published
 	unpublished    map[string]bool // events the relay marks sent without publishing
+	effects        int             // effect ops written
 }
 
 func newModel(seed uint64, opts Options) *Model {
