@@ -174,42 +174,72 @@ func (m *Model) rpwAll() {
 	m.rpwPos = pos
 }
 
-// stuckProducer: a producer's send is pending (or fails, and is sent again) for wait, then
-// acknowledged.
+// stuckProducer: a producer's send is pending (or fails or times out, and is sent again) for
+// wait, then acknowledged; or, with transactions, the transactional producer's commit is
+// pending for wait, then ok.
 func stuckProducer(m *Model, wait time.Duration) (*LiveInjection, error) {
 	p, t := m.producer(), m.mainPart()
 	m.send(p, t, history.OK, true) // the producer's earlier failed send, if any, is done with
+	if m.opts.Transactions {
+		// Its earlier commit that went unanswered, if any, is done with too.
+		m.txnOp([]tp{t}, history.IntentCommit, history.OK, true, true)
+	}
 	m.settle()
-	if m.rng.IntN(2) == 0 {
+	v := m.rng.IntN(3)
+	if v == 2 && !m.opts.Transactions {
+		v = 0
+	}
+	switch v {
+	case 0:
 		e := m.newRecord(p, t, kindPlain)
 		a := m.sendAction(p, e, history.OK)
 		m.invokeOnly(a)
 		m.wait(wait)
 		m.appendEntry(e)
 		m.complete(a)
-		return &LiveInjection{Variant: "pending", refs: []ref{invokeOf(a), doneOf(a)}}, nil
+		return &LiveInjection{Variant: "send pending", refs: []ref{invokeOf(a), doneOf(a)}}, nil
+	case 1:
+		out := history.Fail
+		if m.opts.Unknown && m.rng.IntN(2) == 0 {
+			out = history.Info
+		}
+		var last *action
+		m.waitIn(wait, 4, func() { last = m.send(p, t, out, false) })
+		a := m.send(p, t, history.OK, true)
+		// The checker shows the work from the last unsuccessful send's completion: the last
+		// moment a write was known pending.
+		return &LiveInjection{Variant: "send " + string(out), refs: []ref{doneOf(last), doneOf(a)}}, nil
 	}
-	var last *action
-	m.waitIn(wait, 4, func() {
-		last = m.send(p, t, history.Fail, false)
-	})
-	a := m.send(p, t, history.OK, true)
-	// The checker shows the work from the last failed send's completion: the last moment a
-	// write was known pending.
-	return &LiveInjection{Variant: "failing", refs: []ref{doneOf(last), doneOf(a)}}, nil
+	tx := &txn{id: txnIDOf(procTxn), proc: procTxn, intent: history.IntentCommit, committed: true, endT: true}
+	e := m.newRecord(procTxn, t, kindTxn)
+	e.txn = tx
+	tx.recs = append(tx.recs, m.appendEntry(e))
+	m.markers(tx)
+	m.txns = append(m.txns, tx)
+	a := m.invokeOnly(txnAction(procTxn, history.FTxn, history.OK, tx))
+	m.wait(wait)
+	m.complete(a)
+	return &LiveInjection{Variant: "commit pending", refs: []ref{invokeOf(a), doneOf(a)}}, nil
 }
 
-// stuckConsumer: a record is acknowledged on a partition the group consumer reads; every other
-// reader reads it at once, the group polls empty for wait, then reads it.
+// stuckConsumer: a record is acknowledged on a partition the group consumer reads (a send's,
+// or with transactions sometimes a committed transaction's); every other reader reads it at
+// once, the group polls empty for wait, then reads it.
 func stuckConsumer(m *Model, wait time.Duration) (*LiveInjection, error) {
 	m.settle()
 	t := m.mainPart()
-	a := m.send(m.producer(), t, history.OK, true)
+	var a *action
+	v := "send"
+	if m.opts.Transactions && m.rng.IntN(2) == 0 {
+		a, v = m.txnOp([]tp{t}, history.IntentCommit, history.OK, true, true), "transaction"
+	} else {
+		a = m.send(m.producer(), t, history.OK, true)
+	}
 	m.catchUp(procGroup)
 	iso := m.consumerIso(procGroup)
 	m.waitIn(wait, 5, func() { m.pollOp(procGroup, iso, nil) })
 	read := m.pollAll(procGroup)
-	return &LiveInjection{refs: []ref{doneOf(a), doneOf(read)}}, nil
+	return &LiveInjection{Variant: v, refs: []ref{doneOf(a), doneOf(read)}}, nil
 }
 
 // stuckProcessor: an input is acknowledged; the processor's steps over it abort before they
