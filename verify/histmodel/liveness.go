@@ -55,13 +55,19 @@ func LivenessMutators() []LivenessMutator {
 type LiveBuild struct {
 	Near   bool
 	Bounds *history.LivenessBounds
+	// HealAfter, when not zero, has the nemesis kill a broker as the stall begins and start
+	// it HealAfter into the stall, which lasts that much longer: stuck time counts from the
+	// last heal. The history then has the nemesis.
+	HealAfter time.Duration
 }
 
 // BuildLive generates seed's history with opts' parts (and what mut needs), makes mut's client
 // stuck and renders it; the injection's Ops are then set.
 func BuildLive(seed uint64, opts Options, mut LivenessMutator, b LiveBuild) (*History, *LiveInjection, error) {
 	opts.Parts = mut.Needs.Apply(opts.Parts, rand.New(rand.NewPCG(seed, 0x4e45)))
+	opts.Nemesis = opts.Nemesis || b.HealAfter > 0
 	m := Generate(seed, opts)
+	m.healAfter = b.HealAfter
 	if b.Bounds != nil {
 		m.cfg.Liveness = b.Bounds
 	}
@@ -81,14 +87,33 @@ func BuildLive(seed uint64, opts Options, mut LivenessMutator, b LiveBuild) (*Hi
 	return h, inj, nil
 }
 
-// waitIn lets d pass in n parts, each after a run of step: a client that keeps trying without
-// progress, from the start of the wait.
-func (m *Model) waitIn(d time.Duration, n int, step func()) {
-	for range n {
-		step()
-		m.wait(d / time.Duration(n))
+// stall lets d pass in n parts, each after a run of step (when not nil): a client that keeps
+// trying without progress, from the start of the wait. With healAfter set, a broker is killed
+// as the stall begins and started healAfter into it, and the stall lasts healAfter longer: d
+// is then what passes after the last heal.
+func (m *Model) stall(d time.Duration, n int, step func()) {
+	heal := m.healAfter
+	if heal > 0 {
+		m.nemesisStep() // settle started every broker: this kills one
+		d += heal
 	}
-	m.wait(d % time.Duration(n))
+	var elapsed time.Duration
+	for i := range n {
+		if step != nil {
+			step()
+		}
+		next := d
+		if i < n-1 {
+			next = elapsed + d/time.Duration(n)
+		}
+		if heal > 0 && elapsed <= heal && heal < next {
+			m.wait(heal - elapsed)
+			m.restart()
+			elapsed = heal
+		}
+		m.wait(next - elapsed)
+		elapsed = next
+	}
 }
 
 // settle ends what the clean run left open, so that no client but the mutator's has work it
@@ -194,7 +219,7 @@ func stuckProducer(m *Model, wait time.Duration) (*LiveInjection, error) {
 		e := m.newRecord(p, t, kindPlain)
 		a := m.sendAction(p, e, history.OK)
 		m.invokeOnly(a)
-		m.wait(wait)
+		m.stall(wait, 1, nil)
 		m.appendEntry(e)
 		m.complete(a)
 		return &LiveInjection{Variant: "send pending", refs: []ref{invokeOf(a), doneOf(a)}}, nil
@@ -204,7 +229,7 @@ func stuckProducer(m *Model, wait time.Duration) (*LiveInjection, error) {
 			out = history.Info
 		}
 		var last *action
-		m.waitIn(wait, 4, func() { last = m.send(p, t, out, false) })
+		m.stall(wait, 4, func() { last = m.send(p, t, out, false) })
 		a := m.send(p, t, history.OK, true)
 		// The checker shows the work from the last unsuccessful send's completion: the last
 		// moment a write was known pending.
@@ -217,7 +242,7 @@ func stuckProducer(m *Model, wait time.Duration) (*LiveInjection, error) {
 	m.markers(tx)
 	m.txns = append(m.txns, tx)
 	a := m.invokeOnly(txnAction(procTxn, history.FTxn, history.OK, tx))
-	m.wait(wait)
+	m.stall(wait, 1, nil)
 	m.complete(a)
 	return &LiveInjection{Variant: "commit pending", refs: []ref{invokeOf(a), doneOf(a)}}, nil
 }
@@ -237,7 +262,7 @@ func stuckConsumer(m *Model, wait time.Duration) (*LiveInjection, error) {
 	}
 	m.catchUp(procGroup)
 	iso := m.consumerIso(procGroup)
-	m.waitIn(wait, 5, func() { m.pollOp(procGroup, iso, nil) })
+	m.stall(wait, 5, func() { m.pollOp(procGroup, iso, nil) })
 	read := m.pollAll(procGroup)
 	return &LiveInjection{Variant: v, refs: []ref{doneOf(a), doneOf(read)}}, nil
 }
@@ -249,7 +274,7 @@ func stuckProcessor(m *Model, wait time.Duration) (*LiveInjection, error) {
 	a := m.send(m.producer(), rpwInput(), history.OK, true)
 	m.catchUp(procRPW)
 	in := m.rpwBacklog(0)
-	m.waitIn(wait, 4, func() {
+	m.stall(wait, 4, func() {
 		tx := &txn{id: txnIDOf(procRPW), proc: procRPW, intent: history.IntentCommit, rpw: true, inputs: in}
 		m.txns = append(m.txns, tx)
 		m.add(txnAction(procRPW, history.FRPW, history.Fail, tx))
@@ -266,7 +291,7 @@ func stuckSink(m *Model, wait time.Duration) (*LiveInjection, error) {
 	a := m.send(m.producer(), in, history.OK, true)
 	e := a.rec
 	m.catchUp(procSink)
-	m.waitIn(wait, 4, func() {
+	m.stall(wait, 4, func() {
 		v := mustJSON(map[string]any{"sink": sinkName, "event": e.value, "topic": e.at.topic, "partition": e.at.part, "offset": e.off})
 		m.add(&action{proc: history.Client(procSink), f: history.FEffect, out: history.Fail, raw: v, rawDone: v,
 			err: "store: connection refused"})

@@ -210,8 +210,11 @@ type Model struct {
 	leaders  map[tp]*leadership
 	sink     sinkModel
 	finished bool
-	scans    []*action // the final reads, once Finish has written them
-	sinkRead *action
+	// healAfter: a liveness mutator's stall has a broker killed and, this far into it,
+	// started (LiveBuild.HealAfter).
+	healAfter time.Duration
+	scans     []*action // the final reads, once Finish has written them
+	sinkRead  *action
 }
 
 // leadership is one partition's leader as the metadata says, and the sample that first
