@@ -146,3 +146,29 @@ func TestLiveStuckProcessorBeforeItsFirstStep(t *testing.T) {
 		t.Errorf("%d stuck-processor and %d stuck-consumer findings, want 1 and 0 (%+v)", p, c, r.Liveness.Findings)
 	}
 }
+
+// TestLiveStuckTimeWithoutAHeal: the stall a stuck finding reports shows the same stuck time
+// in its client's stalls. Open inconsistency: with no fault healed, stuckFindings counts stuck
+// time from the start (lastHeal 0) while clientStall leaves ClientStall.StuckMS out (it
+// computes it only when lastHeal >= 0). Run under VERITY_LIVENESS_BUGS.
+func TestLiveStuckTimeWithoutAHeal(t *testing.T) {
+	if os.Getenv("VERITY_LIVENESS_BUGS") == "" {
+		t.Skip("a client's stall shows no stuck time without a heal (set VERITY_LIVENESS_BUGS to run)")
+	}
+	h := newHB()
+	inv := h.sendInvoke(1, rec("t", 0, "x"))
+	h.wait(StuckAfter + 2*time.Second)
+	h.sendDone(1, inv, rec("t", 0, "x"), history.OK, 0, false)
+	r := h.check(strict())
+	f := r.Liveness.Findings[results.StuckProducer]
+	if f.Count != 1 {
+		t.Fatalf("%d stuck-producer findings, want 1", f.Count)
+	}
+	for _, c := range r.Liveness.Clients {
+		for _, s := range c.Stalls {
+			if s.FromMS == f.Examples[0].FromMS && s.StuckMS != f.Examples[0].StuckMS {
+				t.Errorf("%s's stall shows %.0f ms stuck, its finding %.0f ms", c.Client, s.StuckMS, f.Examples[0].StuckMS)
+			}
+		}
+	}
+}

@@ -59,6 +59,11 @@ type LiveBuild struct {
 	// it HealAfter into the stall, which lasts that much longer: stuck time counts from the
 	// last heal. The history then has the nemesis.
 	HealAfter time.Duration
+	// UnavailableFor, when not zero, has the watcher show the stalled partition without a
+	// leader as the stall begins and with one UnavailableFor into it, which lasts that much
+	// longer: stuck time counts while the partition could serve. The history then has the ISR
+	// watch.
+	UnavailableFor time.Duration
 }
 
 // BuildLive generates seed's history with opts' parts (and what mut needs), makes mut's client
@@ -66,8 +71,9 @@ type LiveBuild struct {
 func BuildLive(seed uint64, opts Options, mut LivenessMutator, b LiveBuild) (*History, *LiveInjection, error) {
 	opts.Parts = mut.Needs.Apply(opts.Parts, rand.New(rand.NewPCG(seed, 0x4e45)))
 	opts.Nemesis = opts.Nemesis || b.HealAfter > 0
+	opts.ISR = opts.ISR || b.UnavailableFor > 0
 	m := Generate(seed, opts)
-	m.healAfter = b.HealAfter
+	m.healAfter, m.unavailableFor = b.HealAfter, b.UnavailableFor
 	if b.Bounds != nil {
 		m.cfg.Liveness = b.Bounds
 	}
@@ -88,15 +94,24 @@ func BuildLive(seed uint64, opts Options, mut LivenessMutator, b LiveBuild) (*Hi
 }
 
 // stall lets d pass in n parts, each after a run of step (when not nil): a client that keeps
-// trying without progress, from the start of the wait. With healAfter set, a broker is killed
-// as the stall begins and started healAfter into it, and the stall lasts healAfter longer: d
-// is then what passes after the last heal.
-func (m *Model) stall(d time.Duration, n int, step func()) {
-	heal := m.healAfter
-	if heal > 0 {
+// trying without progress on partition at, from the start of the wait. It lasts longer, so
+// that d is still what counts as stuck, with healAfter set (a broker is killed as the stall
+// begins and started healAfter into it: stuck time counts from the last heal) or with
+// unavailableFor set (the watcher shows at without a leader as the stall begins and with one
+// unavailableFor into it: stuck time counts while the partition could serve).
+func (m *Model) stall(at tp, d time.Duration, n int, step func()) {
+	var extra time.Duration
+	var end func()
+	switch {
+	case m.healAfter > 0:
+		extra, end = m.healAfter, m.restart
 		m.nemesisStep() // settle started every broker: this kills one
-		d += heal
+	case m.unavailableFor > 0 && m.leaders[at] != nil:
+		l := m.leaders[at]
+		extra, end = m.unavailableFor, func() { m.sample(at, m.alive(), l.leader) }
+		m.sampleAt(at, m.alive(), -1, l.epoch)
 	}
+	d += extra
 	var elapsed time.Duration
 	for i := range n {
 		if step != nil {
@@ -106,10 +121,10 @@ func (m *Model) stall(d time.Duration, n int, step func()) {
 		if i < n-1 {
 			next = elapsed + d/time.Duration(n)
 		}
-		if heal > 0 && elapsed <= heal && heal < next {
-			m.wait(heal - elapsed)
-			m.restart()
-			elapsed = heal
+		if end != nil && elapsed <= extra && extra < next {
+			m.wait(extra - elapsed)
+			end()
+			elapsed = extra
 		}
 		m.wait(next - elapsed)
 		elapsed = next
@@ -219,7 +234,7 @@ func stuckProducer(m *Model, wait time.Duration) (*LiveInjection, error) {
 		e := m.newRecord(p, t, kindPlain)
 		a := m.sendAction(p, e, history.OK)
 		m.invokeOnly(a)
-		m.stall(wait, 1, nil)
+		m.stall(t, wait, 1, nil)
 		m.appendEntry(e)
 		m.complete(a)
 		return &LiveInjection{Variant: "send pending", refs: []ref{invokeOf(a), doneOf(a)}}, nil
@@ -229,7 +244,7 @@ func stuckProducer(m *Model, wait time.Duration) (*LiveInjection, error) {
 			out = history.Info
 		}
 		var last *action
-		m.stall(wait, 4, func() { last = m.send(p, t, out, false) })
+		m.stall(t, wait, 4, func() { last = m.send(p, t, out, false) })
 		a := m.send(p, t, history.OK, true)
 		// The checker shows the work from the last unsuccessful send's completion: the last
 		// moment a write was known pending.
@@ -242,7 +257,7 @@ func stuckProducer(m *Model, wait time.Duration) (*LiveInjection, error) {
 	m.markers(tx)
 	m.txns = append(m.txns, tx)
 	a := m.invokeOnly(txnAction(procTxn, history.FTxn, history.OK, tx))
-	m.stall(wait, 1, nil)
+	m.stall(t, wait, 1, nil)
 	m.complete(a)
 	return &LiveInjection{Variant: "commit pending", refs: []ref{invokeOf(a), doneOf(a)}}, nil
 }
@@ -262,7 +277,7 @@ func stuckConsumer(m *Model, wait time.Duration) (*LiveInjection, error) {
 	}
 	m.catchUp(procGroup)
 	iso := m.consumerIso(procGroup)
-	m.stall(wait, 5, func() { m.pollOp(procGroup, iso, nil) })
+	m.stall(t, wait, 5, func() { m.pollOp(procGroup, iso, nil) })
 	read := m.pollAll(procGroup)
 	return &LiveInjection{Variant: v, refs: []ref{doneOf(a), doneOf(read)}}, nil
 }
@@ -274,7 +289,7 @@ func stuckProcessor(m *Model, wait time.Duration) (*LiveInjection, error) {
 	a := m.send(m.producer(), rpwInput(), history.OK, true)
 	m.catchUp(procRPW)
 	in := m.rpwBacklog(0)
-	m.stall(wait, 4, func() {
+	m.stall(rpwInput(), wait, 4, func() {
 		tx := &txn{id: txnIDOf(procRPW), proc: procRPW, intent: history.IntentCommit, rpw: true, inputs: in}
 		m.txns = append(m.txns, tx)
 		m.add(txnAction(procRPW, history.FRPW, history.Fail, tx))
@@ -291,7 +306,7 @@ func stuckSink(m *Model, wait time.Duration) (*LiveInjection, error) {
 	a := m.send(m.producer(), in, history.OK, true)
 	e := a.rec
 	m.catchUp(procSink)
-	m.stall(wait, 4, func() {
+	m.stall(in, wait, 4, func() {
 		v := mustJSON(map[string]any{"sink": sinkName, "event": e.value, "topic": e.at.topic, "partition": e.at.part, "offset": e.off})
 		m.add(&action{proc: history.Client(procSink), f: history.FEffect, out: history.Fail, raw: v, rawDone: v,
 			err: "store: connection refused"})

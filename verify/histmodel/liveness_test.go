@@ -50,6 +50,10 @@ func liveProblem(r *results.Results, inj *LiveInjection, want bool) string {
 			s = append(s, fmt.Sprintf("%s: %d findings, want 1 (examples %+v)", inj.Family, got.Count, got.Examples))
 		} else if ex := got.Examples[0]; !containsAll(ex.Ops, inj.Ops) {
 			s = append(s, fmt.Sprintf("%s evidence %v lacks some of %v (%s)", inj.Family, ex.Ops, inj.Ops, ex.Note))
+		} else if d := time.Duration(ex.StuckMS*float64(time.Millisecond)) - inj.Wait; d < 0 || d > time.Second {
+			// What passes after the last heal while the partition could serve is the wait, and
+			// the few steps of 1 ms around it.
+			s = append(s, fmt.Sprintf("%s stuck %.0f ms, want the wait %s and a few ms (%s)", inj.Family, ex.StuckMS, inj.Wait, ex.Note))
 		}
 	}
 	return strings.Join(s, "; ")
@@ -77,13 +81,15 @@ func safetyProblem(r *results.Results) string {
 	return strings.Join(s, "; ")
 }
 
-// healAfter is how far into the stall the odd seeds' broker is started again: the stall is
-// then longer than StuckAfter in the near miss too, and only its part after the heal counts.
+// healAfter is how far into the stall the odd seeds' broker is started again, and how long
+// the stalled partition has no leader first for seeds 2 mod 4: the stall is then longer than
+// StuckAfter in the near miss too, and only its part after the heal, or while the partition
+// could serve, counts.
 const healAfter = 5 * time.Second
 
 // runLive builds every liveness mutator's histories over the seeds (a broker killed as the
-// stall begins and started healAfter into it for odd seeds) and reports what problem says of
-// each.
+// stall begins and started healAfter into it for odd seeds, the partition without a leader
+// for healAfter first for seeds 2 mod 4) and reports what problem says of each.
 func runLive(t *testing.T, b LiveBuild, problem func(r *results.Results, inj *LiveInjection) string) {
 	for _, mut := range LivenessMutators() {
 		t.Run(string(mut.Family), func(t *testing.T) {
@@ -91,8 +97,11 @@ func runLive(t *testing.T, b LiveBuild, problem func(r *results.Results, inj *Li
 			reported := 0
 			for seed := range liveSeeds() {
 				b := b
-				if seed%2 == 1 {
+				switch seed % 4 {
+				case 1, 3:
 					b.HealAfter = healAfter
+				case 2:
+					b.UnavailableFor = healAfter
 				}
 				h, inj, err := BuildLive(seed, Options{Parts: randomParts(seed, Needs{})}, mut, b)
 				if err != nil {

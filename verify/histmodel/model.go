@@ -213,8 +213,11 @@ type Model struct {
 	// healAfter: a liveness mutator's stall has a broker killed and, this far into it,
 	// started (LiveBuild.HealAfter).
 	healAfter time.Duration
-	scans     []*action // the final reads, once Finish has written them
-	sinkRead  *action
+	// unavailableFor: a liveness mutator's stall has its partition without a leader for this
+	// long first (LiveBuild.UnavailableFor).
+	unavailableFor time.Duration
+	scans          []*action // the final reads, once Finish has written them
+	sinkRead       *action
 }
 
 // leadership is one partition's leader as the metadata says, and the sample that first
