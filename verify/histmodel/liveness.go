@@ -23,7 +23,8 @@ const (
 	NearWait  = verify.StuckAfter - 2*time.Second
 )
 
-// LivenessMutator makes one client stuck: Inject makes it wait wait with work available.
+// LivenessMutator makes one client stuck: Inject has it go wait without progress, with work
+// available.
 type LivenessMutator struct {
 	Family results.LivenessFamily
 	Needs  Needs
