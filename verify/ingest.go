@@ -343,7 +343,7 @@ func (c *Checker) completeTxn(p *proc, pd *pending, k fkind, op *history.Op, ord
 				tp, v := c.parts.id(r.Topic, r.Partition), c.vals.intern(r.Value)
 				c.place(tp, *r.Offset, v, ord, srcAck)
 				if c.liveOn {
-					c.live.acked(tp, *r.Offset, v, op.Time, ord)
+					c.liveAcked(tp, *r.Offset, v, op.Time, ord)
 				}
 			}
 		}

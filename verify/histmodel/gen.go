@@ -387,8 +387,7 @@ func (m *Model) nemesisStep() {
 	if !m.opts.ISR {
 		return
 	}
-	for p := range m.opts.Partitions {
-		t := tp{topicMain, int32(p)}
+	for _, t := range m.watched() {
 		l := m.leaders[t]
 		if int(l.leader) == n {
 			if m.opts.LeaderUnknown {
@@ -408,10 +407,22 @@ func (m *Model) restart() {
 	if !m.opts.ISR {
 		return
 	}
-	for p := range m.opts.Partitions {
-		t := tp{topicMain, int32(p)}
+	for _, t := range m.watched() {
 		m.sample(t, m.alive(), m.leaders[t].leader)
 	}
+}
+
+// watched lists the partitions the watcher samples: the main topic's, and the sink's input
+// once a liveness mutator had it sampled (settle).
+func (m *Model) watched() []tp {
+	var out []tp
+	for p := range m.opts.Partitions {
+		out = append(out, tp{topicMain, int32(p)})
+	}
+	if t := (tp{topicSinkIn, 0}); m.leaders[t] != nil {
+		out = append(out, t)
+	}
+	return out
 }
 
 func (m *Model) nemesisOp(f string, node int) *action {
@@ -475,6 +486,7 @@ func (m *Model) effectApplied(e *entry, applied bool) *action {
 	in := mustJSON(v)
 	v["applied"] = applied
 	a := m.add(&action{proc: history.Client(procSink), f: history.FEffect, out: history.OK, raw: in, rawDone: mustJSON(v)})
+	m.sink.effects++
 	if applied {
 		if m.sink.applied[e.value] == 0 {
 			m.sink.events = append(m.sink.events, e)

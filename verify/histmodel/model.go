@@ -210,8 +210,14 @@ type Model struct {
 	leaders  map[tp]*leadership
 	sink     sinkModel
 	finished bool
-	scans    []*action // the final reads, once Finish has written them
-	sinkRead *action
+	// healAfter: a liveness mutator's stall has a broker killed and, this far into it,
+	// started (LiveBuild.HealAfter).
+	healAfter time.Duration
+	// unavailableFor: a liveness mutator's stall has its partition without a leader for this
+	// long first (LiveBuild.UnavailableFor).
+	unavailableFor time.Duration
+	scans          []*action // the final reads, once Finish has written them
+	sinkRead       *action
 }
 
 // leadership is one partition's leader as the metadata says, and the sample that first
@@ -229,6 +235,7 @@ type sinkModel struct {
 	firstEffect    map[string]*action
 	published      int             // events the relay published
 	unpublished    map[string]bool // events the relay marks sent without publishing
+	effects        int             // effect ops written
 }
 
 func newModel(seed uint64, opts Options) *Model {

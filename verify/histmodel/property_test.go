@@ -42,6 +42,9 @@ func cleanProblem(r *results.Results) string {
 	if r.Verdict != results.Pass {
 		s = append(s, fmt.Sprintf("verdict %s (unknown reasons %v)", r.Verdict, r.UnknownReasons))
 	}
+	for f, n := range liveFindings(r) {
+		s = append(s, fmt.Sprintf("liveness %s: %d finding(s), first %+v", f, n, r.Liveness.Findings[f].Examples[0]))
+	}
 	return strings.Join(s, "; ")
 }
 
@@ -62,7 +65,8 @@ func runClean(t *testing.T, parts func(seed uint64) Parts) {
 	}
 }
 
-// TestPropertyClean: a clean history, with any parts, holds no finding and passes.
+// TestPropertyClean: a clean history, with any parts, holds no finding, safety or liveness,
+// and passes.
 func TestPropertyClean(t *testing.T) {
 	t.Parallel()
 	runClean(t, func(seed uint64) Parts { return randomParts(seed, Needs{}) })
