@@ -172,6 +172,7 @@ func New(cfg history.Config, opts Options) *Checker {
 	}
 	c.stats.init()
 	c.live.init()
+	c.liveSinks()
 	return c
 }
 

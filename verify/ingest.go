@@ -376,8 +376,13 @@ func (c *Checker) completeTxn(p *proc, pd *pending, k fkind, op *history.Op, ord
 			c.live.closeTxn(tp, pd.ord, op.Time)
 		}
 	}
-	if c.liveOn && out == outOK && t.inLen > 0 {
-		c.liveTxnReads(p, t, op.Time, ord)
+	if c.liveOn && t.inLen > 0 {
+		switch {
+		case out == outOK:
+			c.liveTxnReads(p, t, op.Time, ord)
+		case out == outInfo && len(pd.vals) > 0:
+			c.liveUnknownStep(p, t, pd.txn, pd.vals[0], op.Time, ord)
+		}
 	}
 	if k != fRPW && t.inLen == 0 {
 		return // a transaction that read nothing moves no consumer's positions

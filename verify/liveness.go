@@ -3,6 +3,7 @@ package verify
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -119,7 +120,17 @@ type stallRec struct {
 	recovered bool
 }
 
+// unknownStep is a processor's read of tp in a transaction whose commit got no answer.
+type unknownStep struct {
+	unit     int32
+	tp       uint32
+	txn, out uint32 // the transaction and one value it wrote
+	t        int64
+	ord      uint32
+}
+
 type liveState struct {
+	unknown []unknownStep
 	units   []liveUnit
 	byKey   map[string]int32
 	streams []liveStream
@@ -611,6 +622,22 @@ func (c *Checker) liveTxnReads(p *proc, t *txn, at int64, ord uint32) {
 	}
 }
 
+// liveUnknownStep notes a processor's transaction whose commit got no answer: if the final
+// reads show its output committed, it was progress on what it read (liveness_judge.go).
+func (c *Checker) liveUnknownStep(p *proc, t *txn, tx, out uint32, at int64, ord uint32) {
+	l := &c.live
+	group := ""
+	if p.group > 0 {
+		group = c.groups[p.group-1].name
+	}
+	u := l.reader(p.id, group, results.KindProcessor, int(t.readIso))
+	for _, v := range c.reads[t.inStart : t.inStart+t.inLen] {
+		if st := c.vals.at(v); st.off >= 0 && c.parts.known(st.tp) {
+			l.unknown = append(l.unknown, unknownStep{unit: u, tp: st.tp, txn: tx, out: out, t: at, ord: ord})
+		}
+	}
+}
+
 // liveMember is what liveness reads of an assign or subscribe.
 type liveMember struct {
 	Topics    []string `json:"topics"`
@@ -632,7 +659,7 @@ func (c *Checker) liveOther(p *proc, op *history.Op, ord uint32) {
 			return
 		}
 		kind := results.KindConsumer
-		if p.txn {
+		if tx := c.cfg.ProducerOf(p.id).Transactional; p.txn || tx != nil && *tx {
 			kind = results.KindProcessor
 		}
 		iso := isoOf(m.Isolation, isoOf(string(c.cfg.ReadIsolation()), isoRC))
@@ -652,6 +679,23 @@ func (c *Checker) liveOther(p *proc, op *history.Op, ord uint32) {
 		if op.Type == history.OK && json.Unmarshal(op.Value.Raw, &d) == nil && d.Topic != "" {
 			c.live.truncated(c.parts.id(d.Topic, d.Partition), op.Time, ord)
 		}
+	}
+}
+
+// liveSinks follows each sink of the header from the start, so that a sink stuck before its
+// first effect is seen.
+func (c *Checker) liveSinks() {
+	for _, name := range slices.Sorted(maps.Keys(c.cfg.Sinks)) {
+		s := c.cfg.Sinks[name]
+		if s.Topic == "" {
+			continue
+		}
+		u := c.live.unit("s"+name, "sink "+name, results.KindSink)
+		c.live.units[u].iso = isoOf(string(c.cfg.ReadIsolation()), isoRC)
+		for _, p := range s.Processes {
+			c.live.addProc(u, p)
+		}
+		c.live.readerOn(u, s.Topic, &c.parts)
 	}
 }
 

@@ -74,7 +74,9 @@ func (l *liveState) faultsBefore() []liveFault {
 }
 
 // confirmedStalls are the stalls, less those of readers whose work the final reads show never
-// existed (a record acknowledged and then lost to a truncation is no work to read).
+// existed (a record acknowledged and then lost to a truncation is no work to read), and ended
+// at a processor's transaction whose commit got no answer but whose output the final reads show
+// committed.
 func (c *Checker) confirmedStalls() []stallRec {
 	l := &c.live
 	out := l.stalls[:0:0]
@@ -83,9 +85,27 @@ func (c *Checker) confirmedStalls() []stallRec {
 		if st.reader && s.workV != 0 && c.finalRead(st.tp) && c.vals.at(s.workV).flags&fFinalAny == 0 {
 			continue
 		}
+		if st.reader {
+			for _, u := range l.unknown {
+				if u.unit == st.unit && u.tp == st.tp && u.t > s.from && u.t < s.to && c.committedByFinal(u) {
+					s.to, s.endOrd, s.recovered = u.t, u.ord, true
+					break
+				}
+			}
+			if s.to-s.from < int64(MinStall) {
+				continue
+			}
+		}
 		out = append(out, s)
 	}
 	return out
+}
+
+// committedByFinal reports whether the final reads show the output of step u's transaction
+// committed.
+func (c *Checker) committedByFinal(u unknownStep) bool {
+	st := c.vals.at(u.out)
+	return st.txn == u.txn && st.flags&fFinalRC != 0
 }
 
 // finalRead reports whether a final read covered tp.
@@ -224,10 +244,8 @@ func (c *Checker) clientStall(s stallRec, avail func(uint32, bool) []availSpan, 
 	st := &c.live.streams[s.stream]
 	topic, part := c.streamName(st)
 	cs := results.ClientStall{Topic: topic, Partition: part, FromMS: ms(s.from), ToMS: ms(s.to), Recovered: s.recovered, Ops: c.stallOps(s)}
-	if lastHeal >= 0 {
-		stuck, _ := stuckTime(s.from, s.to, lastHeal, avail(st.tp, st.reader))
-		cs.StuckMS = ms(stuck)
-	}
+	stuck, _ := stuckTime(s.from, s.to, max(lastHeal, 0), avail(st.tp, st.reader))
+	cs.StuckMS = ms(stuck)
 	return cs
 }
 

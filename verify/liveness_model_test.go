@@ -2,7 +2,6 @@ package verify
 
 import (
 	"encoding/json"
-	"os"
 	"testing"
 	"time"
 
@@ -31,16 +30,8 @@ func (h *hb) member(p int, f string, v map[string]any) int64 {
 
 // TestLiveStuckSinkFromItsFirstInput: a sink whose first input waits StuckAfter and more
 // before its effect is stuck, as one that had applied an input before would be.
-//
-// Checker bug, open: the sink's unit is made at its first effect, so a sink stuck from its
-// first input (no effect before the stall) has no stream while its work arrives, and is never
-// reported. Skipped unless VERITY_LIVENESS_BUGS is set, so that the suite stays green.
 func TestLiveStuckSinkFromItsFirstInput(t *testing.T) {
 	for _, before := range []bool{true, false} {
-		if !before && os.Getenv("VERITY_LIVENESS_BUGS") == "" {
-			t.Log("skipped: a sink stuck from its first input is not reported (set VERITY_LIVENESS_BUGS to run)")
-			continue
-		}
 		h := newHB()
 		off := int64(0)
 		if before {
@@ -93,13 +84,8 @@ func TestLiveStuckConsumerOnATransactionsPartition(t *testing.T) {
 
 // TestLiveUnknownCommitThatCommitted: a processor's step whose commit went unanswered (info)
 // but committed (the read_committed final read shows its output) read its input all the
-// same. Open question, not a fix: the checker counts only ok steps as the group's progress,
-// so a processor whose last step on a partition ended info is reported stuck when no later
-// input comes for StuckAfter. Run under VERITY_LIVENESS_BUGS.
+// same: its stall ends there, not at the horizon.
 func TestLiveUnknownCommitThatCommitted(t *testing.T) {
-	if os.Getenv("VERITY_LIVENESS_BUGS") == "" {
-		t.Skip("an info step that committed is no progress (set VERITY_LIVENESS_BUGS to run)")
-	}
 	h := newHB()
 	h.member(4, history.FAssign, map[string]any{"topics": []string{"t"}, "partitions": map[string][]int32{"t": {0}}, "group": "rg",
 		"isolation": history.ReadCommitted, "rebalance": true})
@@ -122,14 +108,9 @@ func TestLiveUnknownCommitThatCommitted(t *testing.T) {
 }
 
 // TestLiveStuckProcessorBeforeItsFirstStep: a processor group that never commits a step
-// (its steps abort to the end) is a stuck processor. Checker bug, open: the assign makes its
-// unit a consumer group unless the process wrote a transaction before (proc.txn), though the
-// header says the process is transactional; only a committed step's reads make it a
-// processor's, so it is reported as stuck-consumer "group rg". Run under VERITY_LIVENESS_BUGS.
+// (its steps abort to the end) is a stuck processor: the header says the process is
+// transactional, so its assign makes a processor group before any step commits.
 func TestLiveStuckProcessorBeforeItsFirstStep(t *testing.T) {
-	if os.Getenv("VERITY_LIVENESS_BUGS") == "" {
-		t.Skip("a processor stuck before its first step is reported as a consumer (set VERITY_LIVENESS_BUGS to run)")
-	}
 	h := newHB()
 	h.member(4, history.FAssign, map[string]any{"topics": []string{"t"}, "partitions": map[string][]int32{"t": {0}}, "group": "rg",
 		"isolation": history.ReadCommitted, "rebalance": true})
@@ -148,13 +129,8 @@ func TestLiveStuckProcessorBeforeItsFirstStep(t *testing.T) {
 }
 
 // TestLiveStuckTimeWithoutAHeal: the stall a stuck finding reports shows the same stuck time
-// in its client's stalls. Open inconsistency: with no fault healed, stuckFindings counts stuck
-// time from the start (lastHeal 0) while clientStall leaves ClientStall.StuckMS out (it
-// computes it only when lastHeal >= 0). Run under VERITY_LIVENESS_BUGS.
+// in its client's stalls, with no fault healed too (stuck time then counts from the start).
 func TestLiveStuckTimeWithoutAHeal(t *testing.T) {
-	if os.Getenv("VERITY_LIVENESS_BUGS") == "" {
-		t.Skip("a client's stall shows no stuck time without a heal (set VERITY_LIVENESS_BUGS to run)")
-	}
 	h := newHB()
 	inv := h.sendInvoke(1, rec("t", 0, "x"))
 	h.wait(StuckAfter + 2*time.Second)

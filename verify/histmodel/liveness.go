@@ -251,7 +251,9 @@ func stuckProducer(m *Model, wait time.Duration) (*LiveInjection, error) {
 		// moment a write was known pending.
 		return &LiveInjection{Variant: "send " + string(out), refs: []ref{doneOf(last), doneOf(a)}}, nil
 	}
-	tx := &txn{id: txnIDOf(procTxn), proc: procTxn, intent: history.IntentCommit, committed: true, endT: true}
+	// No end_t: the model would write it just before the completion, as if the application had
+	// held the transaction open all along, which is no stall (the writer waits on itself).
+	tx := &txn{id: txnIDOf(procTxn), proc: procTxn, intent: history.IntentCommit, committed: true}
 	e := m.newRecord(procTxn, t, kindTxn)
 	e.txn = tx
 	tx.recs = append(tx.recs, m.appendEntry(e))
