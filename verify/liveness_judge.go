@@ -3,6 +3,7 @@ package verify
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -356,7 +357,7 @@ func (c *Checker) stuckFindings(out *results.Liveness, stalls []stallRec, avail 
 			heal = f.Heal
 		}
 	}
-	for _, u := range slices.Sorted(mapsKeys(worst)) {
+	for _, u := range slices.Sorted(maps.Keys(worst)) {
 		b := worst[u]
 		un := &l.units[u]
 		st := &l.streams[b.s.stream]
@@ -382,16 +383,6 @@ func (c *Checker) stuckFindings(out *results.Liveness, stalls []stallRec, avail 
 			un.name, topic, part, secs(b.s.from), ended, secs(b.stuck), healed, gate)
 		addLiveFinding(out, un.kind.StuckFamily(), results.LivenessFinding{Client: un.name, Kind: un.kind, Topic: topic, Partition: part,
 			FromMS: ms(b.s.from), ToMS: ms(b.s.to), StuckMS: ms(b.stuck), Recovered: b.s.recovered, Ops: ops, Note: note}, c.opts.MaxExamples)
-	}
-}
-
-func mapsKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
-	return func(yield func(K) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
 	}
 }
 
