@@ -52,9 +52,8 @@ const (
 	CapPositionKept Capability = "position-kept-after-abort"
 	// CapLeavesUnansweringLeader: the producer moves a partition's sends off a leader that
 	// stopped answering (a request timeout makes it refresh metadata until the new leader shows),
-	// so its sends stall no longer than the election takes. franz-go retries a timed-out produce
-	// on the same broker without asking for metadata again, and can stay on the old leader until
-	// it answers (twmb/franz-go#239).
+	// so its sends stall no longer than the election takes. Every linked client has it as
+	// measured (docs/clients.md); twmb/franz-go#239 reports a client without it.
 	CapLeavesUnansweringLeader Capability = "leaves-unanswering-leader"
 )
 
@@ -166,8 +165,9 @@ func Clients() []Client {
 			IdempotentInFlight: MaxIdempotentInFlight, DefaultRetries: DefaultRetries,
 			TxnProtocols:   []TxnProtocol{TxnProtocolV2, TxnProtocolV1},
 			GroupProtocols: []GroupProtocol{GroupClassic, GroupConsumer},
-			Capabilities:   []Capability{CapIdempotentInFlight5, CapTxnProtocolV2, CapGroupMetadata, CapStableOffsetFetch, CapTruncationDetection},
-			RewindNote:     "after an abort franz-go's group transact session rewinds to the committed offsets itself",
+			Capabilities: []Capability{CapIdempotentInFlight5, CapTxnProtocolV2, CapGroupMetadata, CapStableOffsetFetch, CapTruncationDetection,
+				CapLeavesUnansweringLeader},
+			RewindNote: "after an abort franz-go's group transact session rewinds to the committed offsets itself",
 			Doc: "twmb/franz-go (kgo): idempotence on by default with 5 requests in flight; KIP-890 transactions where the cluster " +
 				"supports them (capped to v1 on request); a group transact session that rewinds to the committed offsets on abort; " +
 				"truncation reported as data loss"},

@@ -430,8 +430,8 @@ func unansweringLeader() Scenario {
 		Text: "p0's leader stops answering (its links black-holed) and the controller elects an in-sync follower once its " +
 			"broker session expires, with every acknowledged write (acks=all, min ISR 2): safety passes. A producer whose " +
 			"request times out refreshes its metadata and sends to the new leader, so none goes 25 s without progress; under " +
-			"a client without leaves-unanswering-leader the producer can keep its sends on the silent leader until the heal: " +
-			"fail (liveness), a known behaviour of that client.",
+			"a client without leaves-unanswering-leader (every linked client has it, as measured: docs/clients.md) the producer " +
+			"can keep its sends on the silent leader until the heal: fail (liveness), a known behaviour of that client.",
 		Liveness: &LivenessExpect{MaxStall: sec(25), BreaksWithout: []kafkaconf.Capability{kafkaconf.CapLeavesUnansweringLeader},
 			Why: "franz-go keeps a partition's sends on a leader that stopped answering (twmb/franz-go#239)"},
 	}
