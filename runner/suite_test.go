@@ -619,5 +619,5 @@ func TestSuiteJudgesLiveness(t *testing.T) {
 	got := judgements(kept.Manifest)
 	require.Equal(t, "unanswering-leader client=sarama run 1: met", got[0])
 	require.Equal(t, "unanswering-leader client=franz-go run 1: not-met (max_stall 25s was expected broken (franz-go lacks "+
-		"leaves-unanswering-leader: "+why+") and none of the cell's 2 runs broke it)", got[2])
+		"position-kept-after-abort: "+why+") and none of the cell's 2 runs broke it)", got[2])
 }
