@@ -55,6 +55,8 @@ type recoveryRow struct {
 	Label, Injected, Healed string
 	Worst                   string
 	Cells                   []string
+	// Partitions names each partition a client stalled on across the fault, with its recovery.
+	Partitions string
 }
 
 // livenessAnchor is a liveness example's section id in ops.html: "liveness-max-stall-0". The
@@ -209,6 +211,11 @@ func newLivenessView(l *results.Liveness, opsPage map[string]bool) *livenessView
 		for _, c := range f.Clients {
 			row.Cells[slices.Index(v.RecoveryClients, c.Client)] = recoveryText(c.Recovery)
 		}
+		var parts []string
+		for _, p := range f.Partitions {
+			parts = append(parts, history.PartitionName(p.Topic, p.Partition)+" "+recoveryText(p.Recovery))
+		}
+		row.Partitions = strings.Join(parts, "; ")
 		v.Recovery = append(v.Recovery, row)
 	}
 	return v

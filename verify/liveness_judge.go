@@ -288,19 +288,26 @@ func (c *Checker) recoveries(stalls []stallRec, faults []liveFault) ([]results.F
 		for u := range per {
 			per[u].Recovered = true
 		}
+		byTP := map[uint32]results.Recovery{}
 		for _, s := range stalls {
 			if s.from > end || s.to < f.Start {
 				continue
 			}
-			u := l.streams[s.stream].unit
-			r := &per[u]
-			r.FromInjectionMS = max(r.FromInjectionMS, ms(s.to-f.Start))
+			one := results.Recovery{FromInjectionMS: ms(s.to - f.Start), Recovered: s.recovered || s.to < l.horizon}
 			if f.healed && s.to > f.End {
-				r.FromHealMS = new(max(ptrOr(r.FromHealMS), ms(s.to-f.End)))
+				one.FromHealMS = new(ms(s.to - f.End))
 			}
-			if !s.recovered && s.to >= l.horizon {
-				r.Recovered = false
+			st := &l.streams[s.stream]
+			per[st.unit] = worseOf(per[st.unit], one)
+			if r, ok := byTP[st.tp]; ok {
+				byTP[st.tp] = worseOf(r, one)
+			} else {
+				byTP[st.tp] = one
 			}
+		}
+		for _, tp := range slices.Sorted(maps.Keys(byTP)) {
+			ps := c.parts.ps[tp]
+			fr.Partitions = append(fr.Partitions, results.PartitionRecovery{Topic: ps.topic, Partition: ps.part, Recovery: byTP[tp]})
 		}
 		for u, r := range per {
 			fr.Clients = append(fr.Clients, results.ClientRecovery{Client: l.units[u].name, Kind: l.units[u].kind, Recovery: r})

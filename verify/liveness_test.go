@@ -204,6 +204,9 @@ func TestLivenessRecoveryFromInjectionAndHeal(t *testing.T) {
 	if rp.FromHealMS == nil || *rp.FromHealMS < 2000 || *rp.FromHealMS > 2100 {
 		t.Errorf("pause: want ~2 s from the heal, got %+v", rp)
 	}
+	if len(k.Partitions) != 1 || k.Partitions[0].Partition != 0 || k.Partitions[0].FromInjectionMS != rk.FromInjectionMS {
+		t.Errorf("kill: want t-0's recovery beside the client's, got %+v", k.Partitions)
+	}
 	if l.Recovery == nil || l.Recovery.FromInjectionMS < rk.FromInjectionMS {
 		t.Errorf("the run's recovery %+v is not the worst of its faults", l.Recovery)
 	}

@@ -159,6 +159,16 @@ type FaultRecovery struct {
 	Ops        []int64          `json:"ops"`
 	Recovery   Recovery         `json:"recovery"`
 	Clients    []ClientRecovery `json:"clients"`
+	// Partitions are the partitions on which some client stalled across the fault, each with
+	// the worst of its clients' recovery there.
+	Partitions []PartitionRecovery `json:"partitions,omitempty"`
+}
+
+// PartitionRecovery is one partition's recovery from one fault: the worst of its clients'.
+type PartitionRecovery struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Recovery
 }
 
 // ClientRecovery is one client's recovery from one fault.
