@@ -163,7 +163,7 @@ func TestReportLiveness(t *testing.T) {
 	if len(rows) != 3 || !strings.Contains(rows[0], "group g1") || !strings.Contains(rows[0], "producer 3") {
 		t.Fatalf("recovery rows %q", rows)
 	}
-	if want := "isolate [2] | 5.0 s | 8.0 s (stop-partition) | 4.8 s / 1.8 s | 4.8 s / 1.8 s | "; rows[1] != want {
+	if want := "isolate [2] | 5.0 s | 8.0 s (stop-partition) | 4.8 s / 1.8 s | 4.8 s / 1.8 s |  | "; rows[1] != want {
 		t.Errorf("isolate row %q, want %q", rows[1], want)
 	}
 	if !strings.Contains(rows[2], "kill [1]") || strings.Count(rows[2], "not recovered (≥40.0 s)") != 2 {
