@@ -379,7 +379,7 @@ func (c *Checker) completeTxn(p *proc, pd *pending, k fkind, op *history.Op, ord
 	if c.liveOn && t.inLen > 0 {
 		switch {
 		case out == outOK:
-			c.liveTxnReads(p, t, op.Time, ord)
+			c.liveTxnReads(p, t, op, ord)
 		case out == outInfo && len(pd.vals) > 0:
 			c.liveUnknownStep(p, t, pd.txn, pd.vals[0], op.Time, ord)
 		}
@@ -426,7 +426,11 @@ func (c *Checker) completePoll(p *proc, op *history.Op, ord uint32) {
 	if c.liveOn && ok && !p.sink && len(pl.Records) > 0 {
 		live = c.live.reader(p.id, pl.Group, results.KindConsumer, iso)
 	}
-	var unowned []uint32
+	var (
+		unowned []uint32
+		liveTP  uint32
+		liveOff int64
+	)
 	ids := c.internAll(pl.Records)
 	for i := range pl.Records {
 		v := ids[i]
@@ -436,9 +440,22 @@ func (c *Checker) completePoll(p *proc, op *history.Op, ord uint32) {
 			c.advance(p, tp, off, ord, iso)
 			unowned = c.unowned(p, tp, off, ord, unowned)
 			if live >= 0 {
-				c.live.read(live, tp, off, op.Time, ord)
+				// A poll's records come grouped by partition: liveness takes the highest of each
+				// group at once.
+				switch {
+				case tp != liveTP:
+					if liveTP != 0 {
+						c.live.read(live, liveTP, liveOff, op.Time, ord)
+					}
+					liveTP, liveOff = tp, off
+				case off > liveOff:
+					liveOff = off
+				}
 			}
 		}
+	}
+	if liveTP != 0 {
+		c.live.read(live, liveTP, liveOff, op.Time, ord)
 	}
 }
 

@@ -607,7 +607,7 @@ func (c *Checker) liveAcked(tp uint32, off int64, v uint32, t int64, ord uint32)
 }
 
 // liveTxnReads takes what a committed transaction of p read: progress of its processor group.
-func (c *Checker) liveTxnReads(p *proc, t *txn, at int64, ord uint32) {
+func (c *Checker) liveTxnReads(p *proc, t *txn, op *history.Op, ord uint32) {
 	l := &c.live
 	l.processor(l.writer(p.id))
 	group := ""
@@ -615,10 +615,45 @@ func (c *Checker) liveTxnReads(p *proc, t *txn, at int64, ord uint32) {
 		group = c.groups[p.group-1].name
 	}
 	u := l.reader(p.id, group, results.KindProcessor, int(t.readIso))
-	for _, v := range c.reads[t.inStart : t.inStart+t.inLen] {
-		if st := c.vals.at(v); st.off >= 0 && c.parts.known(st.tp) {
-			l.read(u, st.tp, st.off, at, ord)
+	var recs []history.Record
+	switch {
+	case op.Value.Txn != nil:
+		recs = op.Value.Txn.Reads
+	case op.Value.RPW != nil:
+		recs = op.Value.RPW.Input
+	}
+	if len(recs) == 0 {
+		// The reads came with the invoke alone: their values know where they were read.
+		for _, v := range c.reads[t.inStart : t.inStart+t.inLen] {
+			if st := c.vals.at(v); st.off >= 0 && c.parts.known(st.tp) {
+				l.read(u, st.tp, st.off, op.Time, ord)
+			}
 		}
+		return
+	}
+	// From the completion's records rather than the values' states, which the checks touched
+	// long ago: reads mostly come grouped by partition, and the highest of a group is enough.
+	var (
+		tp  uint32
+		off int64 = -1
+	)
+	for i := range recs {
+		r := &recs[i]
+		if r.Offset == nil || *r.Offset < 0 {
+			continue
+		}
+		id := c.parts.id(r.Topic, r.Partition)
+		if id != tp {
+			if tp != 0 && c.parts.known(tp) {
+				l.read(u, tp, off, op.Time, ord)
+			}
+			tp, off = id, *r.Offset
+		} else if *r.Offset > off {
+			off = *r.Offset
+		}
+	}
+	if tp != 0 && c.parts.known(tp) {
+		l.read(u, tp, off, op.Time, ord)
 	}
 }
 

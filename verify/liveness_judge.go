@@ -49,6 +49,9 @@ func (c *Checker) liveness() *results.Liveness {
 	avail := l.availability(faults)
 	out.Clients = c.liveClients(stalls, avail, lastHeal)
 	out.Faults, out.Recovery = c.recoveries(stalls, faults)
+	if n := len(faults) - len(out.Faults); n > 0 {
+		out.Reasons = append(out.Reasons, fmt.Sprintf("%d faults past the first %d are not listed in faults; the recovery counts them", n, maxFaultRecoveries))
+	}
 	c.stuckFindings(out, stalls, avail, lastHeal, faults)
 	c.judgeBounds(out, stalls, faults)
 	out.Series = l.series(c)
@@ -265,6 +268,9 @@ func (c *Checker) stallOps(s stallRec) []int64 {
 	return ops
 }
 
+// maxFaultRecoveries bounds the faults listed with their recovery; the worst counts them all.
+const maxFaultRecoveries = 200
+
 // recoveries gives each fault's recovery per client, and the worst over the faults.
 func (c *Checker) recoveries(stalls []stallRec, faults []liveFault) ([]results.FaultRecovery, *results.Recovery) {
 	l := &c.live
@@ -284,39 +290,61 @@ func (c *Checker) recoveries(stalls []stallRec, faults []liveFault) ([]results.F
 				fr.Ops = append(fr.Ops, f.Heal)
 			}
 		}
-		per := make([]results.Recovery, len(l.units))
-		for u := range per {
-			per[u].Recovered = true
-		}
-		byTP := map[uint32]results.Recovery{}
+		per := make([]recovery, len(l.units))
+		byTP := map[uint32]recovery{}
 		for _, s := range stalls {
 			if s.from > end || s.to < f.Start {
 				continue
 			}
-			one := results.Recovery{FromInjectionMS: ms(s.to - f.Start), Recovered: s.recovered || s.to < l.horizon}
+			one := recovery{inj: s.to - f.Start, heal: -1, late: !s.recovered && s.to >= l.horizon}
 			if f.healed && s.to > f.End {
-				one.FromHealMS = new(ms(s.to - f.End))
+				one.heal = s.to - f.End
 			}
 			st := &l.streams[s.stream]
-			per[st.unit] = worseOf(per[st.unit], one)
-			if r, ok := byTP[st.tp]; ok {
-				byTP[st.tp] = worseOf(r, one)
-			} else {
-				byTP[st.tp] = one
-			}
+			per[st.unit] = per[st.unit].worse(one)
+			byTP[st.tp] = byTP[st.tp].worse(one)
 		}
 		for _, tp := range slices.Sorted(maps.Keys(byTP)) {
 			ps := c.parts.ps[tp]
-			fr.Partitions = append(fr.Partitions, results.PartitionRecovery{Topic: ps.topic, Partition: ps.part, Recovery: byTP[tp]})
+			fr.Partitions = append(fr.Partitions, results.PartitionRecovery{Topic: ps.topic, Partition: ps.part, Recovery: byTP[tp].result()})
 		}
-		for u, r := range per {
-			fr.Clients = append(fr.Clients, results.ClientRecovery{Client: l.units[u].name, Kind: l.units[u].kind, Recovery: r})
-			fr.Recovery = worseOf(fr.Recovery, r)
+		for _, r := range per {
+			fr.Recovery = worseOf(fr.Recovery, r.result())
 		}
 		*worst = worseOf(*worst, fr.Recovery)
+		if len(out) >= maxFaultRecoveries {
+			continue
+		}
+		fr.Clients = make([]results.ClientRecovery, len(per))
+		for u, r := range per {
+			fr.Clients[u] = results.ClientRecovery{Client: l.units[u].name, Kind: l.units[u].kind, Recovery: r.result()}
+		}
 		out = append(out, fr)
 	}
 	return out, worst
+}
+
+// recovery is a results.Recovery being gathered, in ns (heal -1: no stall past the heal; late:
+// a stall still open at the horizon). The zero value is "no stall".
+type recovery struct {
+	inj, heal int64
+	late      bool
+	set       bool
+}
+
+func (r recovery) worse(o recovery) recovery {
+	if !r.set {
+		return recovery{inj: o.inj, heal: o.heal, late: o.late, set: true}
+	}
+	return recovery{inj: max(r.inj, o.inj), heal: max(r.heal, o.heal), late: r.late || o.late, set: true}
+}
+
+func (r recovery) result() results.Recovery {
+	out := results.Recovery{FromInjectionMS: ms(r.inj), Recovered: !r.late}
+	if r.set && r.heal >= 0 {
+		out.FromHealMS = new(ms(r.heal))
+	}
+	return out
 }
 
 func ptrOr(p *float64) float64 {

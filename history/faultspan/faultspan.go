@@ -108,6 +108,9 @@ type Tracker struct {
 	seen      int   // injections seen, kept or not
 	healAllAt int64
 	healAll   bool
+	// targets caches the parsed values: a schedule repeats a handful of values (the same kill
+	// of the same node), and the checker feeds every nemesis event through here.
+	targets map[string]targets
 }
 
 // NewTracker returns a Tracker that keeps the first maxFaults intervals (all when maxFaults is
@@ -146,7 +149,7 @@ func (t *Tracker) Add(op *history.Op) {
 		t.open = nil
 	case history.FHeal, history.FStart, history.FResume, history.FServiceStart:
 		p.heal = true
-		if i := t.matchHeal(op.F, readTargets(raw)); i >= 0 {
+		if i := t.matchHeal(op.F, t.readTargets(raw)); i >= 0 {
 			s := &t.spans[i]
 			s.healing, s.Heal, s.HealedBy = true, op.Index, op.F
 			p.interval = i
@@ -157,8 +160,8 @@ func (t *Tracker) Add(op *history.Op) {
 		if t.max > 0 && len(t.spans) >= t.max {
 			break
 		}
-		tg := readTargets(raw)
-		t.spans = append(t.spans, span{Interval: Interval{Name: op.F, Fault: tg.Fault, Nodes: tg.Nodes, Links: tg.Links, Role: tg.Role,
+		tg := t.readTargets(raw)
+		t.spans = append(t.spans, span{Interval: Interval{Name: op.F, Fault: tg.Fault, Nodes: slices.Clone(tg.Nodes), Links: slices.Clone(tg.Links), Role: tg.Role,
 			Start: op.Time, InPlace: -1, End: -1, Invoke: op.Index, Heal: -1}})
 		p.interval = len(t.spans) - 1
 		if !selfEnding(op.F) {
@@ -299,6 +302,24 @@ type targets struct {
 	Fault string      `json:"fault"`
 	Role  string      `json:"role"`
 }
+
+// readTargets is readValue through the cache, which stays small: past maxCached values it is
+// not grown.
+func (t *Tracker) readTargets(raw []byte) targets {
+	if tg, ok := t.targets[string(raw)]; ok {
+		return tg
+	}
+	tg := readTargets(raw)
+	if t.targets == nil {
+		t.targets = map[string]targets{}
+	}
+	if len(t.targets) < maxCached {
+		t.targets[string(raw)] = tg
+	}
+	return tg
+}
+
+const maxCached = 256
 
 func readTargets(raw []byte) targets {
 	var t targets
