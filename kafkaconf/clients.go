@@ -51,9 +51,9 @@ const (
 	// (franz-go's group transact session rewinds by itself).
 	CapPositionKept Capability = "position-kept-after-abort"
 	// CapLeavesUnansweringLeader: the producer moves a partition's sends off a leader that
-	// stopped answering (a request timeout makes it refresh metadata until the new leader shows),
-	// so its sends stall no longer than the election takes. Every linked client has it as
-	// measured (docs/clients.md); twmb/franz-go#239 reports a client without it.
+	// stopped serving them (cut off from its peers, or paused) once a new leader is elected, so
+	// its sends stall about as long as the election takes. sarama was measured keeping its sends
+	// on such a leader until the fault healed (docs/clients.md).
 	CapLeavesUnansweringLeader Capability = "leaves-unanswering-leader"
 )
 
@@ -155,7 +155,7 @@ func Clients() []Client {
 			RetriesNote:    " (sarama has no delivery.timeout.ms; the workload bounds each send by its delivery timeout)",
 			TxnProtocols:   []TxnProtocol{TxnProtocolV1},
 			GroupProtocols: []GroupProtocol{GroupClassic},
-			Capabilities:   []Capability{CapGroupMetadata, CapStableOffsetFetch, CapIdempotentGivesUp, CapPositionKept, CapLeavesUnansweringLeader},
+			Capabilities:   []Capability{CapGroupMetadata, CapStableOffsetFetch, CapIdempotentGivesUp, CapPositionKept},
 			RewindNote: "after an abort the sarama processor hands out again the records it handed out since its last commit " +
 				"(what a fetch from the committed offsets returns: a group session cannot seek), and after an unknown outcome " +
 				"starts a new group session, which resumes from the committed offsets",

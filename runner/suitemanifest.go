@@ -91,8 +91,9 @@ type SuiteExpect struct {
 type SuiteLiveness struct {
 	history.LivenessBounds
 	// Breaks: the cell's client lacks Lacks, capabilities of the scenario's breaks_without, so
-	// its runs are expected to break a bound, a known behaviour of Client that Why explains; at
-	// least one run of the cell must.
+	// its runs may break a bound, a known behaviour of Client that Why explains. A run that keeps
+	// the bounds meets the expectation too: how long a client waits depends on timing, and a
+	// nightly must not alarm when a known break happens not to show.
 	Breaks bool                   `json:"breaks,omitempty"`
 	Lacks  []kafkaconf.Capability `json:"lacks,omitempty"`
 	Client kafkaconf.ClientName   `json:"client,omitempty"`
@@ -269,17 +270,15 @@ const pendingWhy = "judged with runs another shard holds: verity merge judges it
 // judgeCell judges the runs (indices idx) of one cell that is not a regression's: by the
 // safety verdict first, then by the stated liveness bounds (a break the cell's client is known
 // for is a known issue, any other not met), then by what is judged over the cell's runs (its
-// positive controls, and a known liveness break, which at least one run must show).
+// positive controls).
 func (m *SuiteManifest) judgeCell(idx []int, res []*results.Results, unread []string) {
 	whole := len(idx) == m.RunsPerCell
 	fired := map[guarantee.Anomaly]bool{}
-	broke := false
 	for _, i := range idx {
 		if res[i] != nil {
 			for a, an := range res[i].Anomalies {
 				fired[a] = fired[a] || an.Count > 0
 			}
-			broke = broke || livenessOf(res[i]) == results.LivenessFail
 		}
 	}
 	for _, i := range idx {
@@ -304,8 +303,8 @@ func (m *SuiteManifest) judgeCell(idx []int, res []*results.Results, unread []st
 		switch livenessOf(got) {
 		case results.LivenessFail:
 			if el != nil && el.Breaks {
-				r.Judgement, r.Why = report.JudgementKnownIssue, fmt.Sprintf("%s broken, a known behaviour of %s: %s",
-					brokenBounds(got.Liveness), el.Client, el.Why)
+				r.Judgement, r.Why = report.JudgementKnownIssue, fmt.Sprintf("%s broken, a known behaviour of %s (it lacks %s): %s",
+					brokenBounds(got.Liveness), el.Client, capabilityList(el.Lacks), el.Why)
 			} else {
 				r.Judgement, r.Why = report.JudgementNotMet, "liveness failed: "+strings.Join(got.Liveness.Breaches(), "; ")
 			}
@@ -324,11 +323,6 @@ func (m *SuiteManifest) judgeCell(idx []int, res []*results.Results, unread []st
 		if len(silent) > 0 {
 			missing = append(missing, fmt.Sprintf("positive control %s fired in none of the cell's %d runs", guarantee.Join(silent), len(idx)))
 			unseen = append(unseen, "positive control "+guarantee.Join(silent))
-		}
-		if el != nil && el.Breaks && !broke {
-			missing = append(missing, fmt.Sprintf("%s was expected broken (%s lacks %s: %s) and none of the cell's %d runs broke it",
-				el.Text(), el.Client, capabilityList(el.Lacks), el.Why, len(idx)))
-			unseen = append(unseen, "the known break of "+el.Text())
 		}
 		switch {
 		case len(missing) == 0:

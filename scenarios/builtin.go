@@ -413,27 +413,29 @@ func elrLastReplica() Scenario {
 	return s
 }
 
-// unansweringLeader black-holes p0's leader with producers writing, and states how long a
-// producer may go without progress: the new leader is elected once the old one's broker session
-// expires (about 9 s), and a producer that refreshes its metadata after a request timeout (5 s)
-// is writing to it well within 25 s. One that keeps retrying the silent leader (franz-go,
-// twmb/franz-go#239) stalls until the heal, 40 s: the bound is stated to catch that.
+// unansweringLeader cuts p0's leader off from its peers with producers writing, and states how
+// long a producer may go without progress: the new leader is elected once the old one's broker
+// session expires (about 9 s), and a producer that refreshes its metadata after a timed-out
+// request (5 s) is writing to it well within 25 s. One that keeps retrying the old leader, which
+// still answers clients (sarama, in some runs), stalls until the heal: the bound catches that.
 func unansweringLeader() Scenario {
-	s := base("unanswering-leader", "Black-hole p0's leader for 40 s while producers write: every producer must move to the new "+
-		"leader within 25 s (max_stall).", "000 §20.5")
+	s := base("unanswering-leader", "Cut p0's leader off from its peers for 40 s while producers write: every producer must "+
+		"move to the new leader within 25 s (max_stall).", "000 §20.5")
 	s.Tags = []Tag{TagLiveness, TagDurability}
 	s.Client.RequestTimeout = sec(5)
 	s.Workload.Consumers = Consumers{}
 	s.Faults = timeline(step(20, 40, FaultIsolate, leaderOf0()))
 	s.Duration = sec(90)
 	s.Expect = Expectation{
-		Text: "p0's leader stops answering (its links black-holed) and the controller elects an in-sync follower once its " +
-			"broker session expires, with every acknowledged write (acks=all, min ISR 2): safety passes. A producer whose " +
-			"request times out refreshes its metadata and sends to the new leader, so none goes 25 s without progress; under " +
-			"a client without leaves-unanswering-leader (every linked client has it, as measured: docs/clients.md) the producer " +
-			"can keep its sends on the silent leader until the heal: fail (liveness), a known behaviour of that client.",
+		Text: "p0's leader is cut off from its peers (its links to them black-holed; clients still reach it) and the " +
+			"controller elects an in-sync follower once its broker session expires, with every acknowledged write (acks=all, " +
+			"min ISR 2): safety passes. The old leader can no longer reach min ISR, so it answers sends with timeouts; a " +
+			"producer that refreshes its metadata sends to the new leader, so none goes 25 s without progress. Under a client " +
+			"without leaves-unanswering-leader (sarama) a producer can keep its sends on the old leader until the heal: " +
+			"fail (liveness) in some runs, a known behaviour of that client.",
 		Liveness: &LivenessExpect{MaxStall: sec(25), BreaksWithout: []kafkaconf.Capability{kafkaconf.CapLeavesUnansweringLeader},
-			Why: "franz-go keeps a partition's sends on a leader that stopped answering (twmb/franz-go#239)"},
+			Why: "sarama can keep a partition's sends on a leader cut off from its peers, which answers them with timeouts, " +
+				"until the fault heals, though a new leader was elected (docs/clients.md)"},
 	}
 	return s
 }

@@ -258,7 +258,7 @@ func FaultSpecs() []FaultSpec {
 			Doc:   "cut the target nodes' power: SIGKILL, and every write no fsync made durable is lost (the nodes run on the lazy filesystem); healed by starting them",
 			Build: targeted(func(t nemesis.Target, _ Params) nemesis.Fault { return nemesis.PowerLoss{Target: t} }), Preset: preset(nil)},
 		{Name: FaultIsolate, Kind: KindNetwork, Target: TargetRequired, Roles: nodeRoles(), Params: []string{ParamCut}, Heals: true,
-			Doc:   "cut every link between the target nodes and the rest of the cluster and the clients",
+			Doc:   "cut every link between the target nodes and the other nodes; clients still reach them",
 			Build: targeted(func(t nemesis.Target, p Params) nemesis.Fault { return nemesis.Isolate{Target: t, Cut: p.cutKind()} }), Preset: preset(nil)},
 		{Name: FaultSplitMajority, Kind: KindNetwork, Target: TargetNone, Params: []string{ParamCut}, Heals: true, MinNodes: 3,
 			Doc:   "split the cluster into a random minority and a majority (drawn from the seed) that cannot reach each other",

@@ -69,18 +69,10 @@ func TestLivenessBoundsAndLacks(t *testing.T) {
 	if b == nil || b.MaxStallMS == nil || *b.MaxStallMS != 25000 || b.RecoverWithinMS != nil {
 		t.Fatalf("bounds %+v, want max_stall_ms 25000 alone", b)
 	}
-	// Every linked client leaves an unanswering leader (docs/clients.md); a breaks_without that
-	// names a capability franz-go lacks marks franz-go alone.
 	for _, c := range kafkaconf.Clients() {
-		if lacks := l.Lacks(c); len(lacks) > 0 {
-			t.Errorf("%s lacks %v of unanswering-leader's breaks_without; every linked client has it", c.Name, lacks)
-		}
-	}
-	other := *l
-	other.BreaksWithout = []kafkaconf.Capability{kafkaconf.CapPositionKept}
-	for _, c := range kafkaconf.Clients() {
-		if lacks := other.Lacks(c); (len(lacks) > 0) != (c.Name == kafkaconf.FranzGo) {
-			t.Errorf("%s lacks %v of [position-kept-after-abort]; want a lack only for franz-go", c.Name, lacks)
+		lacks := l.Lacks(c)
+		if want := c.Name == kafkaconf.Sarama; (len(lacks) > 0) != want {
+			t.Errorf("%s lacks %v of breaks_without; want a lack %v", c.Name, lacks, want)
 		}
 	}
 	if l.BoundsText() != "max_stall 25s" {

@@ -221,15 +221,13 @@ func TestPrintOutcomeLiveness(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Client.Name = kafkaconf.FranzGo
-	// Every linked client leaves an unanswering leader: a capability franz-go lacks stands in.
-	s.Expect.Liveness.BreaksWithout = []kafkaconf.Capability{kafkaconf.CapPositionKept}
+	s.Client.Name = kafkaconf.Sarama
 	r := &results.Results{Verdict: results.Pass, History: &results.HistoryInfo{}, Liveness: &results.Liveness{Verdict: results.LivenessFail,
 		Bounds: results.LivenessBounds{LivenessBounds: *s.Expect.Liveness.Bounds()}}}
 	var b bytes.Buffer
 	printOutcome(&b, &runner.Outcome{Scenario: scenarios.Resolved{Scenario: s}, Results: r, Dir: "out"})
 	for _, want := range []string{"verity run: FAIL (LIVENESS)", "liveness: fail (max_stall 25s)",
-		"expected pass, liveness max_stall 25s (known to break under franz-go: franz-go keeps a partition's sends on a leader that stopped answering (twmb/franz-go#239)); got pass, outcome fail (liveness)"} {
+		"expected pass, liveness max_stall 25s (known to break under sarama: " + s.Expect.Liveness.Why + "); got pass, outcome fail (liveness)"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("outcome lacks %q:\n%s", want, b.String())
 		}
