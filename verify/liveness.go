@@ -102,11 +102,10 @@ func (p *livePart) stable() int64 {
 // acks=all writers (ISR at least min ISR); known false: a fault touched it and no observation
 // came since.
 type availMark struct {
-	t             int64
-	read, write   bool
-	known         bool
-	ord           uint32
-	fromAnObserve bool
+	t           int64
+	read, write bool
+	known       bool
+	ord         uint32
 }
 
 // stallRec is one stall of one stream.
@@ -466,7 +465,7 @@ func (l *liveState) isr(tp uint32, leader int32, isr, minISR int, replicas []int
 	if len(replicas) > 0 {
 		p.nodes = append(p.nodes[:0], replicas...)
 	}
-	p.avail = append(p.avail, availMark{t: t, read: leader >= 0, write: leader >= 0 && isr >= max(minISR, 1), known: true, ord: ord, fromAnObserve: true})
+	p.avail = append(p.avail, availMark{t: t, read: leader >= 0, write: leader >= 0 && isr >= max(minISR, 1), known: true, ord: ord})
 }
 
 // nemesis takes a nemesis op: fault intervals, and the horizon at the first heal-all.
