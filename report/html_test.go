@@ -96,16 +96,9 @@ func (p page) elements(tag string) []*html.Node {
 func renderSample(t *testing.T) (page, string) {
 	t.Helper()
 	dir := t.ArtifactDir()
-	hist := filepath.Join(dir, "history.jsonl")
-	writeTestHistory(t, hist, 30000, 5)
-	r, err := history.Open(hist)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := r.Header().Config
+	hist, cfg := sampleHistory(t, dir)
 	cfg.Client = &history.ClientInfo{Name: "franz-go", Version: "v1.22.3", TxnProtocol: "v2"}
 	cfg.Kafka = &history.KafkaInfo{Version: "4.1.2", Features: kafkaconf.FeatureLevels{"transaction.version": 2, "metadata.version": 27}}
-	r.Close()
 	res := sampleResults(hist, cfg)
 	res.BrokerMetrics = writeTestMetrics(t, dir)
 	w, err := Write(context.Background(), dir, res, "", Options{})
@@ -116,6 +109,20 @@ func renderSample(t *testing.T) (page, string) {
 		t.Errorf("warnings: %v", w.Warnings)
 	}
 	return parsePage(t, w.HTML), dir
+}
+
+// sampleHistory writes a generated history with faults and ISR samples into dir and returns
+// its path and its header's config.
+func sampleHistory(t *testing.T, dir string) (string, history.Config) {
+	t.Helper()
+	hist := filepath.Join(dir, "history.jsonl")
+	writeTestHistory(t, hist, 30000, 5)
+	r, err := history.Open(hist)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	return hist, r.Header().Config
 }
 
 // writeTestMetrics writes a metrics.jsonl of 3 nodes over 30 s (node 2 stopped from 10 s to

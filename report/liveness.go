@@ -175,7 +175,7 @@ func newLivenessView(l *results.Liveness, opsPage map[string]bool) *livenessView
 			continue
 		}
 		fv := livenessFamilyView{Name: string(f), Count: fs.Count, Class: "notjudged"}
-		if f == results.MaxStall || f == results.RecoverWithin {
+		if slices.Contains(results.BoundFamilies(), f) {
 			fv.Class = "forbidden" // a breach of a stated bound
 		}
 		for k, e := range fs.Examples {

@@ -83,14 +83,7 @@ func sampleLiveness() *results.Liveness {
 func renderLiveness(t *testing.T) (page, string) {
 	t.Helper()
 	dir := t.ArtifactDir()
-	hist := filepath.Join(dir, "history.jsonl")
-	writeTestHistory(t, hist, 30000, 5)
-	r, err := history.Open(hist)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := r.Header().Config
-	r.Close()
+	hist, cfg := sampleHistory(t, dir)
 	res := sampleResults(hist, cfg)
 	res.Verdict = results.Pass
 	delete(res.Anomalies, "lost-write")

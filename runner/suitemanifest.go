@@ -346,7 +346,7 @@ func livenessOf(r *results.Results) results.LivenessVerdict {
 // brokenBounds names the stated bounds l's findings broke: "max_stall 25s".
 func brokenBounds(l *results.Liveness) string {
 	var out []string
-	for _, f := range []results.LivenessFamily{results.MaxStall, results.RecoverWithin} {
+	for _, f := range results.BoundFamilies() {
 		if fs := l.Findings[f]; fs.Count > 0 && len(fs.Examples) > 0 {
 			out = append(out, fs.Examples[0].Bound)
 		}

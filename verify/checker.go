@@ -325,7 +325,7 @@ func (c *Checker) invoke(p *proc, k fkind, op *history.Op, ord uint32) {
 			c.forgetTxnIDs(p)
 		}
 		if op.F == history.FSinkRead {
-			c.live.end(op.Time, ord)
+			c.live.end(op.Time)
 		}
 	}
 	p.prevInv, p.inv = p.inv, ord
@@ -362,7 +362,7 @@ func (c *Checker) invoke(p *proc, k fkind, op *history.Op, ord uint32) {
 			c.txnReads(pd, r.Input, c.readIsolation(""), ord)
 		}
 	case fFinal:
-		c.live.end(op.Time, ord)
+		c.live.end(op.Time)
 		if fr := op.Value.FinalRead; fr != nil {
 			pd.tp = c.parts.id(fr.Topic, fr.Partition)
 			pd.iso = isoOf(fr.Isolation, isoRU)
@@ -472,10 +472,7 @@ func (c *Checker) complete(p *proc, k fkind, op *history.Op, ord uint32) {
 		c.claimFromOp(p, op, ord)
 		c.sinkOp(op, ord)
 		c.ownership(p, op, ord)
-		c.noteReset(p, op.F, op.Value.Raw, ord)
-		if c.liveOn {
-			c.liveOther(p, op, ord)
-		}
+		c.noteReset(p, op, ord)
 	}
 	switch k {
 	case fSend:

@@ -1,7 +1,6 @@
 package verify
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -141,7 +140,6 @@ type liveState struct {
 	observe bool // the history has ISR observations
 	horizon int64
 	ended   bool
-	endOrd  uint32
 	lastT   int64
 	// The plots: gauges sampled at each bucket's end.
 	bucket  int64
@@ -174,9 +172,9 @@ func (l *liveState) clock(t int64) bool {
 }
 
 // end makes t the horizon: the workload phase ended.
-func (l *liveState) end(t int64, ord uint32) {
+func (l *liveState) end(t int64) {
 	if !l.ended {
-		l.ended, l.horizon, l.endOrd = true, t, ord
+		l.ended, l.horizon = true, t
 	}
 }
 
@@ -472,7 +470,7 @@ func (l *liveState) isr(tp uint32, leader int32, isr, minISR int, replicas []int
 func (l *liveState) nemesis(op *history.Op, ord uint32) {
 	l.faults.Add(op)
 	if op.Type == history.Invoke && op.F == history.FHealAll {
-		l.end(op.Time, ord)
+		l.end(op.Time)
 	}
 }
 
@@ -672,46 +670,27 @@ func (c *Checker) liveUnknownStep(p *proc, t *txn, tx, out uint32, at int64, ord
 	}
 }
 
-// liveMember is what liveness reads of an assign or subscribe.
-type liveMember struct {
-	Topics    []string `json:"topics"`
-	Group     string   `json:"group"`
-	Isolation string   `json:"isolation"`
-	Reset     string   `json:"reset"`
-}
-
-// liveOther takes a completion of another f: a member's subscribe or assign makes its reader
-// follow the topics; a data-loss truncates the partition for its readers.
-func (c *Checker) liveOther(p *proc, op *history.Op, ord uint32) {
-	switch op.F {
-	case history.FAssign, history.FSubscribe:
-		if p.sink || op.Type != history.OK || len(op.Value.Raw) == 0 {
-			return
+// liveMember takes a member's assign or subscribe: its reader follows the topics it names,
+// from the log's end when its group starts there.
+func (c *Checker) liveMember(p *proc, m *member) {
+	if p.sink || len(m.Topics) == 0 {
+		return
+	}
+	kind := results.KindConsumer
+	if tx := c.cfg.ProducerOf(p.id).Transactional; p.txn || tx != nil && *tx {
+		kind = results.KindProcessor
+	}
+	iso := isoOf(m.Isolation, isoOf(string(c.cfg.ReadIsolation()), isoRC))
+	u := c.live.reader(p.id, m.Group, kind, iso)
+	for _, topic := range m.Topics {
+		c.live.readerOn(u, topic, &c.parts)
+		if m.Reset != "latest" {
+			continue
 		}
-		var m liveMember
-		if json.Unmarshal(op.Value.Raw, &m) != nil || len(m.Topics) == 0 {
-			return
-		}
-		kind := results.KindConsumer
-		if tx := c.cfg.ProducerOf(p.id).Transactional; p.txn || tx != nil && *tx {
-			kind = results.KindProcessor
-		}
-		iso := isoOf(m.Isolation, isoOf(string(c.cfg.ReadIsolation()), isoRC))
-		u := c.live.reader(p.id, m.Group, kind, iso)
-		for _, topic := range m.Topics {
-			c.live.readerOn(u, topic, &c.parts)
-			if m.Reset == "latest" {
-				for tp := 1; tp < len(c.parts.ps); tp++ {
-					if c.parts.ps[tp].topic == topic && c.parts.known(uint32(tp)) {
-						c.live.startAt(u, uint32(tp))
-					}
-				}
+		for tp := 1; tp < len(c.parts.ps); tp++ {
+			if c.parts.ps[tp].topic == topic && c.parts.known(uint32(tp)) {
+				c.live.startAt(u, uint32(tp))
 			}
-		}
-	case history.FDataLoss:
-		var d history.DataLoss
-		if op.Type == history.OK && json.Unmarshal(op.Value.Raw, &d) == nil && d.Topic != "" {
-			c.live.truncated(c.parts.id(d.Topic, d.Partition), op.Time, ord)
 		}
 	}
 }

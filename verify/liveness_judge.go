@@ -277,12 +277,14 @@ func (c *Checker) recoveries(stalls []stallRec, faults []liveFault) ([]results.F
 	if len(faults) == 0 {
 		return nil, nil
 	}
-	worst := &results.Recovery{Recovered: true}
-	var out []results.FaultRecovery
+	var (
+		worst recovery
+		out   []results.FaultRecovery
+	)
 	for _, f := range faults {
 		end := l.horizon
 		fr := results.FaultRecovery{Label: f.Label(), F: f.Name, Nodes: f.Nodes, InjectedMS: ms(f.Start), HealedBy: f.HealedBy,
-			Ops: []int64{f.Invoke}, Recovery: results.Recovery{Recovered: true}}
+			Ops: []int64{f.Invoke}}
 		if f.healed {
 			end = f.End
 			fr.HealedMS = new(ms(f.End))
@@ -296,7 +298,7 @@ func (c *Checker) recoveries(stalls []stallRec, faults []liveFault) ([]results.F
 			if s.from > end || s.to < f.Start {
 				continue
 			}
-			one := recovery{inj: s.to - f.Start, heal: -1, late: !s.recovered && s.to >= l.horizon}
+			one := recovery{inj: s.to - f.Start, heal: -1, late: !s.recovered && s.to >= l.horizon, set: true}
 			if f.healed && s.to > f.End {
 				one.heal = s.to - f.End
 			}
@@ -308,10 +310,11 @@ func (c *Checker) recoveries(stalls []stallRec, faults []liveFault) ([]results.F
 			ps := c.parts.ps[tp]
 			fr.Partitions = append(fr.Partitions, results.PartitionRecovery{Topic: ps.topic, Partition: ps.part, Recovery: byTP[tp].result()})
 		}
+		var all recovery
 		for _, r := range per {
-			fr.Recovery = worseOf(fr.Recovery, r.result())
+			all = all.worse(r)
 		}
-		*worst = worseOf(*worst, fr.Recovery)
+		fr.Recovery, worst = all.result(), worst.worse(all)
 		if len(out) >= maxFaultRecoveries {
 			continue
 		}
@@ -321,11 +324,12 @@ func (c *Checker) recoveries(stalls []stallRec, faults []liveFault) ([]results.F
 		}
 		out = append(out, fr)
 	}
-	return out, worst
+	w := worst.result()
+	return out, &w
 }
 
 // recovery is a results.Recovery being gathered, in ns (heal -1: no stall past the heal; late:
-// a stall still open at the horizon). The zero value is "no stall".
+// a stall still open at the horizon). The zero value is "no stall", which worse ignores.
 type recovery struct {
 	inj, heal int64
 	late      bool
@@ -333,8 +337,11 @@ type recovery struct {
 }
 
 func (r recovery) worse(o recovery) recovery {
-	if !r.set {
-		return recovery{inj: o.inj, heal: o.heal, late: o.late, set: true}
+	switch {
+	case !o.set:
+		return r
+	case !r.set:
+		return o
 	}
 	return recovery{inj: max(r.inj, o.inj), heal: max(r.heal, o.heal), late: r.late || o.late, set: true}
 }
@@ -343,21 +350,6 @@ func (r recovery) result() results.Recovery {
 	out := results.Recovery{FromInjectionMS: ms(r.inj), Recovered: !r.late}
 	if r.set && r.heal >= 0 {
 		out.FromHealMS = new(ms(r.heal))
-	}
-	return out
-}
-
-func ptrOr(p *float64) float64 {
-	if p == nil {
-		return 0
-	}
-	return *p
-}
-
-func worseOf(a, b results.Recovery) results.Recovery {
-	out := results.Recovery{FromInjectionMS: max(a.FromInjectionMS, b.FromInjectionMS), Recovered: a.Recovered && b.Recovered}
-	if a.FromHealMS != nil || b.FromHealMS != nil {
-		out.FromHealMS = new(max(ptrOr(a.FromHealMS), ptrOr(b.FromHealMS)))
 	}
 	return out
 }
@@ -481,7 +473,7 @@ func (c *Checker) judgeBounds(out *results.Liveness, stalls []stallRec, faults [
 		}
 	}
 	switch {
-	case out.Findings[results.MaxStall].Count > 0 || out.Findings[results.RecoverWithin].Count > 0:
+	case len(out.Breaches()) > 0:
 		out.Verdict = results.LivenessFail
 		out.Reasons = append(out.Breaches(), out.Reasons...)
 	case unjudged:

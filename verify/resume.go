@@ -149,8 +149,18 @@ func (c *Checker) groupOf(name string) uint32 {
 	return uint32(len(c.groups) - 1)
 }
 
-// noteReset records what reset p's positions: the op at ord, of f, with payload raw.
-func (c *Checker) noteReset(p *proc, f string, raw json.RawMessage, ord uint32) {
+// member is what an assign or subscribe op says of its consumer.
+type member struct {
+	Topics    []string `json:"topics"`
+	Group     string   `json:"group"`
+	Isolation string   `json:"isolation"`
+	Reset     string   `json:"reset"`
+}
+
+// noteReset records what reset p's positions, the op at ord, for the resume check and for
+// liveness (which follows a member's topics and a data-loss's truncation).
+func (c *Checker) noteReset(p *proc, op *history.Op, ord uint32) {
+	f, raw, ok := op.F, op.Value.Raw, op.Type == history.OK
 	// A rebalance may have begun while the op before this one ran; a new instance starts
 	// after its crash op.
 	p.resetFrom, p.causeOrd = p.prevInv, ord
@@ -160,24 +170,34 @@ func (c *Checker) noteReset(p *proc, f string, raw json.RawMessage, ord uint32) 
 		if f == history.FAssign {
 			p.cause = causeAssign
 		}
-		var v struct {
-			Group string `json:"group"`
-			Reset string `json:"reset"`
+		var v member
+		if json.Unmarshal(raw, &v) != nil {
+			return
 		}
-		if json.Unmarshal(raw, &v) == nil && v.Group != "" {
+		if v.Group != "" {
 			p.group = c.groupOf(v.Group) + 1
 			c.groups[p.group-1].latest = c.groups[p.group-1].latest || v.Reset == "latest"
+		}
+		if c.liveOn && ok {
+			c.liveMember(p, &v)
 		}
 	case history.FCrash:
 		p.cause, p.seeks, p.resetFrom = causeCrash, nil, p.inv
 	case history.FDataLoss:
 		p.cause = causeDataLoss
 		var d history.DataLoss
-		if json.Unmarshal(raw, &d) == nil && d.Topic != "" && d.ResetTo >= 0 {
+		if json.Unmarshal(raw, &d) != nil || d.Topic == "" {
+			return
+		}
+		tp := c.parts.id(d.Topic, d.Partition)
+		if d.ResetTo >= 0 {
 			if p.seeks == nil {
 				p.seeks = map[uint32]int64{}
 			}
-			p.seeks[c.parts.id(d.Topic, d.Partition)] = d.ResetTo
+			p.seeks[tp] = d.ResetTo
+		}
+		if c.liveOn && ok {
+			c.live.truncated(tp, op.Time, ord)
 		}
 	default:
 		p.cause = causeOther

@@ -69,6 +69,9 @@ func LivenessFamilies() []LivenessFamily {
 	return []LivenessFamily{StuckProducer, StuckConsumer, StuckProcessor, StuckSink, MaxStall, RecoverWithin}
 }
 
+// BoundFamilies lists the families that break a stated bound: they fail the liveness verdict.
+func BoundFamilies() []LivenessFamily { return []LivenessFamily{MaxStall, RecoverWithin} }
+
 // StuckFamilies lists the families of a client stuck after the last heal.
 func StuckFamilies() []LivenessFamily {
 	return []LivenessFamily{StuckProducer, StuckConsumer, StuckProcessor, StuckSink}
@@ -257,7 +260,7 @@ func (l *Liveness) Breaches() []string {
 		return nil
 	}
 	var out []string
-	for _, f := range []LivenessFamily{MaxStall, RecoverWithin} {
+	for _, f := range BoundFamilies() {
 		fs := l.Findings[f]
 		if fs.Count == 0 || len(fs.Examples) == 0 {
 			continue
