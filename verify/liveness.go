@@ -22,9 +22,9 @@ const (
 	// every few hundred ms, and a producer's first send waits about a second for metadata.
 	MinStall = time.Second
 	// StuckAfter is how long a client may go without progress after the last heal, while work
-	// is available and its partition can serve, before it is reported stuck: twice the longest
-	// legitimate client delay seen after a partition became available again (sarama's circuit
-	// breaker, 7-8 s after a power loss of every replica).
+	// is available and its partition can serve, before it is reported stuck: well above the
+	// delays clients show once a partition can serve again (docs/liveness.md), and no stored run
+	// of the catalogue has a stuck client it does not explain.
 	StuckAfter = 15 * time.Second
 	// maxSeriesBuckets bounds the plots' buckets: the bucket doubles when a run is longer.
 	maxSeriesBuckets = 600
