@@ -78,11 +78,8 @@ type Row struct {
 	Reports    []string
 }
 
-// outcomeOrder is the order a row names its outcomes in, worst first.
-var outcomeOrder = []results.Outcome{results.OutcomeFail, results.OutcomeLivenessFail, results.OutcomeUnknown, results.OutcomePass}
-
 // Verdict summarises the outcomes: "pass", "fail ×3", "2 pass, 1 fail (liveness)".
-func (r Row) Verdict() string { return countsText(outcomeOrder, r.Outcomes) }
+func (r Row) Verdict() string { return countsText(results.OutcomeOrder, r.Outcomes) }
 
 // countsText names counts of kinds: "x" for one, "x ×3" for one kind, "1 x, 2 y" (in order)
 // for several.

@@ -87,18 +87,22 @@ func (m *MatrixResult) Saved() time.Duration {
 	return per * time.Duration(len(m.Runs)-m.ClustersStarted)
 }
 
-// Worst is the worst verdict over the runs: fail, then unknown (or an error), then pass.
-func (m *MatrixResult) Worst() results.Verdict {
-	worst := results.Pass
+// Worst is the worst outcome over the runs (results.OutcomeOrder); a run that did not
+// complete is unknown.
+func (m *MatrixResult) Worst() results.Outcome {
+	var os []results.Outcome
 	for _, r := range m.Runs {
-		switch v := r.Outcome.Verdict(); {
-		case r.Err == nil && v == results.Fail:
-			return results.Fail
-		case r.Err != nil || v == results.Unknown:
-			worst = results.Unknown
-		}
+		os = append(os, r.outcome())
 	}
-	return worst
+	return results.WorstOutcome(os...)
+}
+
+// outcome is the run's outcome; unknown when it did not complete.
+func (r MatrixRun) outcome() results.Outcome {
+	if r.Err != nil || r.Outcome == nil || r.Outcome.Results == nil {
+		return results.OutcomeUnknown
+	}
+	return r.Outcome.Results.Outcome()
 }
 
 // cell is one combination of axis values with the scenario it makes.
@@ -284,6 +288,9 @@ func (res *MatrixResult) write(m MatrixSpec, units []unit) error {
 			if r.Outcome != nil {
 				mr.Dir, _ = filepath.Rel(m.Out, r.Outcome.Dir)
 				mr.Verdict = r.Outcome.Verdict()
+				if res := r.Outcome.Results; res != nil && res.Liveness != nil {
+					mr.Liveness = res.Liveness.Verdict
+				}
 			}
 			if r.Err != nil {
 				mr.Error = oneLine(r.Err.Error())

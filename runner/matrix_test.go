@@ -116,18 +116,23 @@ func TestMatrixSavedAndWorst(t *testing.T) {
 		t.Errorf("saved %s, want 10 runs × 10 s", got)
 	}
 	pass := &Outcome{Results: &results.Results{Verdict: results.Pass}}
+	slow := &Outcome{Results: &results.Results{Verdict: results.Pass, Liveness: &results.Liveness{Verdict: results.LivenessFail}}}
 	fail := &Outcome{Results: &results.Results{Verdict: results.Fail}}
 	m.Runs = []MatrixRun{{Outcome: pass}, {Outcome: pass}}
-	if m.Worst() != results.Pass {
-		t.Error("all pass: worst should be pass")
+	if got := m.Worst(); got != results.OutcomePass {
+		t.Errorf("all pass: worst %s, want pass", got)
 	}
 	m.Runs = append(m.Runs, MatrixRun{Err: errTest})
-	if m.Worst() != results.Unknown {
-		t.Error("a run that did not complete: worst should be unknown")
+	if got := m.Worst(); got != results.OutcomeUnknown {
+		t.Errorf("a run that did not complete: worst %s, want unknown", got)
+	}
+	m.Runs = append(m.Runs, MatrixRun{Outcome: slow})
+	if got := m.Worst(); got != results.OutcomeLivenessFail {
+		t.Errorf("a run that broke a stated bound: worst %s, want fail (liveness)", got)
 	}
 	m.Runs = append(m.Runs, MatrixRun{Outcome: fail})
-	if m.Worst() != results.Fail {
-		t.Error("a failed run: worst should be fail")
+	if got := m.Worst(); got != results.OutcomeFail {
+		t.Errorf("a failed run: worst %s, want fail", got)
 	}
 }
 

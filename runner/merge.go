@@ -42,6 +42,9 @@ type ManifestRun struct {
 	Seed    int64           `json:"seed"`
 	Dir     string          `json:"dir,omitempty"`
 	Verdict results.Verdict `json:"verdict,omitempty"`
+	// Liveness is the run's liveness verdict (results.json's liveness.verdict); empty when its
+	// results have no liveness part.
+	Liveness results.LivenessVerdict `json:"liveness,omitempty"`
 	// Error is why the run did not complete; empty when it did.
 	Error string `json:"error,omitempty"`
 }
@@ -163,22 +166,21 @@ type Merged struct {
 	Incomplete []string
 }
 
-// Worst is the worst verdict over the merged runs: fail, then unknown (a run not complete
-// included), then pass.
-func (m *Merged) Worst() results.Verdict {
-	worst := results.Pass
+// Worst is the worst outcome over the merged runs (results.OutcomeOrder); a run that did not
+// complete is unknown.
+func (m *Merged) Worst() results.Outcome {
+	var os []results.Outcome
 	if len(m.Incomplete) > 0 {
-		worst = results.Unknown
+		os = append(os, results.OutcomeUnknown)
 	}
 	for _, r := range m.Manifest.Cells {
-		switch {
-		case r.Verdict == results.Fail:
-			return results.Fail
-		case r.Error != "" || r.Verdict != results.Pass:
-			worst = results.Unknown
+		if r.Error != "" {
+			os = append(os, results.OutcomeUnknown)
+			continue
 		}
+		os = append(os, results.OutcomeOf(r.Verdict, r.Liveness))
 	}
-	return worst
+	return results.WorstOutcome(os...)
 }
 
 // MergeMatrix joins the outputs of a sharded matrix (each dir one shard's --out) into one

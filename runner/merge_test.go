@@ -57,8 +57,8 @@ func TestShardsPartitionTheRuns(t *testing.T) {
 }
 
 // fakeMatrix writes the output of one shard of a 2×2 matrix with 2 runs a cell, as RunMatrix
-// would: each run's results.json in its folder and the manifest; verdict says each run's.
-func fakeMatrix(t *testing.T, dir string, shard Shard, verdict func(axes []report.Axis, k int) results.Verdict) {
+// would: each run's results.json in its folder and the manifest; outcome says each run's.
+func fakeMatrix(t *testing.T, dir string, shard Shard, outcome func(axes []report.Axis, k int) results.Outcome) {
 	t.Helper()
 	axes := []MatrixAxis{{Name: "acks", Values: []string{"1", "all"}}, {Name: "fault", Values: []string{"kill", "isolate"}}}
 	var cells []cell
@@ -69,15 +69,23 @@ func fakeMatrix(t *testing.T, dir string, shard Shard, verdict func(axes []repor
 	for _, u := range shard.of(unitsOf(cells, 2)) {
 		rd := filepath.Join(dirName(u.cell.axes), "run-"+string(rune('0'+u.k)))
 		require.NoError(t, os.MkdirAll(filepath.Join(dir, rd), 0o755))
-		v := verdict(u.cell.axes, u.k)
-		r := &results.Results{Version: results.Version, Scenario: "default", Seed: 7 + int64(u.k-1), Verdict: v,
+		o := outcome(u.cell.axes, u.k)
+		r := &results.Results{Version: results.Version, Scenario: "default", Seed: 7 + int64(u.k-1), Verdict: results.Verdict(o),
 			Anomalies: map[guarantee.Anomaly]results.Anomaly{}}
-		if v == results.Fail {
+		switch o {
+		case results.OutcomeFail:
 			r.Anomalies[guarantee.LostWrite] = results.Anomaly{Count: 3, Forbidden: 3, Judgement: guarantee.Forbidden, Why: "acks=all"}
+		case results.OutcomeLivenessFail:
+			r.Verdict = results.Pass
+			r.Liveness = &results.Liveness{Verdict: results.LivenessFail}
 		}
 		_, err := results.Write(filepath.Join(dir, rd), r)
 		require.NoError(t, err)
-		man.Cells = append(man.Cells, ManifestRun{Axes: u.cell.axes, Run: u.k, Seed: 7 + int64(u.k-1), Dir: rd, Verdict: v})
+		mr := ManifestRun{Axes: u.cell.axes, Run: u.k, Seed: 7 + int64(u.k-1), Dir: rd, Verdict: r.Verdict}
+		if r.Liveness != nil {
+			mr.Liveness = r.Liveness.Verdict
+		}
+		man.Cells = append(man.Cells, mr)
 	}
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	require.NoError(t, man.write(filepath.Join(dir, ManifestFile)))
@@ -85,11 +93,14 @@ func fakeMatrix(t *testing.T, dir string, shard Shard, verdict func(axes []repor
 
 func TestMergeGivesTheWholeTable(t *testing.T) {
 	root := t.TempDir()
-	verdict := func(axes []report.Axis, k int) results.Verdict {
-		if axes[0].Value == "1" && axes[1].Value == "kill" && k == 2 {
-			return results.Fail
+	verdict := func(axes []report.Axis, k int) results.Outcome {
+		switch {
+		case axes[0].Value == "1" && axes[1].Value == "kill" && k == 2:
+			return results.OutcomeFail
+		case axes[0].Value == "all" && axes[1].Value == "isolate" && k == 1:
+			return results.OutcomeLivenessFail
 		}
-		return results.Pass
+		return results.OutcomePass
 	}
 	fakeMatrix(t, filepath.Join(root, "whole"), Shard{}, verdict)
 	var shards []string
@@ -103,7 +114,7 @@ func TestMergeGivesTheWholeTable(t *testing.T) {
 	require.NoError(t, err)
 	whole, err := MergeMatrix([]string{filepath.Join(root, "whole")}, filepath.Join(root, "whole-again"))
 	require.NoError(t, err)
-	require.Equal(t, results.Fail, merged.Worst())
+	require.Equal(t, results.OutcomeFail, merged.Worst())
 	require.Empty(t, merged.Incomplete)
 	require.Len(t, merged.Manifest.Cells, 8)
 	require.Equal(t, whole.Markdown, merged.Markdown, "the merged table is the unsharded one")
@@ -130,7 +141,7 @@ func TestMergeGivesTheWholeTable(t *testing.T) {
 
 func TestMergeRefusesWhatIsNotOneWholeMatrix(t *testing.T) {
 	root := t.TempDir()
-	pass := func([]report.Axis, int) results.Verdict { return results.Pass }
+	pass := func([]report.Axis, int) results.Outcome { return results.OutcomePass }
 	d := func(name string) string { return filepath.Join(root, name) }
 	fakeMatrix(t, d("1of2"), Shard{K: 1, N: 2}, pass)
 	fakeMatrix(t, d("2of2"), Shard{K: 2, N: 2}, pass)
@@ -162,7 +173,7 @@ func TestMergeRefusesWhatIsNotOneWholeMatrix(t *testing.T) {
 // in the table; a relative --out links into the shards all the same.
 func TestMergeSaysWhatIsMissing(t *testing.T) {
 	root := t.TempDir()
-	pass := func([]report.Axis, int) results.Verdict { return results.Pass }
+	pass := func([]report.Axis, int) results.Outcome { return results.OutcomePass }
 	fakeMatrix(t, filepath.Join(root, "s1"), Shard{K: 1, N: 2}, pass)
 	fakeMatrix(t, filepath.Join(root, "s2"), Shard{K: 2, N: 2}, pass)
 	require.NoError(t, os.Remove(filepath.Join(root, "s2", "acks=1_fault=kill", "run-2", "results.json")))
@@ -171,10 +182,30 @@ func TestMergeSaysWhatIsMissing(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, m.Incomplete, 1)
 	require.Contains(t, m.Incomplete[0], "acks=1,fault=kill run 2: reading results")
-	require.Equal(t, results.Unknown, m.Worst())
+	require.Equal(t, results.OutcomeUnknown, m.Worst())
 	junit, err := os.ReadFile(filepath.Join(root, "merged", "junit.xml"))
 	require.NoError(t, err)
 	require.Contains(t, string(junit), `type="incomplete"`)
 	require.Equal(t, 8, strings.Count(string(junit), "<testsuite "), "7 runs and the missing one")
 	require.Contains(t, m.Markdown, "| 1 |", "the cell whose run is missing counts 1 run")
+}
+
+// A merged matrix whose runs kept every guarantee but one broke a stated bound ends as
+// fail (liveness), as that run did on its own; the manifest carries the liveness verdict.
+func TestMergeKeepsALivenessFailure(t *testing.T) {
+	root := t.TempDir()
+	outcome := func(axes []report.Axis, k int) results.Outcome {
+		if axes[1].Value == "isolate" && k == 2 {
+			return results.OutcomeLivenessFail
+		}
+		return results.OutcomePass
+	}
+	fakeMatrix(t, filepath.Join(root, "s1"), Shard{K: 1, N: 2}, outcome)
+	fakeMatrix(t, filepath.Join(root, "s2"), Shard{K: 2, N: 2}, outcome)
+	m, err := MergeMatrix([]string{filepath.Join(root, "s1"), filepath.Join(root, "s2")}, filepath.Join(root, "merged"))
+	require.NoError(t, err)
+	require.Equal(t, results.OutcomeLivenessFail, m.Worst())
+	man, err := os.ReadFile(filepath.Join(root, "merged", ManifestFile))
+	require.NoError(t, err)
+	require.Equal(t, 2, strings.Count(string(man), `"liveness": "fail"`), "the two isolate runs 2")
 }

@@ -479,7 +479,7 @@ func TestSuiteMergeRefusesWhatIsNotOneWholeSuite(t *testing.T) {
 	other := nightly(t, d("other"), Shard{K: 2, N: 2})
 	other.Runs = 3
 	fakeSuite(t, other, nightlyResults)
-	fakeMatrix(t, d("matrix"), Shard{}, func([]report.Axis, int) results.Verdict { return results.Pass })
+	fakeMatrix(t, d("matrix"), Shard{}, func([]report.Axis, int) results.Outcome { return results.OutcomePass })
 	for _, tc := range []struct {
 		dirs []string
 		want string

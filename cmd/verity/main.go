@@ -16,7 +16,8 @@
 //
 // Exit codes (every subcommand): 0 pass, 1 a forbidden anomaly, 2 unreadable input or bad
 // usage, 3 unknown (the history could not be fully checked), 4 every guarantee kept but a
-// stated liveness bound broken (run, check, report).
+// stated liveness bound broken. A command over many runs (matrix, merge) ends with the worst
+// outcome any run had, in the order fail, fail (liveness), unknown, pass.
 package main
 
 import (

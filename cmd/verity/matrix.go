@@ -111,7 +111,7 @@ func matrixCommand(onUsage cli.OnUsageErrorFunc) *cli.Command {
 				}
 				return nil
 			}
-			return worstExit(res.Worst())
+			return outcomeExit(res.Worst())
 		},
 	}
 }

@@ -46,7 +46,7 @@ func mergeCommand(onUsage cli.OnUsageErrorFunc) *cli.Command {
 			if len(m.Incomplete) > 0 {
 				return &exitError{code: exitUsage, msg: fmt.Sprintf("%d of %d runs did not complete (see above)", len(m.Incomplete), len(m.Manifest.Cells))}
 			}
-			return worstExit(m.Worst())
+			return outcomeExit(m.Worst())
 		},
 	}
 }

@@ -133,24 +133,18 @@ func verdictExit(r *results.Results) error {
 	if r == nil {
 		return &exitError{code: exitUnknown}
 	}
-	switch r.Outcome() {
+	return outcomeExit(r.Outcome())
+}
+
+// outcomeExit is the exit of a command whose (worst) outcome is o.
+func outcomeExit(o results.Outcome) error {
+	switch o {
 	case results.OutcomePass:
 		return nil
 	case results.OutcomeFail:
 		return &exitError{code: exitFail}
 	case results.OutcomeLivenessFail:
 		return &exitError{code: exitLiveness}
-	}
-	return &exitError{code: exitUnknown}
-}
-
-// worstExit is the exit of a command over many runs, by the worst safety verdict among them.
-func worstExit(v results.Verdict) error {
-	switch v {
-	case results.Pass:
-		return nil
-	case results.Fail:
-		return &exitError{code: exitFail}
 	}
 	return &exitError{code: exitUnknown}
 }

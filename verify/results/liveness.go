@@ -2,6 +2,7 @@ package results
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/verity-kafka/verity/history"
 )
@@ -235,21 +236,50 @@ const (
 // Outcome is r's outcome: a safety fail or unknown first; then a broken stated bound; then a
 // stated bound that could not be judged (unknown, never pass).
 func (r *Results) Outcome() Outcome {
-	switch r.Verdict {
+	var l LivenessVerdict
+	if r.Liveness != nil {
+		l = r.Liveness.Verdict
+	}
+	return OutcomeOf(r.Verdict, l)
+}
+
+// OutcomeOf is the outcome of a run whose safety verdict is v and liveness verdict l (empty
+// when results.json has no liveness part).
+func OutcomeOf(v Verdict, l LivenessVerdict) Outcome {
+	switch v {
 	case Fail:
 		return OutcomeFail
 	case Unknown:
 		return OutcomeUnknown
+	case Pass:
+	default:
+		return OutcomeUnknown
 	}
-	if r.Liveness != nil {
-		switch r.Liveness.Verdict {
-		case LivenessFail:
-			return OutcomeLivenessFail
-		case LivenessUnknown:
-			return OutcomeUnknown
-		}
+	switch l {
+	case LivenessFail:
+		return OutcomeLivenessFail
+	case LivenessUnknown:
+		return OutcomeUnknown
 	}
 	return OutcomePass
+}
+
+// OutcomeOrder is every outcome, worst first: a table names outcomes in this order, and a
+// command over many runs ends with the first one any run had.
+var OutcomeOrder = []Outcome{OutcomeFail, OutcomeLivenessFail, OutcomeUnknown, OutcomePass}
+
+// WorstOutcome is the worst of os by OutcomeOrder; pass when os is empty. An outcome not in
+// OutcomeOrder counts as unknown.
+func WorstOutcome(os ...Outcome) Outcome {
+	worst := len(OutcomeOrder) - 1
+	for _, o := range os {
+		i := slices.Index(OutcomeOrder, o)
+		if i < 0 {
+			i = slices.Index(OutcomeOrder, OutcomeUnknown)
+		}
+		worst = min(worst, i)
+	}
+	return OutcomeOrder[worst]
 }
 
 // Breaches summarises the stated bounds l's run broke, one line per family with its first
