@@ -58,6 +58,9 @@ type Config struct {
 	// Liveness holds the bounds on progress the scenario stated (docs/liveness.md); without
 	// it the run's liveness is reported, never judged against a bound.
 	Liveness *LivenessBounds `json:"liveness,omitempty"`
+	// Share is the share group the run's share consumers joined, with the lock duration and
+	// delivery limit it ran with (docs/share-groups.md); nil when the run had none.
+	Share *ShareConfig `json:"share,omitempty"`
 	// Spec is the scenario as it ran and Workloads the workloads as they were resolved: for a
 	// reader of the history; the checker does not judge by them.
 	Spec      json.RawMessage `json:"spec,omitempty"`
@@ -226,6 +229,11 @@ func (c Config) Clone() Config {
 	if c.Liveness != nil {
 		l := *c.Liveness
 		c.Liveness = &l
+	}
+	if c.Share != nil {
+		sh := *c.Share
+		sh.Topics = slices.Clone(sh.Topics)
+		c.Share = &sh
 	}
 	c.Faults = slices.Clone(c.Faults)
 	c.Deviations = slices.Clone(c.Deviations)

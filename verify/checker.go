@@ -90,6 +90,7 @@ type Checker struct {
 	liveOn    bool                  // the op being added is before liveness's horizon
 	observed  []metrics.Observation // the ISR observations, kept when Options.Metrics is set
 	sinks     sinkState
+	share     shareState
 	meta      metaState
 	stats     statsState
 	torn      int
@@ -173,6 +174,7 @@ func New(cfg history.Config, opts Options) *Checker {
 	c.stats.init()
 	c.live.init()
 	c.liveSinks()
+	c.share.init(cfg.Share)
 	return c
 }
 
@@ -302,6 +304,9 @@ func (c *Checker) Add(op *history.Op) {
 		}
 		c.faults.observe(op)
 		c.stats.nemesis(op)
+		if c.share.on {
+			c.share.nemesis(op)
+		}
 		if op.F == history.FStrayTxnProduce {
 			c.observeStray(op, ord)
 		}
@@ -326,6 +331,9 @@ func (c *Checker) invoke(p *proc, k fkind, op *history.Op, ord uint32) {
 		}
 		if op.F == history.FSinkRead {
 			c.live.end(op.Time)
+		}
+		if op.F == history.FShareAck {
+			c.shareInvoke(op, ord)
 		}
 	}
 	p.prevInv, p.inv = p.inv, ord
@@ -473,6 +481,9 @@ func (c *Checker) complete(p *proc, k fkind, op *history.Op, ord uint32) {
 		c.sinkOp(op, ord)
 		c.ownership(p, op, ord)
 		c.noteReset(p, op, ord)
+		if history.IsShare(op.F) || isCrash(op.F) {
+			c.shareOp(p, pd, op, ord)
+		}
 	}
 	switch k {
 	case fSend:

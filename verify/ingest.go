@@ -476,6 +476,9 @@ func (c *Checker) completeFinal(pd *pending, op *history.Op, ord uint32) {
 	} else if !cov.incomplete {
 		cov.incomplete, cov.incOrd = true, ord
 	}
+	if c.share.on && op.Type == history.OK {
+		c.share.finalRead(tp, fr, ord)
+	}
 	flag := uint16(fFinalRU)
 	if iso == isoRC {
 		flag = fFinalRC

@@ -91,6 +91,9 @@ func (s *isrState) observe(c *Checker, op *history.Op, ord uint32) {
 	c.faults.observeReplicas(tp, ev.Replicas)
 	if ev.Leader != nil && ev.LeaderEpoch != nil {
 		c.meta.observe(c, tp, *ev.Leader, *ev.LeaderEpoch, ord)
+		if c.share.on {
+			c.share.leader(tp, *ev.LeaderEpoch, op.Time)
+		}
 	}
 	if int(tp) >= len(s.parts) {
 		grown := make([]isrPart, len(c.parts.ps)+8)

@@ -43,6 +43,9 @@ const (
 	noteChanged
 	noteInputMissing
 	noteOutputMissing
+	// noteDisturbed: a fault took effect, or the partition's leader changed, while a share
+	// group finding's ops ran (share.go).
+	noteDisturbed
 )
 
 func (c *Checker) find(f finding) { c.findings.push(f) }
@@ -101,6 +104,7 @@ func (c *Checker) finish() {
 	c.checkEOS()
 	c.checkMetadataLost()
 	c.checkSinks()
+	c.checkShare()
 }
 
 // producerSettings are the effective settings of process p (cached): what the header states of
@@ -168,10 +172,11 @@ type judgeKey struct {
 	tp2    uint32 // a second partition (a duplicate across partitions), or 0
 	iso    int8
 	sink   uint8
+	note   note
 }
 
 func (c *Checker) judge(f *finding, table guarantee.Table, cache map[judgeKey]guarantee.Decision) guarantee.Decision {
-	k := judgeKey{a: f.a, writer: -1, weak: -1, tp: f.tp, iso: f.iso, sink: f.sink}
+	k := judgeKey{a: f.a, writer: -1, weak: -1, tp: f.tp, iso: f.iso, sink: f.sink, note: f.note}
 	if f.tp2 != f.tp {
 		k.tp2 = f.tp2
 	}
@@ -189,7 +194,12 @@ func (c *Checker) judge(f *finding, table guarantee.Table, cache map[judgeKey]gu
 	if d, ok := cache[k]; ok {
 		return d
 	}
-	facts := guarantee.Facts{Faults: c.faultsOf(k.tp, k.tp2), Isolation: isoName(f.iso)}
+	facts := guarantee.Facts{Faults: c.faultsOf(k.tp, k.tp2), Isolation: isoName(f.iso), Disturbed: f.note == noteDisturbed}
+	if f.a.OfShareGroups() {
+		// A share group's state lives in __share_group_state, wherever its leader is: every
+		// fault of the run may have reached it.
+		facts.Faults = c.faults.all()
+	}
 	facts.Client, facts.TxnProtocol = c.client()
 	if f.sink != 0 {
 		facts.Sink = c.sinks.modes[f.sink-1]
@@ -520,6 +530,15 @@ func (c *Checker) unchecked(a guarantee.Anomaly) string {
 		if !slices.ContainsFunc(c.sinks.reads, func(r sinkReadObs) bool { in, _ := r.mode.Info(); return in.Relays }) {
 			return "no sink with an outbox"
 		}
+	case guarantee.ShareLost, guarantee.ShareRedelivered, guarantee.ShareDoubleAcquire, guarantee.ShareOverDelivered, guarantee.ShareCountRegressed:
+		switch {
+		case c.share.seen == 0:
+			return "no share group ops"
+		case !c.share.on:
+			return "the header states no share group"
+		case a == guarantee.ShareLost && len(c.share.starts) == 0:
+			return "no share partition start offset observed"
+		}
 	}
 	return ""
 }
@@ -737,6 +756,10 @@ func (c *Checker) describe(f *finding, ops []int64) string {
 	case guarantee.OutboxDuplicate:
 		return fmt.Sprintf("the relay published %s at %s offset %d (%s) and again at %s offset %d (%s)",
 			c.name(f.v), part(f.tp), f.off, at(0), part(f.tp2), f.off2, at(1))
+	default:
+		if f.a.OfShareGroups() {
+			return c.describeShare(f, at)
+		}
 	}
 	return strings.Join(opList(ops), ", ")
 }

@@ -38,6 +38,7 @@ func (c *Checker) unknownReasons() []results.UnknownReason {
 	if c.oversized {
 		add(results.CauseHistoryMalformed, fmt.Sprintf("the history has more than %d ops; the rest were not checked", uint64(none)))
 	}
+	out = append(out, c.shareUnknown()...)
 	if unread := c.sinksUnread(); len(unread) > 0 {
 		add(results.CauseSinkNotJudged, fmt.Sprintf("the final state of sink(s) %s was not read: their side effects were not checked", strings.Join(unread, ", ")))
 	}

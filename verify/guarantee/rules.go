@@ -39,6 +39,12 @@ const (
 	EffectMissing        Anomaly = "effect-missing"
 	OutboxLost           Anomaly = "outbox-lost"
 	OutboxDuplicate      Anomaly = "outbox-duplicate"
+	// Share groups (KIP-932): deliveries and acknowledgements of a share group's records.
+	ShareLost           Anomaly = "share-lost"
+	ShareRedelivered    Anomaly = "share-redelivered"
+	ShareDoubleAcquire  Anomaly = "share-double-acquire"
+	ShareOverDelivered  Anomaly = "share-over-delivered"
+	ShareCountRegressed Anomaly = "share-count-regressed"
 
 	// Transactions that read (a txn op's reads, an rpw's inputs): the dependency graph.
 	G0               Anomaly = "G0"
@@ -57,7 +63,18 @@ func Anomalies() []Anomaly {
 		PartialTransaction, ZombieWrite, MergedTransaction, HangingTransaction, EOSMissing, EOSDuplicate,
 		G1c, G1cProcess, G1cRealtime, PrecommittedRead, UncommittedRead, FutureRead, PhantomRead, G0,
 		NonmonotonicPoll, PollSkip, PollUnowned, ResumeSkippedAhead, ResumeRewoundFurther, UnexpectedAck, MetadataLost,
-		EffectDuplicate, EffectMissing, OutboxLost, OutboxDuplicate}
+		EffectDuplicate, EffectMissing, OutboxLost, OutboxDuplicate,
+		ShareLost, ShareRedelivered, ShareDoubleAcquire, ShareOverDelivered, ShareCountRegressed}
+}
+
+// OfShareGroups reports whether a is about a share group's deliveries (judged by what the run
+// did to the group's state, not by a producer's settings).
+func (a Anomaly) OfShareGroups() bool {
+	switch a {
+	case ShareLost, ShareRedelivered, ShareDoubleAcquire, ShareOverDelivered, ShareCountRegressed:
+		return true
+	}
+	return false
 }
 
 // OfSinks reports whether a is about a sink's side effects outside Kafka (judged by the sink's
@@ -183,6 +200,9 @@ type Facts struct {
 	TxnProtocol kafkaconf.TxnProtocol
 	// Sink is the mode of the sink whose side effects a finding is about; empty otherwise.
 	Sink sink.Mode
+	// Disturbed: a fault took effect, or the partition's leader changed, while the ops of a
+	// share group finding ran.
+	Disturbed bool
 }
 
 // Rule is one row of the guarantee table: when Match holds for a finding's Facts, the anomaly
@@ -260,6 +280,15 @@ func offsetsLoss(f Facts) bool {
 }
 
 func sinkModeUnknown(f Facts) bool { _, ok := f.Sink.Info(); return !ok }
+
+// disturbed: something that releases a share group's locks (or loses the in-memory state of its
+// acquired records) happened while the finding's ops ran.
+func disturbed(f Facts) bool { return f.Disturbed }
+
+// stateLoss: a power or disk loss anywhere in the run, which may have reached the replicas of
+// the group's __share_group_state partition (written, like every log, without an fsync per
+// append).
+func stateLoss(f Facts) bool { return offsetsLoss(f) }
 func sinkDedupes(f Facts) bool     { in, _ := f.Sink.Info(); return in.Dedupes }
 
 // Controllers whose committed metadata may be gone: a majority lost the power (what Raft fsynced
@@ -405,8 +434,26 @@ func Rules() Table {
 		{OutboxLost, "sink mode not known", sinkModeUnknown, Unknown, "the history's header does not say how the sink applied its input: whether it kept an outbox is not known"},
 		{OutboxLost, "log truncation possible", truncOrDisk, Permitted, "the outbox topic's log may be truncated (unclean election, or disk or power loss beyond the guarantee): a record the relay published may be cut after its row was marked sent"},
 		{OutboxLost, "otherwise", always, Forbidden, "{sink}: the business row and its outbox row are committed in one database transaction, and the relay marks a row sent only after an idempotent acks=all producer's acknowledgement, so every committed business row reaches the outbox topic"},
+
 		{OutboxDuplicate, "sink mode not known", sinkModeUnknown, Unknown, "the history's header does not say how the sink applied its input: whether its relay may publish twice is not known"},
 		{OutboxDuplicate, "always", always, Permitted, "{sink}: a relay that crashes (or loses an answer) after Kafka acknowledged a publish and before the row is marked sent publishes it again under a new producer id, which idempotence cannot recognise: the outbox topic is at-least-once, and its consumers de-duplicate by event id"},
+
+		// Share groups (KIP-932; docs/share-groups.md), judged by what the run did while the
+		// finding's ops ran. Citations are to KIP-932 and Kafka 4.3's broker
+		// (kafka.server.share.SharePartition).
+		{ShareLost, "log truncation possible", truncOrDisk, Permitted, "the share topic's log may be truncated (unclean election, or disk or power loss beyond the guarantee): a record the group finished may have been replaced by another at its offset"},
+		{ShareLost, "share state may be lost", stateLoss, Permitted, "a disk or power loss hit brokers: the group's state lives in __share_group_state, whose replicas the history does not name, so the start offset it holds may not be one the group reached"},
+		{ShareLost, "otherwise", always, Forbidden, "the share-partition start offset moves only past records whose delivery completed — acknowledged (accept), rejected, or archived at the delivery limit (KIP-932; SharePartition moves it over terminal states only): every record between the group's start and the end is delivered until one of those happens"},
+		{ShareRedelivered, "log truncation possible", truncOrDisk, Permitted, "the share topic's log may be truncated (unclean election, or disk or power loss beyond the guarantee): the record delivered again may be another at the same offset"},
+		{ShareRedelivered, "share state may be lost", stateLoss, Permitted, "a disk or power loss hit brokers: an acknowledgement persisted to __share_group_state (acks=all, no fsync per append) may be lost with the replicas' page caches, and its record delivered again"},
+		{ShareRedelivered, "otherwise", always, Forbidden, "an accepted or rejected record is never delivered again: the leader answers an acknowledgement only after the share coordinator has written it to __share_group_state (KIP-932: written and fully replicated before the response; SharePartition.acknowledge)"},
+		{ShareDoubleAcquire, "a fault or leader change in between", disturbed, Permitted, "a fault took effect, or the partition's leader changed, while both acquisitions ran: an acquisition is not persisted, so a new share-partition leader makes the record available at once, and a closed share session (a lost connection) releases its member's records"},
+		{ShareDoubleAcquire, "otherwise", always, Forbidden, "an acquired record stays with its member until it acknowledges it, its share session ends, or its acquisition lock (record lock duration) expires (KIP-932): no other poll acquires it meanwhile"},
+		{ShareOverDelivered, "share state may be lost", stateLoss, Permitted, "a disk or power loss hit brokers: delivery counts persisted to __share_group_state may be lost, and a record delivered again past the limit"},
+		{ShareOverDelivered, "a fault or leader change in between", disturbed, Permitted, "a fault took effect, or the partition's leader changed, during the record's deliveries: an acquisition's count is not persisted (KIP-932: \"memory of the in-flight delivery will be lost\"), so across a new leader a record may be delivered more times than the limit, though no delivery reports a count past it"},
+		{ShareOverDelivered, "otherwise", always, Forbidden, "a record delivered delivery-limit times that is not accepted is archived, and never delivered again; no delivery count passes the limit (KIP-932, group.share.delivery.count.limit)"},
+		{ShareCountRegressed, "a fault or leader change in between", disturbed, Permitted, "a fault took effect, or the partition's leader changed, between the deliveries, and no acknowledgement persisted the earlier count: a new leader counts from the last persisted delivery count, so one count may repeat (KIP-932: an acquired record is recorded as available with the count before it)"},
+		{ShareCountRegressed, "otherwise", always, Forbidden, "every acquisition raises a record's delivery count by one, and a count persisted to the group's state never goes back (KIP-932)"},
 	}
 }
 

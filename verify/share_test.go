@@ -1,0 +1,417 @@
+package verify
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/verify/guarantee"
+	"github.com/verity-kafka/verity/verify/results"
+)
+
+// sharePoll writes a share-poll of process p that acquired the records at offsets offs of q-0,
+// each with the delivery count in counts; it returns the ok's index.
+func (h *hb) sharePoll(p int, offs []int64, counts []int32) int64 {
+	h.add(history.Op{Process: history.Client(p), Type: history.Invoke, F: history.FSharePoll, Value: history.Payload{Raw: []byte(`{"group":"g"}`)}})
+	sp := history.SharePoll{Group: "g"}
+	for i, o := range offs {
+		sp.Records = append(sp.Records, history.SharedRecord(at(rec("q", 0, "1-"+itoa(o)), o), counts[i]))
+	}
+	return h.add(history.Op{Process: history.Client(p), Type: history.OK, F: history.FSharePoll, Value: history.Payload{Raw: []byte(mustJSON(sp))}})
+}
+
+// shareAck writes a share-ack of process p acknowledging offs of q-0 with typ, completing t.
+func (h *hb) shareAck(p int, typ history.AckType, t history.Type, offs ...int64) int64 {
+	a := history.ShareAck{Group: "g", Topic: "q", Partition: 0}
+	for _, o := range offs {
+		a.Acks = append(a.Acks, history.ShareAckEntry{Offset: o, Type: typ})
+	}
+	v := history.Payload{Raw: []byte(mustJSON(a))}
+	h.add(history.Op{Process: history.Client(p), Type: history.Invoke, F: history.FShareAck, Value: v})
+	op := history.Op{Process: history.Client(p), Type: t, F: history.FShareAck, Value: v}
+	if t != history.OK {
+		op.Error = "kafka: request timed out"
+	}
+	return h.add(op)
+}
+
+// shareStart writes the start offset of q-0 observed after the drain.
+func (h *hb) shareStart(start int64) int64 {
+	st := history.ShareState{Group: "g", Topic: "q", Partition: 0}
+	h.add(history.Op{Process: history.Client(97), Type: history.Invoke, F: history.FShareState, Value: history.Payload{Raw: []byte(mustJSON(st))}})
+	st.StartOffset = &start
+	return h.add(history.Op{Process: history.Client(97), Type: history.OK, F: history.FShareState, Value: history.Payload{Raw: []byte(mustJSON(st))}})
+}
+
+func itoa(o int64) string { return strconv.FormatInt(o, 10) }
+
+// shared is a strict config whose share group g reads q with a 30 s lock and a limit of limit.
+func shared(limit int32) func() history.Config {
+	return func() history.Config {
+		c := strict()
+		c.Share = &history.ShareConfig{Group: "g", Topics: []string{"q"}, LockMS: 30_000, DeliveryLimit: limit}
+		return c
+	}
+}
+
+// qRecords writes n records to q-0 and their final reads; it returns the read_uncommitted
+// final read's index.
+func qRecords(h *hb, n int64) int64 {
+	var recs []history.Record
+	for o := range n {
+		r := rec("q", 0, "1-"+itoa(o))
+		h.send(1, r, OK, o)
+		recs = append(recs, at(r, o))
+	}
+	ru := h.final("q", 0, history.ReadUncommitted, 0, n, recs...)
+	h.final("q", 0, history.ReadCommitted, 0, n, recs...)
+	return ru
+}
+
+// ones is n delivery counts of 1.
+func ones(n int) []int32 {
+	c := make([]int32, n)
+	for i := range c {
+		c[i] = 1
+	}
+	return c
+}
+
+func TestShareGroups(t *testing.T) {
+	accept := history.AckAccept
+	release := history.AckRelease
+	runCases(t, []tcase{
+		{
+			name: "every record accepted once: nothing to flag",
+			cfg:  shared(5),
+			build: func(h *hb) {
+				h.sharePoll(2, []int64{0, 1, 2}, ones(3))
+				h.shareAck(2, accept, OK, 0, 1, 2)
+				qRecords(h, 3)
+				h.shareStart(3)
+			},
+			verdict: results.Pass,
+		},
+		{
+			name: "share-lost: the start offset moved past a record nobody finished",
+			cfg:  shared(5),
+			build: func(h *hb) {
+				h.sharePoll(2, []int64{0, 2}, ones(2))
+				h.shareAck(2, accept, OK, 0, 2)
+				qRecords(h, 3)  // final reads: ops 10-13, read_uncommitted's ok is 11
+				h.shareStart(3) // ok: op 15
+			},
+			want:    map[guarantee.Anomaly]want{guarantee.ShareLost: {count: 1, ops: []int64{11, 15}}},
+			verdict: results.Fail,
+		},
+		{
+			name: "near miss: a record delivered up to the limit and released is archived, not lost",
+			cfg:  shared(2),
+			build: func(h *hb) {
+				h.sharePoll(2, []int64{0, 1}, []int32{1, 1})
+				h.shareAck(2, accept, OK, 0)
+				h.shareAck(2, release, OK, 1)
+				h.sharePoll(2, []int64{1}, []int32{2})
+				h.shareAck(2, release, OK, 1)
+				qRecords(h, 2)
+				h.shareStart(2)
+			},
+			verdict: results.Pass,
+		},
+		{
+			name: "near miss: an accept whose commit's outcome is unknown may have finished the record",
+			cfg:  shared(5),
+			build: func(h *hb) {
+				h.sharePoll(2, []int64{0, 1}, ones(2))
+				h.shareAck(2, accept, Info, 0, 1)
+				qRecords(h, 2)
+				h.shareStart(2)
+			},
+			verdict: results.Pass,
+		},
+		{
+			name: "a record at the start offset the drain never finished is unknown, not lost",
+			cfg:  shared(5),
+			build: func(h *hb) {
+				h.sharePoll(2, []int64{0}, ones(1))
+				h.shareAck(2, accept, OK, 0)
+				qRecords(h, 2)
+				h.shareStart(1)
+			},
+			verdict: results.Unknown,
+		},
+		{
+			name: "share-redelivered: delivered again after its accept was acknowledged",
+			cfg:  shared(5),
+			build: func(h *hb) {
+				h.sharePoll(2, []int64{0}, ones(1))
+				h.shareAck(2, accept, OK, 0) // ok: op 3
+				h.wait(40 * time.Second)
+				h.sharePoll(3, []int64{0}, []int32{2}) // ok: op 5
+				h.shareAck(3, accept, OK, 0)
+				qRecords(h, 1)
+				h.shareStart(1)
+			},
+			want:    map[guarantee.Anomaly]want{guarantee.ShareRedelivered: {count: 1, ops: []int64{3, 5}}},
+			verdict: results.Fail,
+		},
+		{
+			name: "share-redelivered after a power loss is permitted",
+			cfg:  shared(5),
+			build: func(h *hb) {
+				h.sharePoll(2, []int64{0}, ones(1))
+				h.shareAck(2, accept, OK, 0)
+				h.nemesisEvent("power-loss", `{"nodes":[1,2,3]}`, OK)
+				h.nemesisEvent("start", `{"nodes":[1,2,3],"fault":"power-loss"}`, OK)
+				h.wait(40 * time.Second)
+				h.sharePoll(3, []int64{0}, []int32{2})
+				h.shareAck(3, accept, OK, 0)
+				qRecords(h, 1)
+				h.shareStart(1)
+			},
+			want:    map[guarantee.Anomaly]want{guarantee.ShareRedelivered: {count: 1, permitted: true}},
+			verdict: results.Pass,
+		},
+		{
+			name: "near miss: delivered again after an accept whose outcome is unknown",
+			cfg:  shared(5),
+			build: func(h *hb) {
+				h.sharePoll(2, []int64{0}, ones(1))
+				h.shareAck(2, accept, Info, 0)
+				h.wait(40 * time.Second)
+				h.sharePoll(3, []int64{0}, []int32{2})
+				h.shareAck(3, accept, OK, 0)
+				qRecords(h, 1)
+				h.shareStart(1)
+			},
+			verdict: results.Pass,
+		},
+		{
+			name: "share-double-acquire: acquired again 1 s into a 30 s lock",
+			cfg:  shared(5),
+			build: func(h *hb) {
+				h.sharePoll(2, []int64{0}, ones(1)) // ok: op 1
+				h.wait(time.Second)
+				h.sharePoll(3, []int64{0}, []int32{2}) // ok: op 3
+				h.shareAck(3, accept, OK, 0)
+				qRecords(h, 1)
+				h.shareStart(1)
+			},
+			want:    map[guarantee.Anomaly]want{guarantee.ShareDoubleAcquire: {count: 1, ops: []int64{1, 3}}},
+			verdict: results.Fail,
+		},
+		{
+			name: "near miss: acquired again once the lock expired",
+			cfg:  shared(5),
+			build: func(h *hb) {
+				h.sharePoll(2, []int64{0}, ones(1))
+				h.wait(30 * time.Second)
+				h.sharePoll(3, []int64{0}, []int32{2})
+				h.shareAck(3, accept, OK, 0)
+				qRecords(h, 1)
+				h.shareStart(1)
+			},
+			verdict: results.Pass,
+		},
+		{
+			name: "near miss: acquired again after its holder crashed",
+			cfg:  shared(5),
+			build: func(h *hb) {
+				h.sharePoll(2, []int64{0}, ones(1))
+				h.op(2, history.FCrash)
+				h.sharePoll(3, []int64{0}, []int32{2})
+				h.shareAck(3, accept, OK, 0)
+				qRecords(h, 1)
+				h.shareStart(1)
+			},
+			verdict: results.Pass,
+		},
+		{
+			name: "near miss: acquired again after its holder released it",
+			cfg:  shared(5),
+			build: func(h *hb) {
+				h.sharePoll(2, []int64{0}, ones(1))
+				h.shareAck(2, release, OK, 0)
+				h.sharePoll(3, []int64{0}, []int32{2})
+				h.shareAck(3, accept, OK, 0)
+				qRecords(h, 1)
+				h.shareStart(1)
+			},
+			verdict: results.Pass,
+		},
+		{
+			name: "share-double-acquire across a kill of the leader is permitted",
+			cfg:  shared(5),
+			build: func(h *hb) {
+				h.sharePoll(2, []int64{0}, ones(1))
+				h.nemesisEvent("kill", `{"nodes":[1]}`, OK)
+				h.sharePoll(3, []int64{0}, []int32{2})
+				h.nemesisEvent("start", `{"nodes":[1]}`, OK)
+				h.shareAck(3, accept, OK, 0)
+				qRecords(h, 1)
+				h.shareStart(1)
+			},
+			want:    map[guarantee.Anomaly]want{guarantee.ShareDoubleAcquire: {count: 1, permitted: true}},
+			verdict: results.Pass,
+		},
+		{
+			name: "share-over-delivered: a delivery count past the limit",
+			cfg:  shared(3),
+			build: func(h *hb) {
+				for n := int32(1); n <= 4; n++ {
+					h.sharePoll(2, []int64{0}, []int32{n})
+					h.shareAck(2, release, OK, 0)
+				}
+				qRecords(h, 1)
+				h.shareStart(1)
+			},
+			want:    map[guarantee.Anomaly]want{guarantee.ShareOverDelivered: {count: 1}},
+			verdict: results.Fail,
+		},
+		{
+			name: "near miss: delivered exactly the limit's times",
+			cfg:  shared(3),
+			build: func(h *hb) {
+				for n := int32(1); n <= 3; n++ {
+					h.sharePoll(2, []int64{0}, []int32{n})
+					h.shareAck(2, release, OK, 0)
+				}
+				qRecords(h, 1)
+				h.shareStart(1)
+			},
+			verdict: results.Pass,
+		},
+		{
+			name: "share-count-regressed: a later delivery with the same count",
+			cfg:  shared(5),
+			build: func(h *hb) {
+				h.sharePoll(2, []int64{0}, []int32{1})
+				h.shareAck(2, release, OK, 0)
+				h.sharePoll(2, []int64{0}, []int32{2}) // ok: op 5
+				h.shareAck(2, release, OK, 0)
+				h.sharePoll(3, []int64{0}, []int32{2}) // ok: op 9
+				h.shareAck(3, accept, OK, 0)
+				qRecords(h, 1)
+				h.shareStart(1)
+			},
+			want:    map[guarantee.Anomaly]want{guarantee.ShareCountRegressed: {count: 1, ops: []int64{5, 9}}},
+			verdict: results.Fail,
+		},
+		{
+			// The second acquisition was never persisted: the new leader counts from the
+			// release's count (1), so the next delivery is 2 again; the lock was lost with the
+			// leader too.
+			name: "share-count-regressed across a leader change, of an acquisition never persisted, is permitted",
+			cfg:  shared(5),
+			build: func(h *hb) {
+				h.leaderAt("q", 0, 1, 5)
+				h.sharePoll(2, []int64{0}, []int32{1})
+				h.shareAck(2, release, OK, 0)
+				h.sharePoll(2, []int64{0}, []int32{2})
+				h.leaderAt("q", 0, 2, 6)
+				h.sharePoll(3, []int64{0}, []int32{2})
+				h.shareAck(3, accept, OK, 0)
+				qRecords(h, 1)
+				h.shareStart(1)
+			},
+			want: map[guarantee.Anomaly]want{guarantee.ShareCountRegressed: {count: 1, permitted: true},
+				guarantee.ShareDoubleAcquire: {count: 1, permitted: true}},
+			verdict: results.Pass,
+		},
+		{
+			name: "share-count-regressed below a persisted count is forbidden across a leader change too",
+			cfg:  shared(5),
+			build: func(h *hb) {
+				h.leaderAt("q", 0, 1, 5)
+				h.sharePoll(2, []int64{0}, []int32{1})
+				h.shareAck(2, release, OK, 0)
+				h.sharePoll(2, []int64{0}, []int32{2})
+				h.shareAck(2, release, OK, 0)
+				h.leaderAt("q", 0, 2, 6)
+				h.sharePoll(3, []int64{0}, []int32{2})
+				h.shareAck(3, accept, OK, 0)
+				qRecords(h, 1)
+				h.shareStart(1)
+			},
+			want:    map[guarantee.Anomaly]want{guarantee.ShareCountRegressed: {count: 1}},
+			verdict: results.Fail,
+		},
+		{
+			name: "share-over-delivered: more deliveries than the limit across a leader change is permitted",
+			cfg:  shared(2),
+			build: func(h *hb) {
+				h.leaderAt("q", 0, 1, 5)
+				h.sharePoll(2, []int64{0}, []int32{1})
+				h.leaderAt("q", 0, 2, 6)
+				h.sharePoll(3, []int64{0}, []int32{1})
+				h.shareAck(3, release, OK, 0)
+				h.sharePoll(3, []int64{0}, []int32{2})
+				h.shareAck(3, release, OK, 0)
+				qRecords(h, 1)
+				h.shareStart(1)
+			},
+			want: map[guarantee.Anomaly]want{guarantee.ShareOverDelivered: {count: 1, permitted: true},
+				guarantee.ShareCountRegressed: {count: 1, permitted: true}, guarantee.ShareDoubleAcquire: {count: 1, permitted: true}},
+			verdict: results.Pass,
+		},
+		{
+			name: "near miss: counts that rise",
+			cfg:  shared(5),
+			build: func(h *hb) {
+				for n := int32(1); n <= 3; n++ {
+					h.sharePoll(n2p(n), []int64{0}, []int32{n})
+					h.shareAck(n2p(n), release, OK, 0)
+				}
+				h.sharePoll(2, []int64{0}, []int32{4})
+				h.shareAck(2, accept, OK, 0)
+				qRecords(h, 1)
+				h.shareStart(1)
+			},
+			verdict: results.Pass,
+		},
+		{
+			name: "share ops with no share group in the header are unknown",
+			build: func(h *hb) {
+				h.sharePoll(2, []int64{0}, ones(1))
+				h.shareAck(2, accept, OK, 0)
+				qRecords(h, 1)
+				h.shareStart(1)
+			},
+			verdict: results.Unknown,
+		},
+	})
+}
+
+func n2p(n int32) int { return 2 + int(n)%2 }
+
+// leaderAt writes an ISR observation of topic-part led by leader at epoch.
+func (h *hb) leaderAt(topic string, part int32, leader, epoch int32) int64 {
+	minISR := 2
+	b := mustJSON(ISREvent{Topic: topic, Partition: part, ISR: []int{1, 2, 3}, MinISR: &minISR, Leader: &leader, LeaderEpoch: &epoch})
+	return h.add(history.Op{Process: history.NemesisP(), Type: history.Info, F: "isr", Value: history.Payload{Raw: []byte(b)}})
+}
+
+// Every share finding says what its ops show, and names the run's limit and lock.
+func TestShareFindingsSayWhatTheyShow(t *testing.T) {
+	h := newHB()
+	h.sharePoll(2, []int64{0}, ones(1))
+	h.wait(time.Second)
+	h.sharePoll(3, []int64{0}, []int32{2})
+	h.shareAck(3, accept(), OK, 0)
+	qRecords(h, 2)
+	h.shareStart(2)
+	r := h.check(shared(5)())
+	da := r.Anomalies[guarantee.ShareDoubleAcquire]
+	if da.Count != 1 || !strings.Contains(da.Examples[0].Note, "within the lock duration of 30000 ms") {
+		t.Fatalf("double acquire: %+v", da)
+	}
+	lost := r.Anomalies[guarantee.ShareLost]
+	if lost.Count != 1 || !strings.Contains(lost.Examples[0].Note, "below the share partition start offset 2") ||
+		!strings.Contains(lost.Examples[0].Note, "no member was ever delivered it") {
+		t.Fatalf("lost: %+v", lost)
+	}
+}
+
+func accept() history.AckType { return history.AckAccept }
