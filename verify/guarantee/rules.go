@@ -288,8 +288,8 @@ func disturbed(f Facts) bool { return f.Disturbed }
 // stateLoss: a power or disk loss anywhere in the run, which may have reached the replicas of
 // the group's __share_group_state partition (written, like every log, without an fsync per
 // append).
-func stateLoss(f Facts) bool { return offsetsLoss(f) }
-func sinkDedupes(f Facts) bool     { in, _ := f.Sink.Info(); return in.Dedupes }
+func stateLoss(f Facts) bool   { return offsetsLoss(f) }
+func sinkDedupes(f Facts) bool { in, _ := f.Sink.Info(); return in.Dedupes }
 
 // Controllers whose committed metadata may be gone: a majority lost the power (what Raft fsynced
 // survives, but no document promises that) or their disks (the committed log itself is gone), or a
