@@ -98,10 +98,13 @@ type shareState struct {
 	starts  map[uint32]shareStart
 	finals  map[uint32][]shareFinal
 	topics  map[string]bool
-	faults  *faultspan.Tracker
-	end     int64
-	bad     []string // payloads that could not be read
-	open    map[uint32]shareOpen
+	// read: share topics a read_uncommitted final read covered, records or none (an empty
+	// topic read in full is read; finals holds only what reads showed).
+	read   map[string]bool
+	faults *faultspan.Tracker
+	end    int64
+	bad    []string // payloads that could not be read
+	open   map[uint32]shareOpen
 }
 
 func (s *shareState) init(cfg *history.ShareConfig) {
@@ -112,6 +115,7 @@ func (s *shareState) init(cfg *history.ShareConfig) {
 	s.starts = map[uint32]shareStart{}
 	s.finals = map[uint32][]shareFinal{}
 	s.topics = map[string]bool{}
+	s.read = map[string]bool{}
 	s.faults = faultspan.NewTracker(0)
 	s.firstOp = none
 	if cfg != nil {
@@ -241,6 +245,7 @@ func (s *shareState) finalRead(tp uint32, fr *history.FinalRead, ord uint32) {
 	if !s.topics[fr.Topic] || isoOf(fr.Isolation, isoRU) != isoRU {
 		return
 	}
+	s.read[fr.Topic] = true
 	for _, r := range fr.Records {
 		if r.Offset != nil && *r.Offset >= 0 && r.Partition == fr.Partition && r.Topic == fr.Topic {
 			s.finals[tp] = append(s.finals[tp], shareFinal{off: *r.Offset, value: r.Value, ord: ord})
@@ -488,12 +493,8 @@ func (c *Checker) shareUnknown() []results.UnknownReason {
 		out = append(out, results.UnknownReason{Cause: results.CauseFinalReadIncomplete,
 			Text: "the final drain ended before the group finished these records (at or past the start offset, never accepted or rejected): " + nameList(undrained)})
 	}
-	read := map[string]bool{}
-	for tp := range s.finals {
-		read[c.parts.ps[tp].topic] = true
-	}
 	for _, t := range slices.Sorted(maps.Keys(s.topics)) {
-		if !read[t] {
+		if !s.read[t] {
 			out = append(out, results.UnknownReason{Cause: results.CauseFinalReadIncomplete,
 				Text: "no read_uncommitted final read of share topic " + t + ": share-lost was not judged there"})
 		}

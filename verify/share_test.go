@@ -372,6 +372,19 @@ func TestShareGroups(t *testing.T) {
 			verdict: results.Pass,
 		},
 		{
+			// Found by the histmodel properties: the final read of a share topic nobody wrote
+			// showed no record, and was taken for no final read at all.
+			name: "an empty share topic read in full: nothing to flag, nothing unknown",
+			cfg:  shared(5),
+			build: func(h *hb) {
+				h.sharePoll(2, nil, nil)
+				h.final("q", 0, history.ReadUncommitted, 0, 0)
+				h.final("q", 0, history.ReadCommitted, 0, 0)
+				h.shareStart(0)
+			},
+			verdict: results.Pass,
+		},
+		{
 			name: "share ops with no share group in the header are unknown",
 			build: func(h *hb) {
 				h.sharePoll(2, []int64{0}, ones(1))
