@@ -27,8 +27,8 @@ import (
 //   - share-redelivered: a record delivered again by a poll invoked after an accept or reject
 //     of it was acknowledged (the commit's ok);
 //   - share-double-acquire: a record acquired by a second poll while the first acquisition's
-//     lock was certainly still valid and nothing had released it (an acknowledgement, the
-//     holder's crash);
+//     lock, or its renewal, was certainly still valid and nothing had released it (an
+//     acknowledgement, the holder's crash);
 //   - share-over-delivered: a record delivered more times than the limit, by the counts the
 //     broker reported or by the deliveries the history shows;
 //   - share-count-regressed: a record whose delivery count did not rise from one delivery to a
@@ -369,8 +369,9 @@ func (c *Checker) shareRedelivered(k shareKey, r *shareRec, faults []faultspan.I
 }
 
 // shareDoubleAcquire: of two deliveries in completion order, the later completed within the
-// lock duration of the earlier poll's invoke — so both acquisitions certainly held a valid lock
-// at once — while no acknowledgement or crash of the earlier holder could have released it.
+// lock duration of the earlier poll's invoke, or of the invoke of the earlier holder's renew
+// of that lock that was applied — so both acquisitions certainly held a valid lock at once —
+// while no acknowledgement or crash of the earlier holder could have released it.
 func (c *Checker) shareDoubleAcquire(k shareKey, r *shareRec, lock time.Duration, faults []faultspan.Interval) {
 	if lock <= 0 {
 		return
@@ -378,7 +379,17 @@ func (c *Checker) shareDoubleAcquire(k shareKey, r *shareRec, lock time.Duration
 	for j := 1; j < len(r.dels); j++ {
 		a, b := r.dels[j-1], r.dels[j]
 		from := min(a.invT, b.invT)
-		if b.okT-from >= int64(lock-shareLockSlack) {
+		// A renew (KIP-1222) the broker applied (ok) restarted the lock: it renews only a lock
+		// its member still holds, so the lock holds a lock duration past the renew's invoke
+		// at least, and the second acquisition came after it.
+		held, renew := from+int64(lock), none
+		for _, ack := range r.acks {
+			if ack.proc == a.proc && ack.typ == history.AckRenew && ack.out == history.OK && ack.inv > a.ok &&
+				ack.invT <= b.okT && ack.invT+int64(lock) > held {
+				held, renew = ack.invT+int64(lock), ack.done
+			}
+		}
+		if b.okT >= held-int64(shareLockSlack) {
 			continue
 		}
 		if c.share.crashedBetween(a.proc, a.invT, b.okT) || c.share.crashedBetween(b.proc, b.invT, b.okT) {
@@ -394,7 +405,7 @@ func (c *Checker) shareDoubleAcquire(k shareKey, r *shareRec, lock time.Duration
 		if released {
 			continue
 		}
-		c.shareFinding(guarantee.ShareDoubleAcquire, k, b.proc, c.share.disturbed(k.tp, from, b.okT, faults), a.ok, b.ok)
+		c.shareFinding(guarantee.ShareDoubleAcquire, k, b.proc, c.share.disturbed(k.tp, from, b.okT, faults), a.ok, b.ok, renew)
 		return
 	}
 }
@@ -535,8 +546,12 @@ func (c *Checker) describeShare(f *finding, at func(int) string) string {
 	case guarantee.ShareRedelivered:
 		text = fmt.Sprintf("an accept or reject of %s was acknowledged (%s), yet process %d's poll invoked after it delivered the record again (%s, delivery count %d)", where, at(0), b.proc, at(1), b.count)
 	case guarantee.ShareDoubleAcquire:
-		text = fmt.Sprintf("process %d acquired %s (%s, delivery count %d) and process %d acquired it again (%s, delivery count %d) %s after the first poll began, within the lock duration of %d ms, with no acknowledgement or crash of the first holder in between",
-			a.proc, where, at(0), a.count, b.proc, at(1), b.count, time.Duration(b.okT-min(a.invT, b.invT)).Round(time.Millisecond), c.cfg.Share.LockMS)
+		within := fmt.Sprintf("within the lock duration of %d ms", c.cfg.Share.LockMS)
+		if f.ops[2] != none {
+			within += fmt.Sprintf(" of the first holder's renew of its lock (%s)", at(2))
+		}
+		text = fmt.Sprintf("process %d acquired %s (%s, delivery count %d) and process %d acquired it again (%s, delivery count %d) %s after the first poll began, %s, with no acknowledgement or crash of the first holder in between",
+			a.proc, where, at(0), a.count, b.proc, at(1), b.count, time.Duration(b.okT-min(a.invT, b.invT)).Round(time.Millisecond), within)
 	case guarantee.ShareOverDelivered:
 		n := 0
 		if r != nil {

@@ -216,6 +216,39 @@ func TestShareGroups(t *testing.T) {
 			verdict: results.Pass,
 		},
 		{
+			// Found by the histmodel properties: the lock was judged from the poll alone, so a
+			// second acquisition past the first lock but within its renewal went unflagged.
+			name: "share-double-acquire: acquired again within a renewed lock, past the first",
+			cfg:  shared(5),
+			build: func(h *hb) {
+				h.sharePoll(2, []int64{0}, ones(1)) // ok: op 1
+				h.wait(20 * time.Second)
+				h.shareAck(2, history.AckRenew, OK, 0) // ok: op 3
+				h.wait(20 * time.Second)
+				h.sharePoll(3, []int64{0}, []int32{2}) // ok: op 5
+				h.shareAck(3, accept, OK, 0)
+				qRecords(h, 1)
+				h.shareStart(1)
+			},
+			want:    map[guarantee.Anomaly]want{guarantee.ShareDoubleAcquire: {count: 1, ops: []int64{1, 3, 5}}},
+			verdict: results.Fail,
+		},
+		{
+			name: "near miss: acquired again past the lock, its renew failed",
+			cfg:  shared(5),
+			build: func(h *hb) {
+				h.sharePoll(2, []int64{0}, ones(1))
+				h.wait(20 * time.Second)
+				h.shareAck(2, history.AckRenew, Fail, 0)
+				h.wait(20 * time.Second)
+				h.sharePoll(3, []int64{0}, []int32{2})
+				h.shareAck(3, accept, OK, 0)
+				qRecords(h, 1)
+				h.shareStart(1)
+			},
+			verdict: results.Pass,
+		},
+		{
 			name: "near miss: acquired again after its holder crashed",
 			cfg:  shared(5),
 			build: func(h *hb) {
