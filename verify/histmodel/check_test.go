@@ -50,7 +50,10 @@ func randomParts(seed uint64, needs Needs) Parts {
 	if rng.IntN(2) == 0 {
 		p.Sink = modes[rng.IntN(len(modes))].Mode
 	}
-	return needs.Apply(p, rng)
+	p = needs.Apply(p, rng)
+	// Drawn last, so that the other parts of a seed are what they were before share groups.
+	p.Share = p.Share || rng.IntN(2) == 0
+	return p
 }
 
 // findings lists the families with findings in r, in report order.

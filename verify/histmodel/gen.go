@@ -50,11 +50,15 @@ func (m *Model) header() history.Config {
 		}
 		cfg.Sinks = map[string]history.SinkInfo{sinkName: si}
 	}
+	if s := m.share; s != nil {
+		cfg.Share = &history.ShareConfig{Group: shareGroup, Topics: []string{topicShare}, LockMS: s.lock.Milliseconds(),
+			DeliveryLimit: s.limit}
+	}
 	return cfg
 }
 
-// start writes what a run does before its workloads: the consumers' assignments and the
-// watcher's first sample of every partition.
+// start writes what a run does before its workloads: the consumers' assignments, the
+// watcher's first sample of every partition, and the share group's members joining.
 func (m *Model) start() {
 	if m.opts.ISR {
 		for p := range m.opts.Partitions {
@@ -75,6 +79,16 @@ func (m *Model) start() {
 				"isolation": m.consumerIso(procAssigned)})})
 		m.add(&action{proc: history.Client(procGroup), f: history.FSubscribe, out: history.OK,
 			raw: mustJSON(map[string]any{"topics": []string{topicMain}, "group": groupName, "isolation": m.consumerIso(procGroup)})})
+	}
+	if m.share != nil {
+		for _, p := range m.shareMembers() {
+			m.shareSubscribe(p)
+		}
+		// A few records first, so that every share run has deliveries to judge, not only
+		// those whose steps happened to write the share topic.
+		for range 2 + m.rng.IntN(3) {
+			m.send(m.producer(), tp{topicShare, int32(m.rng.IntN(m.share.parts))}, history.OK, true)
+		}
 	}
 }
 
@@ -117,6 +131,9 @@ func (m *Model) step() {
 	if m.opts.Nemesis {
 		choices = append(choices, choice{5, m.nemesisStep})
 	}
+	if m.share != nil {
+		choices = append(choices, choice{24, m.shareStep})
+	}
 	if m.opts.Sink != "" {
 		choices = append(choices, choice{12, m.sinkStep})
 		if info, _ := m.opts.Sink.Info(); info.Relays {
@@ -144,6 +161,9 @@ func (m *Model) plainSend() {
 	t := tp{topicMain, int32(m.rng.IntN(m.opts.Partitions))}
 	if m.opts.Sink != "" && m.rng.IntN(3) == 0 {
 		t = tp{topicSinkIn, 0}
+	}
+	if m.share != nil && m.rng.IntN(3) == 0 {
+		t = tp{topicShare, int32(m.rng.IntN(m.share.parts))}
 	}
 	out, reached := history.OK, true
 	switch x := m.rng.IntN(100); {

@@ -7,10 +7,13 @@
 // transaction markers taking offsets, records cut by a truncation), each transaction's real
 // outcome (an info commit may have committed or not), consumers' positions and group offsets,
 // the read-process-write processor's committed position, a sink's store and its outbox relay,
-// the leader and leader epoch of each partition. Observations (sends and their ok/fail/info
-// outcomes, transactions, polls with rebalances, rpw steps, effects, publishes, nemesis events,
-// ISR samples, the final reads split in ranges, the sink's final state) are derived from it, so
-// that a mutation of the model shows up in every observation that would see it, and in no other.
+// the leader and leader epoch of each partition, and a share group's records as the
+// share-partition leader keeps them (delivery count, holder, lock expiry, finished or not).
+// Observations (sends and their ok/fail/info outcomes, transactions, polls with rebalances,
+// rpw steps, effects, publishes, nemesis events, ISR samples, share polls, acknowledgements
+// and start offsets, the final reads split in ranges, the sink's final state) are derived
+// from it, so that a mutation of the model shows up in every observation that would see it,
+// and in no other.
 //
 // The same seed and options give the same history, byte for byte (math/rand/v2, PCG).
 //
@@ -41,6 +44,8 @@ const (
 	groupName   = "g"
 	rpwGroup    = "rg"
 	sinkGroup   = "sg"
+	topicShare  = "q"  // written by the producers, read by the share group's members
+	shareGroup  = "sh" // the share group (KIP-932)
 
 	procProducerA  = 1 // plain producers: one send at a time
 	procProducerB  = 2
@@ -55,6 +60,8 @@ const (
 	procReadTxnA   = 12 // transactions that read, which a mutator starts
 	procReadTxnB   = 13
 	procReadTxnC   = 14
+	procShareA     = 20 // the share group's members: procShareA … procShareA+shareMembers-1
+	procShareState = 96 // observes the share partitions' start offsets after the drain
 	procSinkReader = 98
 	procFinal      = 99
 
@@ -84,6 +91,9 @@ type Parts struct {
 	// Sink is the mode of a sink applying the sink topic to a store; "" for none. An outbox
 	// sink also has a relay publishing to the outbox topic.
 	Sink sink.Mode
+	// Share: the producers also write the share topic, whose share group's members acquire
+	// its records and acknowledge them (KIP-932); the final drain accepts what is left.
+	Share bool
 }
 
 // Options size a history.
@@ -200,7 +210,10 @@ type Model struct {
 	logs  []*plog // in creation order; rendered sorted
 	steps []step
 	idle  time.Duration // passes before the next step (wait)
-	seq   map[int]int   // records written per process, for unique values
+	// clock is the time of the last step on the timeline, as Render will write it (from 0):
+	// the share group's locks expire by it.
+	clock time.Duration
+	seq   map[int]int // records written per process, for unique values
 
 	txns     []*txn
 	pos      map[int]map[tp]int64 // consumers' next offsets
@@ -218,6 +231,7 @@ type Model struct {
 	unavailableFor time.Duration
 	scans          []*action // the final reads, once Finish has written them
 	sinkRead       *action
+	share          *shareModel // nil without the Share part
 }
 
 // leadership is one partition's leader as the metadata says, and the sample that first
@@ -260,6 +274,9 @@ func newModel(seed uint64, opts Options) *Model {
 	m.sink.applied = map[string]int{}
 	m.sink.firstEffect = map[string]*action{}
 	m.sink.unpublished = map[string]bool{}
+	if opts.Share {
+		m.newShare()
+	}
 	m.cfg = m.header()
 	for p := range opts.Partitions {
 		m.log(tp{topicMain, int32(p)})
@@ -271,6 +288,11 @@ func newModel(seed uint64, opts Options) *Model {
 		m.log(tp{topicSinkIn, 0})
 		if info, _ := opts.Sink.Info(); info.Relays {
 			m.log(tp{topicOutbox, 0})
+		}
+	}
+	if m.share != nil {
+		for p := range m.share.parts {
+			m.log(tp{topicShare, int32(p)})
 		}
 	}
 	return m
@@ -314,6 +336,7 @@ func (m *Model) add(a *action) *action {
 // push puts a step on the timeline, after the time wait let pass.
 func (m *Model) push(s step) {
 	s.after, m.idle = m.idle, 0
+	m.clock += time.Millisecond + s.after
 	m.steps = append(m.steps, s)
 }
 

@@ -18,6 +18,8 @@ type Needs struct {
 	// Sink: a sink whose mode does not relay (a relaying one would publish an effect applied
 	// twice twice, a second finding); Outbox: an outbox sink and its relay.
 	Sink, Outbox bool
+	// Share: the share topic and its share group.
+	Share bool
 }
 
 // Apply turns on in p the parts n needs, choosing a sink mode with rng where p's does not do.
@@ -26,6 +28,7 @@ func (n Needs) Apply(p Parts, rng *rand.Rand) Parts {
 	p.RPW = p.RPW || n.RPW
 	p.Consumers = p.Consumers || n.Consumers
 	p.ISR = p.ISR || n.ISR
+	p.Share = p.Share || n.Share
 	info, _ := p.Sink.Info()
 	switch {
 	case n.Outbox:
@@ -64,7 +67,10 @@ type Injection struct {
 	// finding as well, judged as the table says under Facts.
 	Implied []guarantee.Anomaly
 	Facts   guarantee.Facts
-	refs    []ref
+	// Clean: a near miss (NearMisses) whose history must hold no finding at all; a near miss
+	// without it holds the one finding its Facts make permitted.
+	Clean bool
+	refs  []ref
 }
 
 // ref names an op of the evidence before the history has indices: an action's invoke or
@@ -128,6 +134,11 @@ func Mutators() []Mutator {
 		{guarantee.EffectMissing, Needs{Sink: true}, effectMissing},
 		{guarantee.OutboxLost, Needs{Outbox: true}, outboxLost},
 		{guarantee.OutboxDuplicate, Needs{Outbox: true}, outboxDuplicate},
+		{guarantee.ShareLost, Needs{Share: true}, shareLost},
+		{guarantee.ShareRedelivered, Needs{Share: true}, shareRedelivered},
+		{guarantee.ShareDoubleAcquire, Needs{Share: true}, shareDoubleAcquire},
+		{guarantee.ShareOverDelivered, Needs{Share: true}, shareOverDelivered},
+		{guarantee.ShareCountRegressed, Needs{Share: true}, shareCountRegressed},
 	}
 }
 

@@ -64,6 +64,9 @@ func (m *Model) Finish() {
 	for m.sink.published < len(m.sink.events) {
 		m.relayStep()
 	}
+	if m.share != nil && !m.share.drained {
+		m.shareDrain(nil)
+	}
 	logs := slices.Clone(m.logs)
 	slices.SortFunc(logs, func(a, b *plog) int {
 		return cmp.Or(cmp.Compare(a.at.topic, b.at.topic), cmp.Compare(a.at.part, b.at.part))
