@@ -459,7 +459,8 @@ func shareRedeliveredVariant(m *Model, near bool) (*Injection, error) {
 // shareDoubleAcquire: another member acquires a record 1 s into the first member's lock, or
 // 1.2 s after the first member renewed its lock (ok), 2.4 s after its poll: past the lock it
 // acquired with, within the renewed one. No acknowledgement or crash of the first member
-// comes in between. Near miss: it does so once the lock expired, after the first member
+// comes in between. With the nemesis, the 1 s form is sometimes run with a broker killed
+// meanwhile: permitted. Near miss: it does so once the lock expired, after the first member
 // crashed, or 2.4 s after the poll when the renew's commit failed (the lock expired unrenewed).
 func shareDoubleAcquire(m *Model) (*Injection, error) { return shareDoubleAcquireVariant(m, false) }
 func shareDoubleAcquireNear(m *Model) (*Injection, error) {
@@ -482,10 +483,17 @@ func shareDoubleAcquireVariant(m *Model, near bool) (*Injection, error) {
 		return a
 	}
 	var v string
+	disturbed := false
 	switch x := m.rng.IntN(3); {
 	case !near && x == 0:
 		v = "2.4 s after the poll, 1.2 s after a renew"
 		refs = append(refs, doneOf(renewed(history.OK)))
+	case !near && x == 1 && m.opts.Nemesis:
+		// Permitted: a broker is down while both acquisitions run (the share session of the
+		// first member may have closed with a lost connection).
+		v, disturbed = "1 s into the lock, a broker killed", true
+		m.nemesisStep()
+		m.wait(time.Second)
 	case !near:
 		v = "1 s into the lock"
 		m.wait(time.Second)
@@ -501,15 +509,19 @@ func shareDoubleAcquireVariant(m *Model, near bool) (*Injection, error) {
 		renewed(history.Fail)
 	}
 	second := m.deliver(q, r, 2)
+	if disturbed {
+		m.restart()
+	}
 	m.ackOne(q, r, history.AckAccept, history.OK)
 	if near {
 		return &Injection{Variant: v, Clean: true}, nil
 	}
-	return &Injection{Variant: v, Facts: m.shareFacts(false), refs: append(refs, doneOf(second))}, nil
+	return &Injection{Variant: v, Facts: m.shareFacts(disturbed), refs: append(refs, doneOf(second))}, nil
 }
 
 // shareOverDelivered: a record released at every delivery up to the limit is delivered once
-// more, with a count past the limit. Near miss: delivered exactly limit times, the last
+// more, with a count past the limit; or (permitted) delivered once more than the limit with
+// no count past it, across a leader change that lost the unpersisted last count. Near miss: delivered exactly limit times, the last
 // accepted or released (archived).
 func shareOverDelivered(m *Model) (*Injection, error) { return shareOverDeliveredVariant(m, false) }
 func shareOverDeliveredNear(m *Model) (*Injection, error) {
@@ -534,6 +546,29 @@ func shareOverDeliveredVariant(m *Model, near bool) (*Injection, error) {
 			m.releasedToLimit(r)
 		}
 		return &Injection{Variant: v, Clean: true}, nil
+	}
+	if m.rng.IntN(3) == 0 {
+		// Permitted: the delivery at the limit was never persisted, and across a leader
+		// change the new leader counts from the persisted limit-1, so the record is delivered
+		// once more than the limit, with the limit's count again (a repeated count too).
+		m.shareLeaderSample(r.e.at, false)
+		var first *action
+		p := m.shareMember()
+		for n := int32(1); n < m.share.limit; n++ {
+			a := m.deliver(p, r, n)
+			if first == nil {
+				first = a
+			}
+			m.ackOne(p, r, history.AckRelease, history.OK)
+		}
+		m.deliver(p, r, m.share.limit)
+		m.shareLeaderSample(r.e.at, true)
+		m.shareCrash(p)
+		q := m.shareOther(p)
+		extra := m.deliver(q, r, m.share.limit)
+		m.ackOne(q, r, history.AckAccept, history.OK)
+		return &Injection{Variant: "once past the limit across a leader change", Facts: m.shareFacts(true),
+			Implied: []guarantee.Anomaly{guarantee.ShareCountRegressed}, refs: []ref{doneOf(first), doneOf(extra)}}, nil
 	}
 	first := m.releasedToLimit(r)
 	p := m.shareMember()
