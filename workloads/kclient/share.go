@@ -58,7 +58,12 @@ type ShareConsumerSpec struct {
 	ClientID string
 	Group    string
 	Topics   []string
-	Log      *slog.Logger
+	// MaxRecords, when set, bounds what one fetch acquires, and the client fetches only for a
+	// poll, so that what the member holds is little more than what its polls returned: by
+	// default a client acquires ahead of the polls (franz-go up to 500 records a request), and
+	// the history never shows those deliveries (the next one seen has a count higher by one).
+	MaxRecords int
+	Log        *slog.Logger
 }
 
 // AckType is how a member acknowledges a record it holds, in the words of the history's

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"math"
 	"net"
 	"slices"
 	"strconv"
@@ -78,6 +80,11 @@ func (c *Client) OpenShareConsumer(_ context.Context, s kclient.ShareConsumerSpe
 		kgo.ConsumeTopics(s.Topics...),
 		kgo.ShareAckCallback(sc.answered),
 	)
+	if s.MaxRecords > 0 {
+		// Strict: the broker splits batches to keep to it, and franz-go fetches one request
+		// per poll instead of ahead.
+		opts = append(opts, kgo.ShareMaxRecords(int32(min(s.MaxRecords, math.MaxInt32))), kgo.ShareMaxRecordsStrict())
+	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, &kclient.PermanentError{Err: fmt.Errorf("share consumer: creating the franz-go client: %w", err)}
@@ -119,14 +126,8 @@ func (c *shareConsumer) Poll(ctx context.Context, wait time.Duration, max int) (
 }
 
 func (c *shareConsumer) firstHeld() string {
-	ps := slices.SortedFunc(func(yield func(place) bool) {
-		for p := range c.held {
-			if !yield(p) {
-				return
-			}
-		}
-	}, comparePlaces)
-	return fmt.Sprintf("%s-%d@%d", ps[0].topic, ps[0].partition, ps[0].offset)
+	p := slices.SortedFunc(maps.Keys(c.held), comparePlaces)[0]
+	return fmt.Sprintf("%s-%d@%d", p.topic, p.partition, p.offset)
 }
 
 func comparePlaces(a, b place) int {
