@@ -33,7 +33,9 @@ func TestFranzShareReleases(t *testing.T) {
 	for _, v := range strings.Split(*shareReleases, ",") {
 		t.Run(v, func(t *testing.T) {
 			c := harnesstest.Start(t, harness.Spec{Nodes: 3, KafkaVersion: kafkaconf.KafkaVersion(strings.TrimSpace(v))})
-			testFranzShare(t, c, slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelInfo})))
+			log := slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+			t.Run("accept, release, reject, crash", func(t *testing.T) { testFranzShare(t, c, log) })
+			t.Run("acknowledgement after the lock ended", func(t *testing.T) { testFranzShareLockEnd(t, c, log) })
 		})
 	}
 }
@@ -358,5 +360,94 @@ func TestShareClients(t *testing.T) {
 		}
 		_, ok := build(Env{}).(kclient.ShareClient)
 		require.Equal(t, name == kafkaconf.FranzGo, ok, "%s is a kclient.ShareClient", name)
+	}
+}
+
+// testFranzShareLockEnd holds records past their acquisition lock: another member of the group
+// is given them again (with a higher count), and the late acknowledgement is refused by the
+// broker, which Commit reports as fail.
+func testFranzShareLockEnd(t *testing.T, c *harness.Cluster, log *slog.Logger) {
+	ctx := withTimeout(t, 4*time.Minute)
+	const name, group, n = "fs-share-lock", "fs-share-lock-group", 20
+	require.NoError(t, c.CreateTopic(ctx, topic(name, 1)))
+	base := func(id string) []kgo.Opt { return franz.Base(c.Bootstrap(), id) }
+	sc := franz.New(base, "")
+	prod, err := kgo.NewClient(base("fs-share-lock-producer")...)
+	require.NoError(t, err)
+	for i := range n {
+		require.NoError(t, prod.ProduceSync(ctx, &kgo.Record{Topic: name, Value: fmt.Appendf(nil, "v-%d", i)}).FirstErr())
+	}
+	prod.Close()
+	// The brokers keep a group's lock at group.share.min.record.lock.duration.ms (15 s by
+	// default) or more.
+	err = sc.ConfigureShareGroup(ctx, "fs-share-admin", kclient.ShareGroupSettings{Group: group, LockDuration: time.Second})
+	require.Error(t, err, "a 1 s lock refused")
+	t.Logf("a 1 s lock: %v", err)
+	require.NoError(t, sc.ConfigureShareGroup(ctx, "fs-share-admin", kclient.ShareGroupSettings{Group: group,
+		Start: kclient.ShareStartEarliest, LockDuration: 15 * time.Second}))
+	open := func(member string) kclient.ShareConsumer {
+		m, err := sc.OpenShareConsumer(ctx, kclient.ShareConsumerSpec{ClientID: "fs-share-lock-" + member, Group: group,
+			Topics: []string{name}, MaxRecords: 5, Log: log.With("member", member)})
+		require.NoError(t, err)
+		t.Cleanup(m.Close)
+		return m
+	}
+	poll := func(m kclient.ShareConsumer, what string, cond func([]kclient.Delivery) bool) []kclient.Delivery {
+		t.Helper()
+		var got []kclient.Delivery
+		err := kit.WaitUntil(ctx, time.Now().Add(2*time.Minute), 0, func() (bool, error) {
+			ds, err := m.Poll(ctx, 2*time.Second, 5)
+			got = ds
+			if len(ds) > 0 && !cond(ds) {
+				// Not what is waited for: accepted (a release would bring them back at once,
+				// up to the delivery limit), so that the member can poll on.
+				require.NoError(t, m.Ack(kclient.AckAccept, ds...))
+				for _, r := range m.Commit(ctx) {
+					require.Equal(t, history.OK, r.Type, "accepting %+v: %s", r.Acks, r.Error)
+				}
+				return false, fmt.Errorf("polled %d records, not %s", len(ds), what)
+			}
+			return len(ds) > 0, err
+		})
+		require.NoError(t, err, what)
+		return got
+	}
+
+	slow := open("slow")
+	held := poll(slow, "any", func([]kclient.Delivery) bool { return true })
+	heldAt := map[int64]int{}
+	for _, d := range held {
+		heldAt[*d.Record.Offset] = d.Count
+	}
+	t.Logf("slow member holds offsets %v (counts)", heldAt)
+
+	other := open("other")
+	again := poll(other, "a record the slow member holds, delivered again", func(ds []kclient.Delivery) bool {
+		for _, d := range ds {
+			if _, ok := heldAt[*d.Record.Offset]; ok {
+				return true
+			}
+		}
+		return false
+	})
+	againAt := map[int64]int{}
+	for _, d := range again {
+		againAt[*d.Record.Offset] = d.Count
+	}
+	t.Logf("the other member polled offsets %v (counts)", againAt)
+	for _, d := range again {
+		if cnt, ok := heldAt[*d.Record.Offset]; ok {
+			require.Greater(t, d.Count, cnt, "offset %d delivered again after its lock ended", *d.Record.Offset)
+		}
+	}
+	require.NoError(t, slow.Ack(kclient.AckAccept, held...))
+	late := slow.Commit(ctx)
+	require.Len(t, late, 1)
+	t.Logf("the slow member's accept after its lock ended: %s %s", late[0].Type, late[0].Error)
+	require.Equal(t, history.Fail, late[0].Type, "the broker refuses an acknowledgement of records the member no longer holds: %+v", late[0])
+	require.Contains(t, late[0].Error, "INVALID_RECORD_STATE")
+	require.NoError(t, other.Ack(kclient.AckAccept, again...))
+	for _, r := range other.Commit(ctx) {
+		require.Equal(t, history.OK, r.Type, "%+v", r)
 	}
 }
