@@ -107,6 +107,12 @@ func TestOnCluster(t *testing.T) {
 			failed.run(t, "consumers: assign and subscribe, both isolations, groups with restarts", func(t *testing.T) {
 				testConsumers(t, c, log, kafkaconf.FranzGo, "fc")
 			})
+			failed.run(t, "share group: accept, release, reject, a member crashed holding records", func(t *testing.T) {
+				testFranzShare(t, c, log)
+			})
+			failed.run(t, "share group: an acknowledgement after the lock ended fails", func(t *testing.T) {
+				testFranzShareLockEnd(t, c, log)
+			})
 		})
 		failed.run(t, "a client at another version runs in a driver", func(t *testing.T) {
 			t.Parallel()
