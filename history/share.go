@@ -47,6 +47,17 @@ func AckTypes() []AckType { return []AckType{AckAccept, AckRelease, AckReject, A
 // Terminal reports whether an applied acknowledgement of type a ends the record's delivery.
 func (a AckType) Terminal() bool { return a == AckAccept || a == AckReject }
 
+// Final reports whether an acknowledgement of type a ends the member's hold on the record
+// (every type but renew).
+func (a AckType) Final() bool { return a != AckRenew && slices.Contains(AckTypes(), a) }
+
+// ParseAckType reads an acknowledgement type.
+func ParseAckType(s string) (AckType, error) {
+	var a AckType
+	err := a.UnmarshalText([]byte(s))
+	return a, err
+}
+
 // UnmarshalText refuses a type that is not one of AckTypes.
 func (a *AckType) UnmarshalText(b []byte) error {
 	t := AckType(b)

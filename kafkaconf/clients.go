@@ -55,12 +55,15 @@ const (
 	// its sends stall about as long as the election takes. sarama was measured keeping its sends
 	// on such a leader until the fault healed (docs/clients.md).
 	CapLeavesUnansweringLeader Capability = "leaves-unanswering-leader"
+	// CapShareGroups: the client has a share-group consumer (KIP-932) with explicit
+	// acknowledgement, which the share-member role needs. sarama has none (v1.61, v1.62).
+	CapShareGroups Capability = "share-groups"
 )
 
 // Capabilities lists every capability, in the order listings show them.
 func Capabilities() []Capability {
 	return []Capability{CapIdempotentInFlight5, CapTxnProtocolV2, CapGroupMetadata, CapStableOffsetFetch, CapTruncationDetection,
-		CapIdempotentGivesUp, CapMaxPollInterval, CapPositionKept, CapLeavesUnansweringLeader}
+		CapIdempotentGivesUp, CapMaxPollInterval, CapPositionKept, CapLeavesUnansweringLeader, CapShareGroups}
 }
 
 // ParseCapability reads a capability's name.
@@ -166,7 +169,7 @@ func Clients() []Client {
 			TxnProtocols:   []TxnProtocol{TxnProtocolV2, TxnProtocolV1},
 			GroupProtocols: []GroupProtocol{GroupClassic, GroupConsumer},
 			Capabilities: []Capability{CapIdempotentInFlight5, CapTxnProtocolV2, CapGroupMetadata, CapStableOffsetFetch, CapTruncationDetection,
-				CapLeavesUnansweringLeader},
+				CapLeavesUnansweringLeader, CapShareGroups},
 			RewindNote: "after an abort franz-go's group transact session rewinds to the committed offsets itself",
 			Doc: "twmb/franz-go (kgo): idempotence on by default with 5 requests in flight; KIP-890 transactions where the cluster " +
 				"supports them (capped to v1 on request); a group transact session that rewinds to the committed offsets on abort; " +

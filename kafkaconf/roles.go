@@ -11,6 +11,7 @@ const (
 	RoleConsumer      RoleName = "consumer"       // reads assigned partitions
 	RoleGroupConsumer RoleName = "group-consumer" // reads as a member of a consumer group
 	RoleSink          RoleName = "sink"           // a group member with side effects outside Kafka
+	RoleShareMember   RoleName = "share-member"   // a member of a share group (KIP-932)
 )
 
 // Role is what a workload role asks of Kafka. It is the one place that says which roles use
@@ -21,6 +22,9 @@ type Role struct {
 	Transactional bool
 	// Group: it is a member of a consumer group (a group coordinator).
 	Group bool
+	// Share: it is a member of a share group (a share coordinator, a client with a share
+	// consumer).
+	Share bool
 }
 
 // Roles lists every workload role.
@@ -32,6 +36,7 @@ func Roles() []Role {
 		{Name: RoleConsumer},
 		{Name: RoleGroupConsumer, Group: true},
 		{Name: RoleSink, Group: true},
+		{Name: RoleShareMember, Share: true},
 	}
 }
 
@@ -41,6 +46,8 @@ type Uses struct {
 	Transactions bool
 	// Groups: some role is a member of a consumer group.
 	Groups bool
+	// ShareGroups: some role is a member of a share group.
+	ShareGroups bool
 }
 
 // UsesOf is what a workload with count instances of each role asks of the cluster.
@@ -52,6 +59,7 @@ func UsesOf(count map[RoleName]int) Uses {
 		}
 		u.Transactions = u.Transactions || r.Transactional
 		u.Groups = u.Groups || r.Group
+		u.ShareGroups = u.ShareGroups || r.Share
 	}
 	return u
 }

@@ -89,6 +89,9 @@ type Spec struct {
 	Processors    []ProcessorConfig   `json:"processors,omitempty"`
 	Consumers     []ConsumerConfig    `json:"consumers,omitempty"`
 	Sinks         []SinkConfig        `json:"sinks,omitempty"`
+	// ShareGroups are share groups (KIP-932) and their members; a run has at most one, since
+	// the history's header states one.
+	ShareGroups []ShareGroupConfig `json:"share_groups,omitempty"`
 	// FinalRead: Topics defaults to every topic of the spec; Isolations to both levels when
 	// the run has transactional workloads, read_uncommitted otherwise.
 	FinalRead FinalReadConfig `json:"final_read,omitzero"`
@@ -128,6 +131,8 @@ type Workloads struct {
 	Consumers     []ConsumerStats  `json:"consumers,omitempty"`
 	Sinks         []SinkStats      `json:"sinks,omitempty"`
 	Relays        []RelayStats     `json:"relays,omitempty"`
+	ShareMembers  []ShareStats     `json:"share_members,omitempty"`
+	ShareDrain    *ShareStats      `json:"share_drain,omitempty"`
 }
 
 // Run runs spec against c and records everything into a new history at path: creates the
@@ -217,6 +222,16 @@ func Run(ctx context.Context, c Cluster, path string, spec Spec) (*Result, error
 		_ = w.Close()
 		return res, fmt.Errorf("run: %w", err)
 	}
+	if d := plan.drain; d != nil {
+		if driver != "" {
+			_ = w.Close()
+			return res, errors.New("run: share groups run on the client linked into verity or the Java program, not through a driver of another version")
+		}
+		if err := PrepareShareGroup(ctx, env, d.cfg); err != nil {
+			_ = w.Close()
+			return res, fmt.Errorf("run: %w", err)
+		}
+	}
 	var errs []error
 	if driver != "" {
 		job := driverJob{Header: res.Header, Spec: spec, Brokers: env.Brokers, Postgres: env.Postgres, Ledger: env.Ledger,
@@ -230,6 +245,13 @@ func Run(ctx context.Context, c Cluster, path string, spec Spec) (*Result, error
 	}
 	if err := drainRelays(ctx, env, plan, res.Relays); err != nil {
 		errs = append(errs, err)
+	}
+	if d := plan.drain; d != nil {
+		st, err := DrainShareGroup(ctx, env, d.p, d.cfg)
+		res.ShareDrain = &st
+		if err != nil {
+			errs = append(errs, fmt.Errorf("draining share group %s: %w", d.cfg.Group, err))
+		}
 	}
 
 	frStats, frErr := FinalRead(ctx, env, plan.next, plan.final)
@@ -272,8 +294,10 @@ type runPlan struct {
 	txns      []numbered[TxnConfig]
 	procs     []numbered[ProcessorConfig]
 	consumers []numbered[ConsumerConfig]
-	sinks     []numbered[SinkConfig] // one per instance
-	relays    []numbered[SinkConfig] // one per sink that relays
+	sinks     []numbered[SinkConfig]       // one per instance
+	relays    []numbered[SinkConfig]       // one per sink that relays
+	shares    []numbered[ShareGroupConfig] // one per share group member
+	drain     *numbered[ShareGroupConfig]  // the share group's drain member
 	final     FinalReadConfig
 	next      int // first process number after the configured instances
 	warnings  []string
@@ -352,6 +376,25 @@ func planRun(spec Spec) (runPlan, error) {
 			p++
 		}
 	}
+	switch len(spec.ShareGroups) {
+	case 0:
+	case 1:
+		cfg, err := spec.ShareGroups[0].resolved()
+		if err != nil {
+			return pl, fmt.Errorf("run: share_groups[0]: %w", err)
+		}
+		if !slices.Contains(client.Capabilities, kafkaconf.CapShareGroups) {
+			return pl, fmt.Errorf("run: share_groups: %s has no share-group consumer (KIP-932); franz-go has one", client.Name)
+		}
+		for range cfg.Members {
+			pl.shares = append(pl.shares, numbered[ShareGroupConfig]{p, cfg})
+			p++
+		}
+		pl.drain = &numbered[ShareGroupConfig]{p, cfg}
+		p++
+	default:
+		return pl, fmt.Errorf("run: share_groups: %d groups; a run has one share group (the history's header states one)", len(spec.ShareGroups))
+	}
 	pl.next = p
 	transactional := spec.Uses().Transactions
 	if spec.GroupProtocol != "" && !slices.Contains(client.GroupProtocols, spec.GroupProtocol) {
@@ -410,6 +453,9 @@ func (spec Spec) Uses() kafkaconf.Uses {
 	for _, s := range spec.Sinks {
 		count[kafkaconf.RoleSink] += max(s.Instances, 1)
 	}
+	for _, g := range spec.ShareGroups {
+		count[kafkaconf.RoleShareMember] += max(g.Members, 1)
+	}
 	return kafkaconf.UsesOf(count)
 }
 
@@ -432,15 +478,16 @@ func PredictTxnProtocol(spec Spec) kafkaconf.TxnProtocol {
 
 // resolvedWorkloads is the header's "workloads": the run as planned, for a reader.
 type resolvedWorkloads struct {
-	Duration      kafkaconf.Duration          `json:"duration"`
-	Topics        []harness.TopicSpec         `json:"topics"`
-	Producers     []numbered[ProducerConfig]  `json:"producers,omitempty"`
-	Transactional []numbered[TxnConfig]       `json:"transactional,omitempty"`
-	Processors    []numbered[ProcessorConfig] `json:"processors,omitempty"`
-	Consumers     []numbered[ConsumerConfig]  `json:"consumers,omitempty"`
-	Sinks         []numbered[SinkConfig]      `json:"sinks,omitempty"`
-	FinalRead     FinalReadConfig             `json:"final_read"`
-	Warnings      []string                    `json:"warnings,omitempty"`
+	Duration      kafkaconf.Duration           `json:"duration"`
+	Topics        []harness.TopicSpec          `json:"topics"`
+	Producers     []numbered[ProducerConfig]   `json:"producers,omitempty"`
+	Transactional []numbered[TxnConfig]        `json:"transactional,omitempty"`
+	Processors    []numbered[ProcessorConfig]  `json:"processors,omitempty"`
+	Consumers     []numbered[ConsumerConfig]   `json:"consumers,omitempty"`
+	Sinks         []numbered[SinkConfig]       `json:"sinks,omitempty"`
+	ShareMembers  []numbered[ShareGroupConfig] `json:"share_members,omitempty"`
+	FinalRead     FinalReadConfig              `json:"final_read"`
+	Warnings      []string                     `json:"warnings,omitempty"`
 }
 
 func headerConfig(spec Spec, pl runPlan, brokers int, controllers []int, deviations []string, txn kafkaconf.TxnProtocol) (history.Config, error) {
@@ -481,6 +528,9 @@ func headerConfig(spec Spec, pl runPlan, brokers int, controllers []int, deviati
 			broker[k] = v
 		}
 	}
+	if pl.drain != nil {
+		c.Share = pl.drain.cfg.header(broker)
+	}
 	for _, t := range spec.Topics {
 		tc := kafkaconf.TopicConfig{ReplicationFactor: new(cmp.Or(t.RF, brokers)), UncleanLeaderElection: t.Unclean}
 		if tc.FlushMessages, err = kafkaconf.FlushMessagesOf(t.Config, broker); err != nil {
@@ -495,7 +545,7 @@ func headerConfig(spec Spec, pl runPlan, brokers int, controllers []int, deviati
 	}
 	w, err := json.Marshal(resolvedWorkloads{Duration: kafkaconf.Duration(spec.Duration), Topics: spec.Topics,
 		Producers: pl.producers, Transactional: pl.txns, Processors: pl.procs, Consumers: pl.consumers,
-		Sinks: pl.sinks, FinalRead: pl.final, Warnings: pl.warnings})
+		Sinks: pl.sinks, ShareMembers: pl.shares, FinalRead: pl.final, Warnings: pl.warnings})
 	if err != nil {
 		return c, fmt.Errorf("run: encoding the header's workloads: %w", err)
 	}
@@ -554,6 +604,7 @@ func runWorkloads(ctx context.Context, env Env, spec Spec, pl runPlan, res *Resu
 	res.Consumers = startAll(wctx, &wg, env, pl.consumers, RunConsumer, fail)
 	res.Sinks = startAll(wctx, &wg, env, pl.sinks, RunSink, fail)
 	res.Relays = startAll(wctx, &wg, env, pl.relays, RunRelay, fail)
+	res.ShareMembers = startAll(wctx, &wg, env, pl.shares, RunShareMember, fail)
 	if spec.Nemesis != nil {
 		wg.Go(func() {
 			if err := spec.Nemesis(wctx, env.Recorder); err != nil {

@@ -2,7 +2,6 @@ package kclient
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -66,33 +65,21 @@ type ShareConsumerSpec struct {
 	Log        *slog.Logger
 }
 
-// AckType is how a member acknowledges a record it holds, in the words of the history's
-// share-ack op.
-type AckType string
+// AckType is how a member acknowledges a record it holds: the history's vocabulary
+// (history.AckTypes), so that a client and the checker read one list.
+type AckType = history.AckType
 
 const (
 	// AckAccept: processed; the record is never delivered again.
-	AckAccept AckType = "accept"
+	AckAccept = history.AckAccept
 	// AckRelease: given back for delivery again (to any member), its count kept.
-	AckRelease AckType = "release"
+	AckRelease = history.AckRelease
 	// AckReject: unprocessable; archived, never delivered again.
-	AckReject AckType = "reject"
+	AckReject = history.AckReject
 	// AckRenew: the acquisition lock starts again; the member still holds the record and must
 	// acknowledge it with one of the others.
-	AckRenew AckType = "renew"
+	AckRenew = history.AckRenew
 )
-
-// Final says whether t ends the member's hold on a record.
-func (t AckType) Final() bool { return t == AckAccept || t == AckRelease || t == AckReject }
-
-// ParseAckType reads an AckType.
-func ParseAckType(s string) (AckType, error) {
-	switch t := AckType(s); t {
-	case AckAccept, AckRelease, AckReject, AckRenew:
-		return t, nil
-	}
-	return "", fmt.Errorf("acknowledgement type %q: want accept, release, reject or renew", s)
-}
 
 // Delivery is one record a member acquired: where it is and what it holds, as the other roles
 // record records, and the broker's count of its deliveries (1 the first time).

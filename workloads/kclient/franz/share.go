@@ -135,7 +135,7 @@ func comparePlaces(a, b place) int {
 }
 
 func (c *shareConsumer) Ack(t kclient.AckType, ds ...kclient.Delivery) error {
-	if _, err := kclient.ParseAckType(string(t)); err != nil {
+	if _, err := history.ParseAckType(string(t)); err != nil {
 		return err
 	}
 	adding := map[place]bool{}
