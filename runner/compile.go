@@ -163,6 +163,13 @@ func compile(s scenarios.Resolved, tag string) (*plan, error) {
 		ws.Sinks = append(ws.Sinks, workloads.SinkConfig{Name: sk.Name, Mode: sk.Mode, Topic: sk.Topic,
 			Group: group, Instances: sk.Count, CrashEvery: sk.CrashEvery.Std(), Outbox: sk.Outbox})
 	}
+	if sh := s.Workload.Share; sh.Members > 0 {
+		g := workloads.ShareGroupConfig{Group: tag + "-" + sh.Name, Topics: sh.Topics, Members: sh.Members,
+			Mix:        workloads.ShareMix{Accept: sh.Mix.Accept, Release: sh.Mix.Release, Reject: sh.Mix.Reject},
+			CrashEvery: sh.CrashEvery.Std(), LockDuration: sh.LockDuration.Std(), DeliveryLimit: sh.DeliveryLimit}
+		refs.ShareGroup, refs.ShareTopic = g.Group, sh.Topics[0]
+		ws.ShareGroups = append(ws.ShareGroups, g)
+	}
 	if s.Workload.Uses().Transactions {
 		pl.txnTopics = map[string]int32{}
 		written := slices.Clone(s.Workload.Transactional.Topics)
@@ -252,6 +259,7 @@ func freshNames(r scenarios.Resolved, suffix string) scenarios.Resolved {
 	ren(&w.Processors.Output)
 	renAll(w.Consumers.Topics)
 	renAll(w.Group.Topics)
+	renAll(w.Share.Topics)
 	for i := range w.Sinks {
 		ren(&w.Sinks[i].Topic)
 		ren(&w.Sinks[i].Outbox)

@@ -60,6 +60,8 @@ func builtinMakers() []func() Scenario {
 		eosCoordinatorKill, eosRollingBounce,
 		txnReadKill, txnReadPause, txnReadIsolate, txnReadRequestFaults, txnReadUncommitted, txnReadNoRewind,
 		groupRebalance,
+		shareBaseline, shareLeaderKill, shareLeaderPause, shareCoordinatorKill, shareCoordinatorPause, sharePowerLoss,
+		shareMembersCut, shareCoordinatorCut,
 		sinkNaive, sinkUniqueKey, sinkOffsetsInDB, sinkInbox, sinkOutbox, sinkHTTP, sinkHTTPKeyed,
 		regressKafka17754,
 		regressFranzEndTxnUnconfirmed,
@@ -817,6 +819,133 @@ func groupRebalance() Scenario {
 			"partitions to others from the last committed offset; records after it are read again (not an anomaly), " +
 			"but none is skipped, and within one member's assignment positions only move forward.",
 	}
+	return s
+}
+
+// shareCoordinator0 is the share coordinator of the run's share group for p0 of the default
+// topic: the leader of the __share_group_state partition holding that share partition's state.
+func shareCoordinator0() *Target { return &Target{Role: RoleShareCoordinator, Topic: DefaultTopic} }
+
+// shareScenario is a share group of 3 members on the default topic (docs/share-groups.md):
+// acknowledgements 70 % accept, 25 % release, 5 % reject; each member crashed about every 12 s
+// holding what it acquired; a 15 s lock (the brokers' least) and a delivery limit of 3 (set on
+// the brokers: the group config exists from Kafka 4.3 only), so that locks expire and records
+// are archived within a run.
+func shareScenario(name, description string) Scenario {
+	s := base(name, description, "KIP-932")
+	s.Tags = []Tag{TagQueues}
+	s.Broker = map[string]string{"group.share.delivery.count.limit": "3"}
+	s.Workload = Workload{
+		Producers: []ProducerGroup{{Count: 2, Topic: DefaultTopic, Rate: 40}},
+		Share: Share{Members: 3, Name: DefaultShare, Topics: []string{DefaultTopic}, Mix: ShareMix{Accept: 70, Release: 25, Reject: 5},
+			CrashEvery: sec(12), LockDuration: sec(15)},
+	}
+	return s
+}
+
+// shareExpect is what every share scenario promises (guarantees.md, Share groups), and the
+// fault-specific words.
+func shareExpect(provoke, why string, likely ...guarantee.Anomaly) Expectation {
+	return Expectation{
+		Text: "A share group delivers every record until it is accepted, rejected or archived at the delivery limit, " +
+			"never skips one (share-lost), never delivers an accepted or rejected record again (share-redelivered), and " +
+			"never counts past the limit. " + why,
+		Likely:  likely,
+		Provoke: provoke,
+	}
+}
+
+func shareBaseline() Scenario {
+	s := shareScenario("share-baseline", "A share group of 3 whose members crash holding records; no broker fault.")
+	s.Expect = shareExpect("Each member crashes about every 12 s right after a poll; the broker releases what it held as its "+
+		"connection closes, and another member acquires it with its count raised.",
+		"With no fault, no record is held by two members at once while its lock is valid, and delivery counts only rise: "+
+			"every share family is forbidden.")
+	return s
+}
+
+func shareLeaderKill() Scenario {
+	s := shareScenario("share-leader-kill", "A share group while p0's leader, the share-partition leader, is SIGKILLed.")
+	s.Faults = timeline(step(20, 15, FaultKill, leaderOf0()))
+	s.Expect = shareExpect("At 20 s p0's leader, which keeps p0's acquisition locks and in-flight delivery counts in memory, "+
+		"is SIGKILLed for 15 s; a follower takes over and rebuilds the share partition from __share_group_state.",
+		"Acquisitions are not persisted, so the new leader hands p0's held records out again at once, with a count that "+
+			"may repeat: a double acquisition and a repeated count across the kill are permitted.",
+		guarantee.ShareDoubleAcquire)
+	return s
+}
+
+func shareLeaderPause() Scenario {
+	s := shareScenario("share-leader-pause", "A share group while p0's leader is paused (SIGSTOP), then resumed.")
+	s.Faults = timeline(step(20, 15, FaultPause, leaderOf0()))
+	s.Expect = shareExpect("At 20 s p0's leader is paused for 15 s, longer than the broker session timeout: the controller "+
+		"moves leadership away, and the paused leader comes back as a follower holding stale locks.",
+		"The resumed broker must not answer acknowledgements for a share partition it no longer leads as applied: an "+
+			"accept it confirmed must stay accepted.",
+		guarantee.ShareDoubleAcquire)
+	return s
+}
+
+func shareCoordinatorKill() Scenario {
+	s := shareScenario("share-coordinator-kill", "A share group while the share coordinator of p0's state is SIGKILLed.")
+	s.Faults = timeline(step(20, 15, FaultKill, shareCoordinator0()))
+	s.Expect = shareExpect("At 20 s the leader of the __share_group_state partition that holds p0's state (the share "+
+		"coordinator) is SIGKILLed for 15 s; acknowledgements wait for, or fail on, the state write, and another "+
+		"replica of __share_group_state takes over.",
+		"An acknowledgement answered ok was written to __share_group_state with acks=all before the answer, so the new "+
+			"coordinator has it: its record is not delivered again.",
+		guarantee.ShareDoubleAcquire)
+	return s
+}
+
+func shareCoordinatorPause() Scenario {
+	s := shareScenario("share-coordinator-pause", "A share group while the share coordinator of p0's state is paused.")
+	s.Faults = timeline(step(20, 15, FaultPause, shareCoordinator0()))
+	s.Expect = shareExpect("At 20 s the share coordinator of p0's state is paused for 15 s: state writes time out "+
+		"(their acknowledgements' outcome is unknown) until another replica leads __share_group_state.",
+		"A state write that timed out may still land: its acknowledgement is unknown, never a failure the record can be "+
+			"judged by.",
+		guarantee.ShareDoubleAcquire)
+	return s
+}
+
+func sharePowerLoss() Scenario {
+	s := shareScenario("share-power-loss", "A share group while the share coordinator of p0's state, then p0's leader, lose power.")
+	s.Tags = append(s.Tags, TagPowerLoss)
+	s.Topology.PowerLoss = true
+	s.Faults = timeline(step(20, 10, FaultPowerLoss, shareCoordinator0()), step(40, 10, FaultPowerLoss, leaderOf0()))
+	s.Expect = shareExpect("At 20 s the share coordinator of p0's state loses power for 10 s, at 40 s p0's leader: "+
+		"SIGKILL, and the lazy filesystem drops every write no fsync made durable, on one node at a time.",
+		"One node's power loss leaves __share_group_state (replication factor 3, min ISR 2) and p0 on the others' page "+
+			"caches; no document promises more, so under a power loss the checker permits redelivery and counts that "+
+			"go back.",
+		guarantee.ShareDoubleAcquire)
+	return s
+}
+
+func shareMembersCut() Scenario {
+	s := shareScenario("share-members-cut", "A share group whose members are cut off from every broker while they hold locks.")
+	s.Faults = timeline(step(20, 20, FaultClientCut, replicasOf0()))
+	s.Expect = shareExpect("At 20 s every client is cut off from every broker (the replicas of p0 are all three) for 20 s, "+
+		"longer than the 15 s lock: the members hold records they can neither acknowledge nor renew.",
+		"The records come back once their locks end or the members' connections close; a member's acknowledgement of a "+
+			"record whose lock ended must fail (INVALID_RECORD_STATE), not be taken.",
+		guarantee.ShareDoubleAcquire)
+	return s
+}
+
+func shareCoordinatorCut() Scenario {
+	s := shareScenario("share-coordinator-cut", "A share group while p0's leader and the share coordinator of its state cannot reach each other.")
+	s.Faults = timeline(Step{At: sec(20), For: sec(20), Fault: Fault{Name: FaultCompound, Parts: []Fault{
+		{Name: FaultOneWayCut, Target: leaderOf0(), Params: Params{To: shareCoordinator0()}},
+		{Name: FaultOneWayCut, Target: shareCoordinator0(), Params: Params{To: leaderOf0()}},
+	}}})
+	s.Expect = shareExpect("At 20 s the links between p0's leader and the share coordinator of p0's state are cut both "+
+		"ways for 20 s (when one node is both, the cut is empty and the run is a baseline): the leader cannot persist "+
+		"acknowledgements, releases or lock expiries.",
+		"An acknowledgement the leader could not persist is answered with an error (its outcome unknown), and the "+
+			"record stays the member's until its lock ends; nothing the group persisted is lost.",
+		guarantee.ShareDoubleAcquire)
 	return s
 }
 

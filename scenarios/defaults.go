@@ -27,6 +27,7 @@ const (
 	TopicMinISR     = 2
 	DefaultDuration = Duration(60 * time.Second)
 	DefaultGroup    = "verity-group"
+	DefaultShare    = "verity-share"
 	// DefaultIsolation is the consumers' isolation unless the scenario gives one: read_committed,
 	// the level transactions promise to (Kafka's consumer default is read_uncommitted).
 	DefaultIsolation = kafkaconf.ReadCommitted
@@ -130,6 +131,15 @@ func (s Scenario) withDefaults() Scenario {
 			w.Group.Topics = []string{first}
 		}
 	}
+	if w.Share.Members > 0 {
+		w.Share.Name = cmp.Or(w.Share.Name, DefaultShare)
+		if len(w.Share.Topics) == 0 {
+			w.Share.Topics = []string{first}
+		}
+		if w.Share.Mix == (ShareMix{}) {
+			w.Share.Mix = ShareMix{Accept: 80, Release: 15, Reject: 5}
+		}
+	}
 	for i := range w.Sinks {
 		sk := &w.Sinks[i]
 		if sk.Name == "" {
@@ -229,6 +239,7 @@ func (s Scenario) Clone() Scenario {
 	w.Transactional.Topics = slices.Clone(w.Transactional.Topics)
 	w.Consumers.Topics = slices.Clone(w.Consumers.Topics)
 	w.Group.Topics = slices.Clone(w.Group.Topics)
+	w.Share.Topics = slices.Clone(w.Share.Topics)
 	w.Sinks = slices.Clone(w.Sinks)
 	s.Faults.Timeline = slices.Clone(s.Faults.Timeline)
 	for i := range s.Faults.Timeline {

@@ -65,6 +65,7 @@ const (
 	RoleController       Role = "controller"
 	RoleTxnCoordinator   Role = "txn-coordinator"
 	RoleGroupCoordinator Role = "group-coordinator"
+	RoleShareCoordinator Role = "share-coordinator"
 	RoleRandomMinority   Role = "random-minority"
 	RoleRandomMajority   Role = "random-majority"
 	RoleNode             Role = "node"
@@ -213,12 +214,15 @@ func (s FaultSpec) ParamsText() string {
 // txn-coordinator and the consumer group of group-coordinator (the run's first ones).
 type Refs struct {
 	TxnID, Group string
+	// ShareGroup and ShareTopic name the run's share group and its first topic, for
+	// share-coordinator.
+	ShareGroup, ShareTopic string
 }
 
 // nodeRoles are every role; partition roles are the ones a fetch-link fault can use.
 func nodeRoles() []Role {
 	return []Role{RoleLeaderOf, RoleFollowerOf, RoleFollowersOf, RoleReplicasOf, RoleController, RoleControllers, RoleTxnCoordinator,
-		RoleGroupCoordinator, RoleRandomMinority, RoleRandomMajority, RoleNode}
+		RoleGroupCoordinator, RoleShareCoordinator, RoleRandomMinority, RoleRandomMajority, RoleNode}
 }
 
 func partitionRoles() []Role {
@@ -565,6 +569,13 @@ func RoleSpecs() []RoleSpec {
 					return nil, errors.New("target group-coordinator: the run has no consumer group; name a group")
 				}
 				return nemesis.GroupCoordinator(g), nil
+			}},
+		{RoleShareCoordinator, "the share coordinator of the run's share group for a partition (the leader of the __share_group_state partition that holds its state)", []string{"topic", "partition"},
+			func(t Target, refs Refs) (nemesis.Target, error) {
+				if refs.ShareGroup == "" {
+					return nil, errors.New("target share-coordinator: the run has no share group")
+				}
+				return nemesis.ShareCoordinator(refs.ShareGroup, cmp.Or(t.Topic, refs.ShareTopic), t.Partition), nil
 			}},
 		{RoleRandomMinority, "a random minority of the brokers (from the seeded source)", nil, fixed(nemesis.RandomMinority())},
 		{RoleRandomMajority, "a random majority of the brokers (from the seeded source)", nil, fixed(nemesis.RandomMajority())},

@@ -266,6 +266,35 @@ type Workload struct {
 	// Sinks apply every record of a topic to a store outside Kafka (PostgreSQL or the HTTP
 	// ledger), each in one of the patterns of docs/sinks.md; the cluster then runs the stores.
 	Sinks []Sink `yaml:"sinks,omitempty" json:"sinks,omitempty"`
+	// Share are members of one share group (KIP-932) that acquire and acknowledge the records
+	// of their topics (docs/share-groups.md); the client must have a share consumer.
+	Share Share `yaml:"share,omitempty" json:"share,omitzero"`
+}
+
+// Share is Members consumers of one share group reading Topics: each record is acquired by one
+// member under a lock and acknowledged accept, release or reject by the seeded Mix.
+type Share struct {
+	Members int `yaml:"members" json:"members"`
+	// Name of the group; default "verity-share".
+	Name   string   `yaml:"name,omitempty" json:"name,omitempty"`
+	Topics []string `yaml:"topics,omitempty" json:"topics,omitempty"`
+	// Mix weighs the acknowledgements; default accept 80, release 15, reject 5.
+	Mix ShareMix `yaml:"mix,omitempty" json:"mix,omitzero"`
+	// CrashEvery crashes each member about this often, on its own seeded schedule, right
+	// after a poll while it holds what it acquired.
+	CrashEvery Duration `yaml:"crash_every,omitempty" json:"crash_every,omitempty"`
+	// LockDuration is the group's record lock duration (share.record.lock.duration.ms; the
+	// brokers take 15s to 60s unless configured otherwise), DeliveryLimit its delivery count
+	// limit (share.delivery.count.limit, 2 to 10, Kafka 4.3 on); unset: the brokers'.
+	LockDuration  Duration `yaml:"lock_duration,omitempty" json:"lock_duration,omitempty"`
+	DeliveryLimit int      `yaml:"delivery_limit,omitempty" json:"delivery_limit,omitempty"`
+}
+
+// ShareMix weighs a share group's acknowledgement types.
+type ShareMix struct {
+	Accept  int `yaml:"accept" json:"accept"`
+	Release int `yaml:"release" json:"release"`
+	Reject  int `yaml:"reject" json:"reject"`
 }
 
 // Sink is Count members of one consumer group that apply each record of Topic to a store
@@ -293,8 +322,9 @@ type Sink struct {
 // clientIso) and its processors'.
 func (w Workload) ReadIsolations(clientIso kafkaconf.Isolation) []kafkaconf.Isolation {
 	isos := []kafkaconf.Isolation{kafkaconf.ReadCommitted}
+	// A share group reads at read_uncommitted (share.isolation.level's default).
 	if w.Consumers.ReadUncommitted > 0 || (w.Group.Count > 0 && clientIso == kafkaconf.ReadUncommitted) ||
-		(w.Processors.Count > 0 && w.Processors.Isolation == kafkaconf.ReadUncommitted) {
+		(w.Processors.Count > 0 && w.Processors.Isolation == kafkaconf.ReadUncommitted) || w.Share.Members > 0 {
 		isos = append(isos, kafkaconf.ReadUncommitted)
 	}
 	return isos
@@ -314,6 +344,7 @@ func (w Workload) Uses() kafkaconf.Uses {
 	for _, s := range w.Sinks {
 		count[kafkaconf.RoleSink] += max(s.Count, 1)
 	}
+	count[kafkaconf.RoleShareMember] = w.Share.Members
 	return kafkaconf.UsesOf(count)
 }
 

@@ -22,6 +22,7 @@ const (
 	TagTransactions Tag = "transactions"
 	TagConsumers    Tag = "consumers"
 	TagSinks        Tag = "sinks"
+	TagQueues       Tag = "queues"
 	TagPowerLoss    Tag = "power-loss"
 	TagRegression   Tag = "regression"
 	TagExplore      Tag = "explore"
@@ -48,6 +49,7 @@ func TagSpecs() []TagSpec {
 		{TagTransactions, "transactions and read-process-write: aborts, fencing, exactly-once"},
 		{TagConsumers, "consumer groups: rebalances and committed positions"},
 		{TagSinks, "consumers with side effects in PostgreSQL or an HTTP ledger (docs/sinks.md)"},
+		{TagQueues, "share groups (KIP-932): records acquired, acknowledged and delivered again (docs/share-groups.md)"},
 		{TagPowerLoss, "nodes on the lazy filesystem whose power is cut (docs/power-loss.md)"},
 		{TagRegression, "a known bug found again: its bad side and its fixed side"},
 		{TagExplore, "a search for what is not known yet: faults drawn at random"},

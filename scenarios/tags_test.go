@@ -28,6 +28,7 @@ func TestBuiltinTags(t *testing.T) {
 		}{
 			{TagRegression, s.Regression != nil, "a regression section"},
 			{TagSinks, len(s.Workload.Sinks) > 0, "a sink"},
+			{TagQueues, s.Workload.Share.Members > 0, "a share group"},
 			{TagPowerLoss, s.Topology.PowerLoss, "nodes on the lazy filesystem"},
 			{TagSlow, s.Duration.Std() >= SlowDuration, "a duration of " + SlowDuration.String() + " or more"},
 		} {

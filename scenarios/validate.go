@@ -649,6 +649,7 @@ func (c *checker) workload() {
 	if len(w.Producers) == 0 && w.Transactional.Count == 0 && w.Processors.Count == 0 {
 		c.addf("workload", "no producers, transactional producers or processors: nothing would be written")
 	}
+	c.share(w.Share)
 	names := map[string]bool{}
 	for i, sk := range w.Sinks {
 		path := fmt.Sprintf("workload.sinks[%d]", i)
@@ -886,6 +887,10 @@ func (c *checker) target(path string, t Target, spec FaultSpec) {
 		if !w.Uses().Groups && t.Group == "" {
 			c.addf(path+".role", "group-coordinator: the workload has no consumer group (a group, a processor or a sink)")
 		}
+	case RoleShareCoordinator:
+		if !w.Uses().ShareGroups {
+			c.addf(path+".role", "share-coordinator: the workload has no share group (workload.share)")
+		}
 	}
 }
 
@@ -1031,4 +1036,34 @@ func groupProtocolList(ps []kafkaconf.GroupProtocol) string {
 		out[i] = string(p)
 	}
 	return strings.Join(out, " and ")
+}
+
+// share checks a share group's settings against what Kafka takes, and the client's share
+// consumer.
+func (c *checker) share(sh Share) {
+	const path = "workload.share"
+	if sh.Members < 0 {
+		c.addf(path+".members", "%d: want 0 or more", sh.Members)
+	}
+	if sh.Members <= 0 {
+		return
+	}
+	for i, t := range sh.Topics {
+		c.knownTopic(fmt.Sprintf("%s.topics[%d]", path, i), t)
+	}
+	if m := sh.Mix; m.Accept < 0 || m.Release < 0 || m.Reject < 0 || m.Accept+m.Release+m.Reject == 0 {
+		c.addf(path+".mix", "accept %d, release %d, reject %d: weights are 0 or more, and not all 0", m.Accept, m.Release, m.Reject)
+	}
+	if sh.CrashEvery < 0 {
+		c.addf(path+".crash_every", "%s: want 0 or more", sh.CrashEvery)
+	}
+	if sh.LockDuration != 0 && sh.LockDuration.Std() < time.Second {
+		c.addf(path+".lock_duration", "%s: Kafka takes 1s or more (and its brokers 15s or more unless group.share.min.record.lock.duration.ms is lowered)", sh.LockDuration)
+	}
+	if sh.DeliveryLimit != 0 && (sh.DeliveryLimit < 2 || sh.DeliveryLimit > 10) {
+		c.addf(path+".delivery_limit", "%d: Kafka takes 2 to 10", sh.DeliveryLimit)
+	}
+	if kc, ok := kafkaconf.LookupClient(c.s.Client.Name); ok && !kc.Has(kafkaconf.CapShareGroups) {
+		c.addf(path, "%s has no share-group consumer (KIP-932): run share groups with a client that has one (franz-go)", kc.Name)
+	}
 }
