@@ -140,6 +140,9 @@ func (k *KafkaLocator) shareState(group, topic string, partition int32) (st Shar
 		stateByPart = map[int32]*sarama.PartitionMetadata{}
 		errs        []error
 		answered    bool
+		// transient: a topic is there but some answer gave it an error other than unknown
+		// (LEADER_NOT_AVAILABLE while it is being created): asking again may help.
+		transient = map[string]bool{}
 	)
 	for _, a := range answers {
 		if a.err != nil {
@@ -154,6 +157,7 @@ func (k *KafkaLocator) shareState(group, topic string, partition int32) (st Shar
 			if t.Err != sarama.ErrNoError {
 				if t.Err != sarama.ErrUnknownTopicOrPartition {
 					errs = append(errs, fmt.Errorf("broker %d on %s: %w", a.id, t.Name, t.Err))
+					transient[t.Name] = true
 				}
 				continue
 			}
@@ -177,12 +181,16 @@ func (k *KafkaLocator) shareState(group, topic string, partition int32) (st Shar
 	switch {
 	case !answered:
 		return st, true, fmt.Errorf("no broker answered Metadata: %w", errors.Join(errs...))
+	case parts < 0 && transient[topic]:
+		return st, true, fmt.Errorf("describing %s: %w", topic, errors.Join(errs...))
 	case parts < 0:
 		return st, false, fmt.Errorf("topic %s does not exist (%w)", topic, errors.Join(append(errs, sarama.ErrUnknownTopicOrPartition)...))
 	case partition < 0 || partition >= parts:
 		return st, false, fmt.Errorf("topic %s has no partition %d (%d partitions)", topic, partition, parts)
 	case id == (sarama.Uuid{}):
 		return st, true, fmt.Errorf("the brokers gave %s no topic id", topic)
+	case stateParts < 0 && transient[ShareStateTopic]:
+		return st, true, fmt.Errorf("describing %s: %w", ShareStateTopic, errors.Join(errs...))
 	case stateParts < 0:
 		return st, false, ErrNoShareState
 	case stateParts == 0:
