@@ -17,6 +17,7 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/verity-kafka/verity/harness"
 	"github.com/verity-kafka/verity/harness/harnesstest"
 	"github.com/verity-kafka/verity/history"
@@ -25,6 +26,8 @@ import (
 	"github.com/verity-kafka/verity/verify"
 	"github.com/verity-kafka/verity/verify/results"
 	"github.com/verity-kafka/verity/workloads"
+	"github.com/verity-kafka/verity/workloads/kclient"
+	"github.com/verity-kafka/verity/workloads/kclient/franz"
 )
 
 const topic = "nemesis"
@@ -301,6 +304,102 @@ func TestFaultsOnCluster(t *testing.T) {
 		require.Contains(t, c.Brokers(), g, "the group coordinator is found the same way")
 		t.Logf("coordinator %d of %q killed after %d commits: first commit %s after the kill, coordinator now %d, %d commits %s after the kill (%d errors on the way, last %v)",
 			inj.Nodes()[0], txnID, at, first.Round(time.Millisecond), now, loop.commits.Load()-at, time.Since(inj.InPlace).Round(time.Millisecond), loop.errs.Load(), loop.lastErr.Load())
+		stop()
+		heal(t, ctx, r, inj)
+	})
+
+	// The share coordinator target resolves to what the brokers themselves answer: the locator
+	// computes the __share_group_state partition from the topic id and hashes the key as the
+	// brokers do; FindCoordinator(SHARE) asks them. Killing it moves the state partition's
+	// leadership, and acknowledgements of the share partition are written again.
+	step("kill the share coordinator of a share partition: acknowledgements resume", func(t *testing.T, ctx context.Context, r *run) {
+		const sTopic, group = "nemesis-share", "verity-share"
+		require.NoError(t, c.CreateTopic(ctx, harness.TopicSpec{Name: sTopic, Partitions: 3, RF: 3, MinISR: 2}))
+		sc := franz.New(func(id string) []kgo.Opt { return franz.Base(c.Bootstrap(), id) }, "")
+		// Before the member joins: a share group starts at the end of a partition by default.
+		require.NoError(t, sc.ConfigureShareGroup(ctx, "nemesis-share-admin", kclient.ShareGroupSettings{Group: group, Start: kclient.ShareStartEarliest}))
+		loc, ok := r.n.Locator().(*nemesis.KafkaLocator)
+		require.True(t, ok, "the nemesis's own locator is a KafkaLocator")
+
+		// Before any share group has state there is no __share_group_state to resolve in (no
+		// earlier step uses a share group; the locator's Metadata requests never create topics).
+		_, err := loc.ShareCoordinator(ctx, group, sTopic, 0)
+		require.ErrorIs(t, err, nemesis.ErrNoShareState)
+		t.Logf("before the group has state: %v", err)
+
+		lctx, stop := context.WithCancel(ctx)
+		defer stop()
+		loop := startShareLoop(t, lctx, c, sc, sTopic, group)
+		require.True(t, waitFor(ctx, 2*time.Minute, 200*time.Millisecond, func() bool {
+			offs, err := sc.ShareStartOffsets(ctx, "nemesis-share-admin", group, []string{sTopic})
+			return err == nil && len(offs[sTopic]) == 3 && loop.oks(0) > 0
+		}), "the group should initialise the state of every partition and acknowledge on partition 0 (errors %d, last %v)", loop.errs.Load(), loop.lastErr.Load())
+
+		kc, err := kgo.NewClient(franz.Base(c.Bootstrap(), "nemesis-share-check")...)
+		require.NoError(t, err)
+		defer kc.Close()
+		id, err := topicID(ctx, kc, sTopic)
+		require.NoError(t, err)
+		// check resolves partition p's share coordinator three ways and requires them to agree:
+		// the locator's computation, the leader of the state partition it names as the harness
+		// describes it, and the brokers' FindCoordinator(SHARE) for the key computed here; it
+		// waits until they agree on a leader that want accepts.
+		check := func(p int32, want func(leader int) bool) nemesis.ShareState {
+			t.Helper()
+			var st nemesis.ShareState
+			var found, leader int
+			var last error
+			agreed := waitFor(ctx, 2*time.Minute, 250*time.Millisecond, func() bool {
+				if st, last = loc.ShareState(ctx, group, sTopic, p); last != nil {
+					return false
+				}
+				var ps harness.PartitionState
+				if ps, last = c.DescribePartition(ctx, nemesis.ShareStateTopic, st.StatePartition); last != nil {
+					return false
+				}
+				leader = int(ps.Leader)
+				if found, last = shareCoordinatorOf(ctx, kc, fmt.Sprintf("%s:%s:%d", group, id, p)); last != nil {
+					return false
+				}
+				return st.Leader == leader && st.Leader == found && want(st.Leader)
+			})
+			require.True(t, agreed, "share coordinator of %s-%d: locator %+v, state partition leader %d, FindCoordinator %d (last error %v)", sTopic, p, st, leader, found, last)
+			require.Equal(t, id, st.TopicID)
+			require.Equal(t, fmt.Sprintf("%s:%s:%d", group, id, p), st.Key)
+			require.EqualValues(t, 50, st.StatePartitions, "share.coordinator.state.topic.num.partitions defaults to 50")
+			t.Logf("share coordinator of %s %s-%d: key %s -> %s-%d (of %d), leader %d at epoch %d; FindCoordinator(SHARE) says %d",
+				group, sTopic, p, st.Key, nemesis.ShareStateTopic, st.StatePartition, st.StatePartitions, st.Leader, st.Epoch, found)
+			return st
+		}
+		any := func(int) bool { return true }
+		for p := range int32(3) {
+			check(p, any)
+		}
+		before := check(0, any)
+
+		inj := inject(t, ctx, r, "process", nemesis.Kill{Target: nemesis.ShareCoordinator(group, sTopic, 0)})
+		require.Equal(t, []int{before.Leader}, inj.Nodes(), "the target resolves to the locator's answer")
+		role := fmt.Sprintf("share coordinator of %s %s-0 (%s-%d, leader %d)", group, sTopic, nemesis.ShareStateTopic, before.StatePartition, before.Leader)
+		var recorded []string
+		for _, op := range r.ops() {
+			if op.Process.Nemesis && op.Type == history.Invoke {
+				var tg nemesis.Targets
+				require.NoError(t, json.Unmarshal(op.Value.Raw, &tg))
+				recorded = append(recorded, tg.Role)
+			}
+		}
+		require.Contains(t, recorded, role, "the history names the share partition, its state partition and its leader")
+
+		// Until the controller fences the killed broker (broker.session.timeout.ms, 5 s here) its
+		// metadata and FindCoordinator still name it.
+		after := check(0, func(leader int) bool { return leader != before.Leader })
+		require.NotEqual(t, before.Leader, after.Leader, "the state partition's leadership moves off the killed broker")
+		require.Equal(t, before.StatePartition, after.StatePartition, "the state stays in its partition")
+		at := loop.oks(0)
+		require.True(t, waitFor(ctx, 2*time.Minute, 100*time.Millisecond, func() bool { return loop.oks(0) > at }),
+			"acknowledgements on %s-0 should succeed again after its share coordinator %d died (errors %d, last %v)", sTopic, before.Leader, loop.errs.Load(), loop.lastErr.Load())
+		t.Logf("share coordinator %d of %s-0 killed: %s-%d now led by %d; %d ok commits on %s-0 since (%d errors on the way, last %v)",
+			before.Leader, sTopic, nemesis.ShareStateTopic, after.StatePartition, after.Leader, loop.oks(0)-at, sTopic, loop.errs.Load(), loop.lastErr.Load())
 		stop()
 		heal(t, ctx, r, inj)
 	})

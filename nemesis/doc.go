@@ -31,10 +31,11 @@
 //
 // Targets (Target, LinkSet) are resolved when the fault is injected, from the cluster as it is
 // then: the leader of a partition, a follower of it, the active controller, the transaction
-// coordinator of a transactional.id, the group coordinator of a group, a random broker,
-// minority or majority. Random choices come from a math/rand/v2 PCG source seeded with the
-// nemesis seed and the injection's number (or the plan step's index), never from a global
-// source: the same seed on the same cluster state makes the same choices.
+// coordinator of a transactional.id, the group coordinator of a group, the share coordinator of
+// a share partition, a random broker, minority or majority. Random choices come from a
+// math/rand/v2 PCG source seeded with the nemesis seed and the injection's number (or the plan
+// step's index), never from a global source: the same seed on the same cluster state makes the
+// same choices.
 //
 // The active controller comes from the DescribeQuorum API (key 55), which sarama does not
 // implement: KafkaLocator writes the request by hand (quorum.go) and sends it to every
@@ -45,6 +46,12 @@
 // under way). The integration test checks that both agree after a controller is killed.
 // Coordinators come from FindCoordinator (sarama's client), which returns the leader of the
 // transactional.id's __transaction_state partition, or the group's __consumer_offsets one.
+// A share partition's share coordinator (KIP-932) is computed instead (share.go), since sarama
+// cannot send FindCoordinator v6 with key type SHARE: the key "group:topicId:partition" hashed
+// as the brokers do (Java's String.hashCode, Utils.abs, modulo the partition count of
+// __share_group_state), then that partition's leader from Metadata; the integration test checks
+// that FindCoordinator(SHARE) agrees. The state topic exists only once a share group has
+// initialised state, and the target does not resolve before (ErrNoShareState).
 //
 // # Recording
 //

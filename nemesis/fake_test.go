@@ -352,6 +352,7 @@ type fakeLocator struct {
 	controller int
 	epoch      int
 	txn, group map[string]int
+	share      map[string]int // "group topic-partition" -> share coordinator
 	samples    func() []ISRSample
 	minISR     int
 }
@@ -375,6 +376,12 @@ func (l *fakeLocator) GroupCoordinator(_ context.Context, g string) (int, error)
 		return c, nil
 	}
 	return -1, errors.New("unknown group")
+}
+func (l *fakeLocator) ShareCoordinator(_ context.Context, g, topic string, p int32) (int, error) {
+	if c, ok := l.share[fmt.Sprintf("%s %s-%d", g, topic, p)]; ok {
+		return c, nil
+	}
+	return -1, ErrNoShareState
 }
 func (l *fakeLocator) ISR(context.Context, []string) ([]ISRSample, error) {
 	if l.samples == nil {

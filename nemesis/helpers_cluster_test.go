@@ -3,6 +3,7 @@ package nemesis_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,10 +18,15 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/verity-kafka/verity/harness"
 	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/nemesis"
 	"github.com/verity-kafka/verity/workloads"
+	"github.com/verity-kafka/verity/workloads/kclient"
+	"github.com/verity-kafka/verity/workloads/kclient/franz"
 )
 
 // run is one test's history in memory and the nemesis that records into it.
@@ -456,4 +462,121 @@ func hold(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	case <-t.C:
 	}
+}
+
+// shareLoop is one share-group member that keeps a topic supplied, then polls, accepts what it
+// got and commits, until its context ends: the group's share-partition state exists and keeps
+// being written through the share coordinators.
+type shareLoop struct {
+	mu      sync.Mutex
+	okOn    map[int32]int // ok commits by partition
+	errs    atomic.Int64
+	lastErr atomic.Value
+}
+
+// oks is the number of ok commits of acknowledgements on partition p so far.
+func (l *shareLoop) oks(p int32) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.okOn[p]
+}
+
+func (l *shareLoop) fail(err error) {
+	l.errs.Add(1)
+	l.lastErr.Store(err.Error())
+}
+
+func startShareLoop(t *testing.T, ctx context.Context, c *harness.Cluster, sc kclient.ShareClient, topic, group string) *shareLoop {
+	t.Helper()
+	l := &shareLoop{okOn: map[int32]int{}}
+	prod, err := kgo.NewClient(append(franz.Base(c.Bootstrap(), "nemesis-share-producer"), kgo.DefaultProduceTopic(topic))...)
+	require.NoError(t, err)
+	member, err := sc.OpenShareConsumer(ctx, kclient.ShareConsumerSpec{ClientID: "nemesis-share-member", Group: group,
+		Topics: []string{topic}, MaxRecords: 10, Log: testLogger(t)})
+	require.NoError(t, err)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer prod.Close()
+		defer member.Close()
+		for i := 0; ctx.Err() == nil; i++ {
+			// Produced before each poll, so that the member never runs out of records to
+			// acknowledge (a commit after a fault shows the state is written again).
+			recs := make([]*kgo.Record, 3)
+			for j := range recs {
+				recs[j] = &kgo.Record{Key: fmt.Appendf(nil, "k-%d-%d", i, j), Value: fmt.Appendf(nil, "v-%d-%d", i, j)}
+			}
+			pctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+			if err := prod.ProduceSync(pctx, recs...).FirstErr(); err != nil && ctx.Err() == nil {
+				l.fail(fmt.Errorf("producing: %w", err))
+			}
+			cancel()
+			ds, err := member.Poll(ctx, time.Second, 10)
+			if err != nil && ctx.Err() == nil {
+				l.fail(fmt.Errorf("polling: %w", err))
+			}
+			if len(ds) == 0 {
+				continue
+			}
+			if err := member.Ack(kclient.AckAccept, ds...); err != nil {
+				l.fail(fmt.Errorf("acknowledging: %w", err))
+				continue
+			}
+			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			for _, r := range member.Commit(cctx) {
+				if r.Type == history.OK {
+					l.mu.Lock()
+					l.okOn[r.Partition]++
+					l.mu.Unlock()
+				} else if ctx.Err() == nil {
+					l.fail(fmt.Errorf("commit of %s-%d: %s %s", r.Topic, r.Partition, r.Type, r.Error))
+				}
+			}
+			cancel()
+		}
+	}()
+	t.Cleanup(func() { <-done })
+	return l
+}
+
+// shareCoordinatorOf asks the cluster FindCoordinator with key type SHARE (2, FindCoordinator
+// v6+, which sarama cannot send) for a share coordinator key: the broker's own answer, to
+// check the locator's computation against.
+func shareCoordinatorOf(ctx context.Context, cl *kgo.Client, key string) (int, error) {
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	req.CoordinatorType = 2
+	req.CoordinatorKeys = []string{key}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return -1, fmt.Errorf("FindCoordinator(SHARE, %q): %w", key, err)
+	}
+	if len(resp.Coordinators) != 1 {
+		return -1, fmt.Errorf("FindCoordinator(SHARE, %q): %d coordinators in the answer (v%d)", key, len(resp.Coordinators), resp.Version)
+	}
+	co := resp.Coordinators[0]
+	if err := kerr.ErrorForCode(co.ErrorCode); err != nil {
+		return -1, fmt.Errorf("FindCoordinator(SHARE, %q): %w", key, err)
+	}
+	return int(co.NodeID), nil
+}
+
+// topicID asks Metadata for a topic's id and prints it as Kafka's Uuid.toString does (URL-safe
+// base64 without padding), independently of the locator.
+func topicID(ctx context.Context, cl *kgo.Client, topic string) (string, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return "", fmt.Errorf("metadata of %s: %w", topic, err)
+	}
+	if len(resp.Topics) != 1 {
+		return "", fmt.Errorf("metadata of %s: %d topics in the answer", topic, len(resp.Topics))
+	}
+	if err := kerr.ErrorForCode(resp.Topics[0].ErrorCode); err != nil {
+		return "", fmt.Errorf("metadata of %s: %w", topic, err)
+	}
+	id := resp.Topics[0].TopicID
+	return base64.RawURLEncoding.EncodeToString(id[:]), nil
 }

@@ -24,6 +24,9 @@ type Locator interface {
 	ActiveController(ctx context.Context) (id, epoch int, err error)
 	TxnCoordinator(ctx context.Context, txnID string) (int, error)
 	GroupCoordinator(ctx context.Context, group string) (int, error)
+	// ShareCoordinator returns the share coordinator of group's share partition topic-partition:
+	// the leader of the __share_group_state partition that holds its state (KIP-932).
+	ShareCoordinator(ctx context.Context, group, topic string, partition int32) (int, error)
 	// ISR samples the partitions of topics from every broker that runs and that clients reach.
 	ISR(ctx context.Context, topics []string) ([]ISRSample, error)
 	// MinISR is the topic's min.insync.replicas.
@@ -312,18 +315,22 @@ func (k *KafkaLocator) coordinator(ctx context.Context, find func(sarama.Client)
 	}
 }
 
-// ISR asks every reachable broker for the metadata of topics, at once, and merges the answers.
-func (k *KafkaLocator) ISR(ctx context.Context, topics []string) ([]ISRSample, error) {
+// metadataAnswer is one broker's Metadata answer, or why there is none.
+type metadataAnswer struct {
+	id   int
+	resp *sarama.MetadataResponse
+	err  error
+}
+
+// metadata asks every reachable broker for the metadata of topics, at once: a broker's metadata
+// lags the controller, so callers merge the answers (the highest leader epoch wins). The
+// request never creates a topic (AllowAutoTopicCreation false).
+func (k *KafkaLocator) metadata(topics []string) ([]metadataAnswer, error) {
 	bs, err := k.brokers()
 	if err != nil {
 		return nil, err
 	}
-	type answer struct {
-		id   int
-		resp *sarama.MetadataResponse
-		err  error
-	}
-	answers := make([]answer, len(bs))
+	answers := make([]metadataAnswer, len(bs))
 	var wg sync.WaitGroup
 	for i, b := range bs {
 		wg.Go(func() {
@@ -342,6 +349,15 @@ func (k *KafkaLocator) ISR(ctx context.Context, topics []string) ([]ISRSample, e
 		})
 	}
 	wg.Wait()
+	return answers, nil
+}
+
+// ISR asks every reachable broker for the metadata of topics, at once, and merges the answers.
+func (k *KafkaLocator) ISR(ctx context.Context, topics []string) ([]ISRSample, error) {
+	answers, err := k.metadata(topics)
+	if err != nil {
+		return nil, err
+	}
 	type key struct {
 		topic string
 		part  int32

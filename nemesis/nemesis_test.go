@@ -25,7 +25,8 @@ func setup(t *testing.T, brokers int, dedicated bool) (*fakeCluster, *fakeLocato
 		reps = append(reps, int32(b))
 	}
 	fc.setPartition("t", 0, 1, reps, reps)
-	fl := &fakeLocator{controller: fc.controllers[0], epoch: 7, txn: map[string]int{"tx": 2}, group: map[string]int{"g": 3}, minISR: 2}
+	fl := &fakeLocator{controller: fc.controllers[0], epoch: 7, txn: map[string]int{"tx": 2}, group: map[string]int{"g": 3},
+		share: map[string]int{"sg t-0": 2}, minISR: 2}
 	h := newMemHistory(t)
 	n := New(fc, h.w, Options{Seed: 42, Locator: fl})
 	t.Cleanup(func() { _ = n.Close() })
@@ -48,6 +49,7 @@ func TestProcessFaultsRecordInvokeOKAndHeal(t *testing.T) {
 		{Kill{ActiveController()}, harness.NodeStopped, "kill", "start", []int{1}, "active controller (quorum epoch 7)"},
 		{Kill{TxnCoordinator("tx")}, harness.NodeStopped, "kill", "start", []int{2}, `transaction coordinator of "tx"`},
 		{Stop{GroupCoordinator("g")}, harness.NodeStopped, "stop", "start", []int{3}, `group coordinator of "g"`},
+		{Kill{ShareCoordinator("sg", "t", 0)}, harness.NodeStopped, "kill", "start", []int{2}, "share coordinator of sg t-0 (leader 2)"},
 		{Kill{ReplicasOf("t", 0)}, harness.NodeStopped, "kill", "start", []int{1, 2, 3}, "replicas of t-0 (leader 1"},
 		{Kill{Controllers()}, harness.NodeStopped, "kill", "start", []int{1, 2, 3}, "every controller [1 2 3]"},
 	}
