@@ -27,7 +27,7 @@ func TestFaultCatalogueHasTheIssueList(t *testing.T) {
 		t.Errorf("FaultNames %v: a name twice", got)
 	}
 	roles := []Role{"leader-of", "follower-of", "followers-of", "replicas-of", "controller", "controllers", "txn-coordinator",
-		"group-coordinator", "random-minority", "random-majority", "node"}
+		"group-coordinator", "share-coordinator", "random-minority", "random-majority", "node"}
 	if got := Roles(); !slices.Equal(got, roles) {
 		t.Errorf("Roles\n got %v\nwant %v", got, roles)
 	}
