@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/verity-kafka/verity/history"
@@ -566,4 +567,78 @@ func (c *Checker) describeShare(f *finding, at func(int) string) string {
 		text += "; a fault took effect, or the partition's leader changed, in between"
 	}
 	return text
+}
+
+// shareStats counts the group's deliveries and acknowledgements, and why each record was
+// delivered again.
+func (c *Checker) shareStats() *results.ShareStats {
+	s := &c.share
+	if s.seen == 0 {
+		return nil
+	}
+	out := &results.ShareStats{ByCount: map[string]int64{}, Redeliveries: map[results.ShareCause]int64{}, Acks: map[string]results.Outcomes{}}
+	var faults []faultspan.Interval
+	if s.faults != nil {
+		faults = s.faults.Intervals(s.end)
+	}
+	lock := int64(0)
+	if c.cfg.Share != nil {
+		lock = c.cfg.Share.LockMS * int64(time.Millisecond)
+	}
+	for k, r := range s.recs {
+		for _, a := range r.acks {
+			o := out.Acks[string(a.typ)]
+			switch a.out {
+			case history.OK:
+				o.OK++
+			case history.Fail:
+				o.Fail++
+			default:
+				o.Info++
+			}
+			out.Acks[string(a.typ)] = o
+		}
+		if len(r.dels) == 0 {
+			continue
+		}
+		out.Records++
+		for i, d := range r.dels {
+			out.Deliveries++
+			out.ByCount[strconv.Itoa(int(d.count))]++
+			if i > 0 {
+				out.Redeliveries[c.shareCause(k, r, r.dels[i-1], d, lock, faults)]++
+			}
+		}
+	}
+	return out
+}
+
+// shareCause is why b, a later delivery of r, could follow a: what ended a's hold, as the
+// history shows it.
+func (c *Checker) shareCause(k shareKey, r *shareRec, a, b shareDelivery, lock int64, faults []faultspan.Interval) results.ShareCause {
+	var released, unknown bool
+	for _, x := range r.acks {
+		if x.proc != a.proc || x.inv < a.ok || x.inv > b.ok || x.typ == history.AckRenew {
+			continue
+		}
+		if x.typ == history.AckRelease && x.out == history.OK {
+			released = true
+		}
+		if x.out != history.OK {
+			unknown = true
+		}
+	}
+	switch {
+	case released:
+		return results.ShareAfterRelease
+	case c.share.crashedBetween(a.proc, a.invT, b.okT):
+		return results.ShareAfterCrash
+	case unknown:
+		return results.ShareAfterUnknownAck
+	case lock > 0 && b.okT-a.invT >= lock:
+		return results.ShareAfterLockExpired
+	case c.share.disturbed(k.tp, a.invT, b.okT, faults):
+		return results.ShareAfterFault
+	}
+	return results.ShareUnexplained
 }

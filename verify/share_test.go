@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"maps"
 	"strconv"
 	"strings"
 	"testing"
@@ -461,3 +462,31 @@ func TestShareFindingsSayWhatTheyShow(t *testing.T) {
 }
 
 func accept() history.AckType { return history.AckAccept }
+
+// The stats count every delivery again by what ended the previous hold.
+func TestShareStatsCountRedeliveriesByCause(t *testing.T) {
+	h := newHB()
+	h.sharePoll(2, []int64{0, 1, 2, 3}, ones(4))
+	h.shareAck(2, history.AckRelease, OK, 0)
+	h.shareAck(2, history.AckAccept, Info, 1)
+	h.shareAck(2, history.AckAccept, OK, 2)
+	h.sharePoll(3, []int64{0, 1}, []int32{2, 2}) // after a release; after an unknown accept
+	h.shareAck(3, history.AckAccept, OK, 0, 1)
+	h.wait(31 * time.Second)
+	h.sharePoll(3, []int64{3}, []int32{2}) // offset 3's lock expired
+	h.shareAck(3, history.AckReject, OK, 3)
+	qRecords(h, 4)
+	h.shareStart(4)
+	r := h.check(shared(5)())
+	st := r.Stats.Share
+	if st == nil {
+		t.Fatal("no share stats")
+	}
+	want := map[results.ShareCause]int64{results.ShareAfterRelease: 1, results.ShareAfterUnknownAck: 1, results.ShareAfterLockExpired: 1}
+	if !maps.Equal(st.Redeliveries, want) || st.Records != 4 || st.Deliveries != 7 || st.ByCount["2"] != 3 {
+		t.Fatalf("share stats %+v, want redeliveries %v over 4 records, 7 deliveries, 3 with count 2", st, want)
+	}
+	if st.Acks["accept"] != (results.Outcomes{OK: 3, Info: 1}) || st.Acks["reject"].OK != 1 {
+		t.Fatalf("acks %+v", st.Acks)
+	}
+}

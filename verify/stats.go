@@ -313,7 +313,7 @@ func (k fkind) String() string {
 func (c *Checker) buildStats() results.Stats {
 	s := &c.stats
 	out := results.Stats{Ops: map[string]results.Outcomes{}, Nemesis: s.nem, LatencyByF: map[string]results.Percentiles{},
-		Resumes: c.resumeCounts}
+		Resumes: c.resumeCounts, Share: c.shareStats()}
 	for k := fSend; k <= fISR; k++ {
 		o := s.byKind[k]
 		if o != (results.Outcomes{}) {

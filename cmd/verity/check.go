@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v3"
@@ -154,6 +155,9 @@ func printSummary(w io.Writer, command, path string, r *results.Results) {
 	if line := livenessLine(r.Liveness); line != "" {
 		fmt.Fprintf(w, "  liveness: %s\n", line)
 	}
+	if sh := s.Share; sh != nil {
+		fmt.Fprintf(w, "  share group: %s\n", shareLine(sh))
+	}
 	var errs []string
 	for _, e := range s.Errors {
 		if e.F == "send" && len(errs) < 4 {
@@ -212,4 +216,34 @@ func livenessLine(l *results.Liveness) string {
 		parts = append(parts, s)
 	}
 	return strings.Join(parts, "; ")
+}
+
+// shareLine summarises a share group's stats: "4785 records, 6346 deliveries (counts 1: 4784,
+// 2: 1228, 3: 334); delivered again after release 1574, crash 9; acknowledged ok 6266, fail 0,
+// unknown 0".
+func shareLine(sh *results.ShareStats) string {
+	var counts []string
+	for n := 1; len(counts) < len(sh.ByCount); n++ {
+		if v, ok := sh.ByCount[strconv.Itoa(n)]; ok {
+			counts = append(counts, fmt.Sprintf("%d: %d", n, v))
+		}
+		if n > 1000 {
+			break
+		}
+	}
+	var again []string
+	for _, c := range results.ShareCauses() {
+		if v := sh.Redeliveries[c]; v > 0 {
+			again = append(again, fmt.Sprintf("%s %d", c, v))
+		}
+	}
+	var acked results.Outcomes
+	for _, o := range sh.Acks {
+		acked.OK, acked.Fail, acked.Info = acked.OK+o.OK, acked.Fail+o.Fail, acked.Info+o.Info
+	}
+	line := fmt.Sprintf("%d records, %d deliveries (counts %s)", sh.Records, sh.Deliveries, strings.Join(counts, ", "))
+	if len(again) > 0 {
+		line += "; delivered again after " + strings.Join(again, ", ")
+	}
+	return line + fmt.Sprintf("; acknowledged ok %d, fail %d, unknown %d", acked.OK, acked.Fail, acked.Info)
 }

@@ -349,6 +349,42 @@ type Stats struct {
 	LongestStallMs float64
 	// Resumes classifies where group members resumed their partitions, by reader and cause.
 	Resumes []ResumeCount
+	// Share is what a share group's members were delivered and acknowledged; nil without one.
+	Share *ShareStats
+}
+
+// ShareStats counts a share group's deliveries and acknowledgements (docs/share-groups.md).
+type ShareStats struct {
+	// Records is how many records the members were delivered, Deliveries how many deliveries
+	// (a record delivered three times counts three).
+	Records    int64 `json:"records"`
+	Deliveries int64 `json:"deliveries"`
+	// ByCount counts deliveries by the delivery count the broker reported ("1", "2", ...).
+	ByCount map[string]int64 `json:"by_count"`
+	// Redeliveries counts the deliveries after a record's first by why its previous holder's
+	// hold ended, a cause the documents permit (ShareCauses), or "unexplained" when the history
+	// shows none (a finding of share-double-acquire when judged certain, else a delivery the
+	// history missed).
+	Redeliveries map[ShareCause]int64 `json:"redeliveries"`
+	// Acks counts acknowledged records by type and the commit's outcome.
+	Acks map[string]Outcomes `json:"acks"`
+}
+
+// ShareCause is why a record was delivered again.
+type ShareCause string
+
+const (
+	ShareAfterRelease     ShareCause = "release"      // its holder released it (commit ok)
+	ShareAfterUnknownAck  ShareCause = "unknown-ack"  // its holder's acknowledgement failed or its outcome is unknown
+	ShareAfterCrash       ShareCause = "crash"        // its holder crashed (its connection closed)
+	ShareAfterLockExpired ShareCause = "lock-expired" // the lock duration had passed since its holder's poll
+	ShareAfterFault       ShareCause = "fault"        // a fault took effect, or the leader changed, meanwhile
+	ShareUnexplained      ShareCause = "unexplained"  // none of these shows in the history
+)
+
+// ShareCauses lists the causes of a redelivery, in the order tables show them.
+func ShareCauses() []ShareCause {
+	return []ShareCause{ShareAfterRelease, ShareAfterUnknownAck, ShareAfterCrash, ShareAfterLockExpired, ShareAfterFault, ShareUnexplained}
 }
 
 // Stall is a partition's longest stretch without an acknowledged write while one was pending,
@@ -387,6 +423,7 @@ const (
 	keyStalls           = "stalls"
 	keyLongestStall     = "longest_stall_ms"
 	keyResumes          = "resumes"
+	keyShare            = "share"
 )
 
 // MarshalJSON writes the per-kind counts beside the other fields, with "send", "txn" and
@@ -403,7 +440,7 @@ func (s Stats) MarshalJSON() ([]byte, error) {
 	}
 	for f, o := range s.Ops {
 		if slices.Contains([]string{keyNemesis, keyUnknownSends, keyUnknownLaterSeen, keyUnavailableMs,
-			keyUnavailability, keyLatency, keyLatencyByF, keyPartitions, keyErrors, keyStalls, keyLongestStall, keyResumes}, f) {
+			keyUnavailability, keyLatency, keyLatencyByF, keyPartitions, keyErrors, keyStalls, keyLongestStall, keyResumes, keyShare}, f) {
 			return nil, fmt.Errorf("an op named %q clashes with a stats field", f)
 		}
 		m[f] = o
@@ -430,6 +467,9 @@ func (s Stats) MarshalJSON() ([]byte, error) {
 	if len(s.Resumes) > 0 {
 		m[keyResumes] = s.Resumes
 	}
+	if s.Share != nil {
+		m[keyShare] = s.Share
+	}
 	return json.Marshal(m)
 }
 
@@ -454,6 +494,7 @@ func (s *Stats) UnmarshalJSON(b []byte) error {
 		keyStalls:           &s.Stalls,
 		keyLongestStall:     &s.LongestStallMs,
 		keyResumes:          &s.Resumes,
+		keyShare:            &s.Share,
 	}
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		v := m[k]
