@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -167,6 +168,9 @@ func compile(s scenarios.Resolved, tag string) (*plan, error) {
 		g := workloads.ShareGroupConfig{Group: tag + "-" + sh.Name, Topics: sh.Topics, Members: sh.Members,
 			Mix:        workloads.ShareMix{Accept: sh.Mix.Accept, Release: sh.Mix.Release, Reject: sh.Mix.Reject},
 			CrashEvery: sh.CrashEvery.Std(), LockDuration: sh.LockDuration.Std(), DeliveryLimit: sh.DeliveryLimit}
+		if ms, err := strconv.Atoi(s.Broker["group.share.session.timeout.ms"]); err == nil {
+			g.SessionTimeout = time.Duration(ms) * time.Millisecond
+		}
 		refs.ShareGroup, refs.ShareTopic = g.Group, sh.Topics[0]
 		ws.ShareGroups = append(ws.ShareGroups, g)
 	}

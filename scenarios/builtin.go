@@ -830,13 +830,15 @@ func shareCoordinator0() *Target { return &Target{Role: RoleShareCoordinator, To
 // acknowledgements 70 % accept, 25 % release, 5 % reject; each member crashed about every 12 s
 // holding what it acquired; a 15 s lock (the brokers' least) and a delivery limit of 3 (set on
 // the brokers: the group config exists from Kafka 4.3 only), so that locks expire and records
-// are archived within a run.
+// are archived within a run; a share session timeout of 10 s (the brokers' least is lowered
+// from 45 s), so that a crashed member's partitions go to the others within a run too.
 func shareScenario(name, description string) Scenario {
 	s := base(name, description, "KIP-932")
 	s.Tags = []Tag{TagQueues}
 	s.Requires = []kafkaconf.Capability{kafkaconf.CapShareGroups}
 	s.Client.Name = kafkaconf.FranzGo
-	s.Broker = map[string]string{"group.share.delivery.count.limit": "3"}
+	s.Broker = map[string]string{"group.share.delivery.count.limit": "3",
+		"group.share.min.session.timeout.ms": "6000", "group.share.session.timeout.ms": "10000"}
 	s.Workload = Workload{
 		Producers: []ProducerGroup{{Count: 2, Topic: DefaultTopic, Rate: 40}},
 		Share: Share{Members: 3, Name: DefaultShare, Topics: []string{DefaultTopic}, Mix: ShareMix{Accept: 70, Release: 25, Reject: 5},

@@ -22,6 +22,8 @@ import (
 const (
 	DefaultShareLock          = 30 * time.Second
 	DefaultShareDeliveryLimit = 5
+	// DefaultShareSessionTimeout is group.share.session.timeout.ms's default.
+	DefaultShareSessionTimeout = 45 * time.Second
 )
 
 // ShareGroupConfig is one share group (KIP-932; docs/share-groups.md): Members consumers share
@@ -49,9 +51,13 @@ type ShareGroupConfig struct {
 	// PollWait (default 500ms) bounds one poll, PollRecords (default 20) what it acquires.
 	PollWait    time.Duration `json:"poll_wait,omitempty"`
 	PollRecords int           `json:"poll_records,omitempty"`
+	// SessionTimeout is the group's share session timeout (group.share.session.timeout.ms;
+	// default Kafka's 45 s): a crashed member keeps its partitions in the group's assignment
+	// until it passes, so the drain waits it out.
+	SessionTimeout time.Duration `json:"session_timeout,omitempty"`
 	// DrainIdle is how long the drain member waits with nothing delivered before it takes the
-	// group as done (default: the lock duration and 5 s), DrainDeadline the longest it drains
-	// (default 3 minutes).
+	// group as done (default: the longer of the lock duration and the session timeout, and
+	// 5 s), DrainDeadline the longest it drains (default 3 minutes).
 	DrainIdle     time.Duration `json:"drain_idle,omitempty"`
 	DrainDeadline time.Duration `json:"drain_deadline,omitempty"`
 }
@@ -109,8 +115,11 @@ func (c ShareGroupConfig) resolved() (ShareGroupConfig, error) {
 	if c.PollRecords <= 0 {
 		c.PollRecords = 20
 	}
+	if c.SessionTimeout <= 0 {
+		c.SessionTimeout = DefaultShareSessionTimeout
+	}
 	if c.DrainIdle <= 0 {
-		c.DrainIdle = c.lock() + 5*time.Second
+		c.DrainIdle = max(c.lock(), c.SessionTimeout) + 5*time.Second
 	}
 	if c.DrainDeadline <= 0 {
 		c.DrainDeadline = 3 * time.Minute
