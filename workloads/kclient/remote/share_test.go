@@ -22,6 +22,8 @@ type fakeShare struct {
 	specs    []kclient.ShareConsumerSpec
 	acks     map[kclient.AckType][]history.Record
 	closed   bool
+	// hold, when set, keeps every commit from answering until it is closed.
+	hold chan struct{}
 }
 
 func (f *fakeShare) ConfigureShareGroup(_ context.Context, _ string, s kclient.ShareGroupSettings) error {
@@ -79,6 +81,9 @@ func (c *fakeShareConsumer) Ack(t kclient.AckType, ds ...kclient.Delivery) error
 }
 
 func (c *fakeShareConsumer) Commit(context.Context) []kclient.AckResult {
+	if c.f.hold != nil {
+		<-c.f.hold
+	}
 	var p0, p1 []kclient.Ack
 	for i, a := range c.marked {
 		if c.parts[i] == 0 {
@@ -183,7 +188,8 @@ func TestNoShareConsumer(t *testing.T) {
 
 // A commit whose answer never comes is unknown for every partition marked, with why.
 func TestShareCommitWithoutAnswer(t *testing.T) {
-	f := &fakeShare{fake: &fake{}, acks: map[kclient.AckType][]history.Record{}}
+	f := &fakeShare{fake: &fake{}, acks: map[kclient.AckType][]history.Record{}, hold: make(chan struct{})}
+	defer close(f.hold)
 	toProg, fromVerity := io.Pipe()
 	toVerity, fromProg := io.Pipe()
 	go func() {
@@ -198,8 +204,9 @@ func TestShareCommitWithoutAnswer(t *testing.T) {
 	ds, err := m.Poll(t.Context(), time.Second, 10)
 	require.NoError(t, err)
 	require.NoError(t, m.Ack(kclient.AckAccept, ds...))
-	ended, cancel := context.WithCancel(t.Context())
-	cancel()
+	// The program answers only after the wait has ended.
+	ended, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
 	rs := m.Commit(ended)
 	require.Len(t, rs, 2)
 	for _, r := range rs {
