@@ -56,7 +56,9 @@ const (
 	// on such a leader until the fault healed (docs/clients.md).
 	CapLeavesUnansweringLeader Capability = "leaves-unanswering-leader"
 	// CapShareGroups: the client has a share-group consumer (KIP-932) with explicit
-	// acknowledgement, which the share-member role needs. sarama has none (v1.61, v1.62).
+	// acknowledgement, which the share-member role needs. sarama has none (v1.61, v1.62);
+	// Kafka's Java client's (KafkaShareConsumer) speaks it through the remote protocol's share
+	// requests.
 	CapShareGroups Capability = "share-groups"
 )
 
@@ -179,7 +181,7 @@ func Clients() []Client {
 			TxnProtocols:   []TxnProtocol{TxnProtocolV2, TxnProtocolV1},
 			GroupProtocols: []GroupProtocol{GroupClassic, GroupConsumer},
 			Capabilities: []Capability{CapIdempotentInFlight5, CapTxnProtocolV2, CapGroupMetadata, CapStableOffsetFetch, CapTruncationDetection,
-				CapIdempotentGivesUp, CapMaxPollInterval, CapPositionKept, CapLeavesUnansweringLeader},
+				CapIdempotentGivesUp, CapMaxPollInterval, CapPositionKept, CapLeavesUnansweringLeader, CapShareGroups},
 			RewindNote: "after an abort the Java processor seeks the member's partitions back to their committed offsets " +
 				"(Kafka's consumer does not rewind by itself, KAFKA-17582)",
 			Doc: "Kafka's Java client (kafka-clients), a program behind the remote client protocol: idempotence on by default with " +

@@ -77,6 +77,12 @@ func TestOnCluster(t *testing.T) {
 			failed.run(t, "consumers: assign and subscribe, both isolations, groups with restarts", func(t *testing.T) {
 				testConsumers(t, c, log, kafkaconf.Java, "jc")
 			})
+			failed.run(t, "share group: accept, release, reject, a member crashed holding records", func(t *testing.T) {
+				testShare(t, c, log, shareProgram(t, c, log, kafkaconf.Java), "js")
+			})
+			failed.run(t, "share group: an acknowledgement after the lock ended fails", func(t *testing.T) {
+				testShareLockEnd(t, c, log, shareProgram(t, c, log, kafkaconf.Java), "js")
+			})
 		})
 		failed.run(t, "franz-go", func(t *testing.T) {
 			t.Parallel()

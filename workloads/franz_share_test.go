@@ -105,15 +105,34 @@ func (s *shareSeen) committed(member string, rs []kclient.AckResult) {
 // three partitions), until its session times out (group.share.session.timeout.ms, 45 s and its
 // least by default): nobody reads those partitions meanwhile, so the test takes about a minute.
 func testFranzShare(t *testing.T, c *harness.Cluster, log *slog.Logger) {
-	ctx := withTimeout(t, 6*time.Minute)
-	const name, group, n = "fs-share", "fs-share-group", 200
-	require.NoError(t, c.CreateTopic(ctx, topic(name, 3)))
-	base := func(id string) []kgo.Opt { return franz.Base(c.Bootstrap(), id) }
-	var client kclient.Client = franz.New(base, "")
+	var client kclient.Client = franz.New(func(id string) []kgo.Opt { return franz.Base(c.Bootstrap(), id) }, "")
 	sc, ok := client.(kclient.ShareClient)
 	require.True(t, ok, "franz-go is a kclient.ShareClient")
+	testShare(t, c, log, sc, "fs")
+}
 
-	prod, err := kgo.NewClient(base("fs-share-producer")...)
+// shareProgram starts client's program (Kafka's Java client) on c for one test, as its share
+// client.
+func shareProgram(t *testing.T, c *harness.Cluster, log *slog.Logger, client kafkaconf.ClientName) kclient.ShareClient {
+	p, err := StartProgram(withTimeout(t, 10*time.Minute), Env{Brokers: c.Bootstrap(), Client: client, Log: log}, "", nil, testLog{t})
+	require.NoError(t, err, "starting the %s client program", client)
+	t.Cleanup(func() { require.NoError(t, p.Close()) })
+	return p
+}
+
+// testShare is the share-group test testFranzShare describes, on sc, a client's share consumer;
+// pre names its topics, groups and client ids, so that the clients' runs on one cluster keep
+// apart. Kafka's Java client's member leaves its group as it closes (ShareInstance.close in
+// clients/java says why), so the other members get the crashed member's partitions at once
+// rather than after its session timeout.
+func testShare(t *testing.T, c *harness.Cluster, log *slog.Logger, sc kclient.ShareClient, pre string) {
+	ctx := withTimeout(t, 6*time.Minute)
+	name, group, admin := pre+"-share", pre+"-share-group", pre+"-share-admin"
+	const n = 200
+	require.NoError(t, c.CreateTopic(ctx, topic(name, 3)))
+	base := func(id string) []kgo.Opt { return franz.Base(c.Bootstrap(), id) }
+
+	prod, err := kgo.NewClient(base(pre + "-share-producer")...)
 	require.NoError(t, err)
 	recs := make([]*kgo.Record, n)
 	for i := range recs {
@@ -134,10 +153,10 @@ func testFranzShare(t *testing.T, c *harness.Cluster, log *slog.Logger) {
 	// A short lock, so that a record whose lock ends without an acknowledgement comes back
 	// soon: 15 s is the least the brokers allow a group by default
 	// (group.share.min.record.lock.duration.ms).
-	require.NoError(t, sc.ConfigureShareGroup(ctx, "fs-share-admin", kclient.ShareGroupSettings{Group: group,
+	require.NoError(t, sc.ConfigureShareGroup(ctx, admin, kclient.ShareGroupSettings{Group: group,
 		Start: kclient.ShareStartEarliest, LockDuration: 15 * time.Second}))
 	open := func(member string, maxRecords int) kclient.ShareConsumer {
-		m, err := sc.OpenShareConsumer(ctx, kclient.ShareConsumerSpec{ClientID: "fs-share-" + member, Group: group,
+		m, err := sc.OpenShareConsumer(ctx, kclient.ShareConsumerSpec{ClientID: pre + "-share-" + member, Group: group,
 			Topics: []string{name}, MaxRecords: maxRecords, Log: log.With("member", member)})
 		require.NoError(t, err)
 		return m
@@ -231,12 +250,12 @@ func testFranzShare(t *testing.T, c *harness.Cluster, log *slog.Logger) {
 	// comes after the write): the last acknowledgements of a partition move it only once
 	// something else changes the partition's state. One more record per partition, accepted,
 	// is that change.
-	lagging, err := sc.ShareStartOffsets(ctx, "fs-share-admin", group, []string{name})
+	lagging, err := sc.ShareStartOffsets(ctx, admin, group, []string{name})
 	require.NoError(t, err)
 	for p, end := range ends {
 		require.LessOrEqual(t, lagging[name][p], end, "start offsets %v, ends %v", lagging[name], ends)
 	}
-	prod, err = kgo.NewClient(append(base("fs-share-producer"), kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
+	prod, err = kgo.NewClient(append(base(pre+"-share-producer"), kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
 	require.NoError(t, err)
 	for p := range int32(3) {
 		require.NoError(t, prod.ProduceSync(ctx, &kgo.Record{Topic: name, Partition: p, Value: fmt.Appendf(nil, "last-%d", p)}).FirstErr())
@@ -329,7 +348,7 @@ func testFranzShare(t *testing.T, c *harness.Cluster, log *slog.Logger) {
 	// The share-partition start offsets reach the ends once the acknowledgements are persisted.
 	var last map[string]map[int32]int64
 	err = kit.WaitUntil(ctx, time.Now().Add(time.Minute), 250*time.Millisecond, func() (bool, error) {
-		so, err := sc.ShareStartOffsets(ctx, "fs-share-admin", group, []string{name})
+		so, err := sc.ShareStartOffsets(ctx, admin, group, []string{name})
 		if err != nil {
 			return false, err
 		}
@@ -367,12 +386,17 @@ func TestShareClients(t *testing.T) {
 // is given them again (with a higher count), and the late acknowledgement is refused by the
 // broker, which Commit reports as fail.
 func testFranzShareLockEnd(t *testing.T, c *harness.Cluster, log *slog.Logger) {
+	testShareLockEnd(t, c, log, franz.New(func(id string) []kgo.Opt { return franz.Base(c.Bootstrap(), id) }, ""), "fs")
+}
+
+// testShareLockEnd is the late-acknowledgement test on sc; pre names its topic, group and ids.
+func testShareLockEnd(t *testing.T, c *harness.Cluster, log *slog.Logger, sc kclient.ShareClient, pre string) {
 	ctx := withTimeout(t, 4*time.Minute)
-	const name, group, n = "fs-share-lock", "fs-share-lock-group", 20
+	name, group, admin := pre+"-share-lock", pre+"-share-lock-group", pre+"-share-admin"
+	const n = 20
 	require.NoError(t, c.CreateTopic(ctx, topic(name, 1)))
 	base := func(id string) []kgo.Opt { return franz.Base(c.Bootstrap(), id) }
-	sc := franz.New(base, "")
-	prod, err := kgo.NewClient(base("fs-share-lock-producer")...)
+	prod, err := kgo.NewClient(base(pre + "-share-lock-producer")...)
 	require.NoError(t, err)
 	for i := range n {
 		require.NoError(t, prod.ProduceSync(ctx, &kgo.Record{Topic: name, Value: fmt.Appendf(nil, "v-%d", i)}).FirstErr())
@@ -380,13 +404,13 @@ func testFranzShareLockEnd(t *testing.T, c *harness.Cluster, log *slog.Logger) {
 	prod.Close()
 	// The brokers keep a group's lock at group.share.min.record.lock.duration.ms (15 s by
 	// default) or more.
-	err = sc.ConfigureShareGroup(ctx, "fs-share-admin", kclient.ShareGroupSettings{Group: group, LockDuration: time.Second})
+	err = sc.ConfigureShareGroup(ctx, admin, kclient.ShareGroupSettings{Group: group, LockDuration: time.Second})
 	require.Error(t, err, "a 1 s lock refused")
 	t.Logf("a 1 s lock: %v", err)
-	require.NoError(t, sc.ConfigureShareGroup(ctx, "fs-share-admin", kclient.ShareGroupSettings{Group: group,
+	require.NoError(t, sc.ConfigureShareGroup(ctx, admin, kclient.ShareGroupSettings{Group: group,
 		Start: kclient.ShareStartEarliest, LockDuration: 15 * time.Second}))
 	open := func(member string) kclient.ShareConsumer {
-		m, err := sc.OpenShareConsumer(ctx, kclient.ShareConsumerSpec{ClientID: "fs-share-lock-" + member, Group: group,
+		m, err := sc.OpenShareConsumer(ctx, kclient.ShareConsumerSpec{ClientID: pre + "-share-lock-" + member, Group: group,
 			Topics: []string{name}, MaxRecords: 5, Log: log.With("member", member)})
 		require.NoError(t, err)
 		t.Cleanup(m.Close)

@@ -384,7 +384,7 @@ func planRun(spec Spec) (runPlan, error) {
 			return pl, fmt.Errorf("run: share_groups[0]: %w", err)
 		}
 		if !slices.Contains(client.Capabilities, kafkaconf.CapShareGroups) {
-			return pl, fmt.Errorf("run: share_groups: %s has no share-group consumer (KIP-932); franz-go has one", client.Name)
+			return pl, fmt.Errorf("run: share_groups: %s has no share-group consumer (KIP-932); run them with a client that has (verity list clients: share-groups)", client.Name)
 		}
 		for range cfg.Members {
 			pl.shares = append(pl.shares, numbered[ShareGroupConfig]{p, cfg})

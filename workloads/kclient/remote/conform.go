@@ -36,6 +36,8 @@ func Conformances() []Conformance {
 		{Name: "unknown", About: "answers an unknown op and a line that is no request with an error, and goes on", check: checkUnknown},
 		{Name: "partitions-unreachable", About: "answers partitions with an error, not a guess, when no broker answers", check: checkPartitionsUnreachable},
 		{Name: "send-unreachable", About: "answers every record sent to brokers that never answer, fail or info with an error, never ok", check: checkSendUnreachable},
+		{Name: "share-unreachable", About: "with a share consumer: configures no group, reports no offsets and delivers nothing when no broker answers, " +
+			"refuses an ack of a record not held, commits nothing unmarked; without one: answers every share request unknown_op", check: checkShareUnreachable},
 		{Name: "stop", About: "exits within 10 s of its input's end", check: checkStop},
 	}
 }
@@ -445,6 +447,96 @@ func checkStop(_ context.Context, p *probe) error {
 		return errors.New("opened a transactional producer on brokers that never answer")
 	}
 	return p.stop(10 * time.Second)
+}
+
+// checkShareUnreachable holds a program to the share requests (an addition to version 1): a
+// program without a share consumer refuses all of them with unknown_op, so that Verity can say
+// it has none; one with a share consumer answers them as the cluster allows, which with brokers
+// that never answer is an error for the admin requests and nothing delivered.
+func checkShareUnreachable(_ context.Context, p *probe) error {
+	if err := p.hello(); err != nil {
+		return err
+	}
+	m, err := p.call(OpShareConfigure, "", ShareGroupArgs{ClientID: "verity-check", Group: "verity-check", Start: "earliest"}, 90*time.Second)
+	if err != nil {
+		return err
+	}
+	if m.Error != nil && m.Error.Name == "unknown_op" {
+		for _, r := range []struct {
+			op     Op
+			handle string
+			args   any
+		}{
+			{OpShareStartOffsets, "", ShareOffsetsArgs{ClientID: "verity-check", Group: "verity-check", Topics: []string{"t"}}},
+			{OpShareOpen, "s1", ShareSpec{ClientID: "verity-check", Group: "verity-check", Topics: []string{"t"}}},
+		} {
+			m, err := p.call(r.op, r.handle, r.args, 90*time.Second)
+			if err != nil {
+				return err
+			}
+			if m.Error == nil || m.Error.Name != "unknown_op" {
+				return fmt.Errorf("answered share.configure unknown_op (no share consumer), but %s with %s", r.op, m.Result)
+			}
+		}
+		return nil
+	}
+	if m.Error == nil {
+		return errors.New("configured a share group on brokers that never answer")
+	}
+	m, err = p.call(OpShareStartOffsets, "", ShareOffsetsArgs{ClientID: "verity-check", Group: "verity-check", Topics: []string{"t"}}, 90*time.Second)
+	if err != nil {
+		return err
+	}
+	if m.Error == nil {
+		return fmt.Errorf("answered share.start_offsets of a cluster that never answers: %s", m.Result)
+	}
+	m, err = p.call(OpShareOpen, "s1", ShareSpec{ClientID: "verity-check", Group: "verity-check", Topics: []string{"t"}, MaxRecords: 10}, 90*time.Second)
+	if err != nil {
+		return err
+	}
+	if m.Error != nil {
+		return nil // the open failed: nothing can be delivered
+	}
+	m, err = p.call(OpShareAck, "s1", ShareAckArgs{Type: "accept", Records: []Place{{Topic: "t", Partition: 0, Offset: 0}}}, 90*time.Second)
+	if err != nil {
+		return err
+	}
+	if m.Error == nil {
+		return errors.New("took an ack of a record the member never polled")
+	}
+	w := Duration(2 * time.Second)
+	m, err = p.call(OpSharePoll, "s1", PollArgs{Max: 10, Wait: &w}, 90*time.Second)
+	if err != nil {
+		return err
+	}
+	var polled SharePollResult
+	if m.Result != nil {
+		if err := json.Unmarshal(m.Result, &polled); err != nil {
+			return fmt.Errorf("share.poll's result: %w", err)
+		}
+	}
+	if len(polled.Deliveries) > 0 {
+		return fmt.Errorf("delivered %d records from brokers that never answer", len(polled.Deliveries))
+	}
+	m, err = p.call(OpShareCommit, "s1", ShareCommitArgs{}, 90*time.Second)
+	if err != nil {
+		return err
+	}
+	var committed ShareCommitResult
+	if m.Error == nil {
+		if err := json.Unmarshal(m.Result, &committed); err != nil {
+			return fmt.Errorf("share.commit's result: %w", err)
+		}
+	}
+	if len(committed.Results) > 0 {
+		return fmt.Errorf("a commit with nothing marked gave results: %s", m.Result)
+	}
+	if m, err = p.call(OpClose, "s1", nil, 90*time.Second); err != nil {
+		return err
+	} else if m.Error != nil {
+		return fmt.Errorf("close of a share consumer refused: %s", m.Error.Text)
+	}
+	return nil
 }
 
 // Report is the results as lines: a mark, the rule and what it asks, and why it failed.

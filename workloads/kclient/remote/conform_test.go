@@ -30,7 +30,9 @@ func TestMain(m *testing.M) {
 //   - good: a cluster that never answers, as a client meets one;
 //   - bad-ok: acknowledges every record and knows partitions without a cluster;
 //   - bad-stay: does not exit when its input ends;
-//   - bad-silent: answers a failed record with outcome fail and no error.
+//   - bad-silent: answers a failed record with outcome fail and no error;
+//   - no-share: a client without a share consumer (every share request answered unknown_op);
+//   - bad-share: a share consumer that takes an ack of a record it never delivered.
 func program(mode string) int {
 	info := ClientInfo{Name: "fake", Library: "fake.example/kafka", Version: "1.0"}
 	var w io.Writer = os.Stdout
@@ -38,7 +40,11 @@ func program(mode string) int {
 		w = &stripErrors{w: os.Stdout}
 	}
 	err := Serve(context.Background(), os.Stdin, w, info, func(HelloArgs) (kclient.Client, error) {
-		return &down{ok: mode == "bad-ok"}, nil
+		d := &down{ok: mode == "bad-ok"}
+		if mode == "no-share" {
+			return d, nil
+		}
+		return &downShare{down: d, takesAnyAck: mode == "bad-share"}, nil
 	}, nil)
 	if mode == "bad-stay" {
 		time.Sleep(time.Hour)
@@ -95,6 +101,50 @@ func (d *down) OpenMember(context.Context, kclient.MemberSpec) (kclient.Member, 
 	return nil, errDown
 }
 
+// downShare is down with a share consumer: its admin requests fail as the cluster never
+// answers (with ok, they pretend it did), its polls deliver nothing.
+type downShare struct {
+	*down
+	takesAnyAck bool
+}
+
+func (d *downShare) ConfigureShareGroup(context.Context, string, kclient.ShareGroupSettings) error {
+	if d.ok {
+		return nil
+	}
+	return errDown
+}
+
+func (d *downShare) ShareStartOffsets(context.Context, string, string, []string) (map[string]map[int32]int64, error) {
+	return nil, errDown
+}
+
+func (d *downShare) OpenShareConsumer(context.Context, kclient.ShareConsumerSpec) (kclient.ShareConsumer, error) {
+	return &downShareConsumer{takesAnyAck: d.takesAnyAck}, nil
+}
+
+type downShareConsumer struct{ takesAnyAck bool }
+
+func (c *downShareConsumer) Poll(ctx context.Context, wait time.Duration, _ int) ([]kclient.Delivery, error) {
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return nil, nil
+}
+
+func (c *downShareConsumer) Ack(t kclient.AckType, ds ...kclient.Delivery) error {
+	if c.takesAnyAck || len(ds) == 0 {
+		return nil
+	}
+	return errors.New("share consumer: the member does not hold it")
+}
+
+func (c *downShareConsumer) Commit(context.Context) []kclient.AckResult { return nil }
+func (c *downShareConsumer) Close()                                     {}
+
 type downProducer struct {
 	ok      bool
 	ready   chan struct{}
@@ -145,6 +195,11 @@ func TestConformance(t *testing.T) {
 
 	silent := checkMode(t, "bad-silent", "send-unreachable")
 	require.ErrorContains(t, silent["send-unreachable"], "fail without an error")
+
+	require.NoError(t, checkMode(t, "no-share", "share-unreachable")["share-unreachable"], "a program without a share consumer keeps the rule")
+	require.ErrorContains(t, bad["share-unreachable"], "configured a share group on brokers that never answer")
+	badShare := checkMode(t, "bad-share", "share-unreachable")
+	require.ErrorContains(t, badShare["share-unreachable"], "took an ack of a record the member never polled")
 
 	stay := checkMode(t, "bad-stay", "stop")
 	require.ErrorContains(t, stay["stop"], "did not exit within 10s of its input's end")

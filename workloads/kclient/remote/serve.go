@@ -63,6 +63,7 @@ type instance struct {
 	txn      kclient.Txn
 	consumer kclient.Consumer
 	member   kclient.Member
+	share    kclient.ShareConsumer
 	// polled are the handles of the records a consumer's polls returned, until recorded or
 	// polled past.
 	polled map[uint64]kclient.Event
@@ -201,6 +202,8 @@ func (s *server) global(req Request) {
 	case OpTxnProtocol:
 		p, err := s.cl.TxnProtocol(s.ctx)
 		s.reply(req.ID, TxnProtocolResult{TxnProtocol: p}, err)
+	case OpShareConfigure, OpShareStartOffsets:
+		s.shareGlobal(req)
 	}
 }
 
@@ -241,7 +244,7 @@ func (s *server) run(handle string, in *instance) {
 
 // open says whether the instance holds a client.
 func (in *instance) open() bool {
-	return in.producer != nil || in.txn != nil || in.consumer != nil || in.member != nil
+	return in.producer != nil || in.txn != nil || in.consumer != nil || in.member != nil || in.share != nil
 }
 
 func isOpen(op Op) bool {
@@ -260,6 +263,8 @@ func (s *server) close(in *instance) {
 		in.consumer.Close()
 	case in.member != nil:
 		in.member.Close()
+	case in.share != nil:
+		in.share.Close()
 	}
 }
 
@@ -410,6 +415,8 @@ func (s *server) do(handle string, in *instance, req Request) error {
 			return err
 		}
 		s.reply(req.ID, struct{}{}, in.member.Rewind(t))
+	case OpShareOpen, OpSharePoll, OpShareAck, OpShareCommit:
+		return s.shareOp(in, req)
 	default:
 		return fmt.Errorf("not an instance's request")
 	}

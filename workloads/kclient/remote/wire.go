@@ -15,6 +15,7 @@ import (
 
 	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/kafkaconf"
+	"github.com/verity-kafka/verity/workloads/kclient"
 )
 
 // Version is the protocol version this package speaks.
@@ -45,6 +46,15 @@ const (
 	OpAddOffsets   Op = "member.add_offsets"
 	OpRewind       Op = "member.rewind"
 	OpClose        Op = "close"
+
+	// The share-group requests (KIP-932), an addition to version 1: a program without a share
+	// consumer answers them unknown_op, and Verity says it has none (ErrNoShare).
+	OpShareConfigure    Op = "share.configure"
+	OpShareStartOffsets Op = "share.start_offsets"
+	OpShareOpen         Op = "share.open"
+	OpSharePoll         Op = "share.poll"
+	OpShareAck          Op = "share.ack"
+	OpShareCommit       Op = "share.commit"
 )
 
 // OpInfo is what the protocol says of a request.
@@ -82,6 +92,12 @@ func Ops() []OpInfo {
 		{Op: OpAddOffsets, Instance: true},
 		{Op: OpRewind, Instance: true},
 		{Op: OpClose, Instance: true},
+		{Op: OpShareConfigure},
+		{Op: OpShareStartOffsets},
+		{Op: OpShareOpen, Instance: true, Opens: true},
+		{Op: OpSharePoll, Instance: true},
+		{Op: OpShareAck, Instance: true},
+		{Op: OpShareCommit, Instance: true},
 	}
 }
 
@@ -105,7 +121,8 @@ type Request struct {
 }
 
 // Message is a line the program writes: a reply to request ID (Result, or Error, or both for
-// txn.send, whose result lists the records acknowledged before the error), or, with Event set,
+// txn.send, whose result lists the records acknowledged before the error, and for share.poll,
+// whose result lists the records acquired before the error), or, with Event set,
 // something no request asked for: a producer's answers.
 type Message struct {
 	V      int             `json:"v"`
@@ -471,4 +488,87 @@ type AddOffsetsArgs struct {
 
 type RewindArgs struct {
 	Outcome Outcome `json:"outcome"`
+}
+
+// ShareGroupArgs is kclient.ShareGroupSettings on the wire, for share.configure: a field left
+// out leaves the group's config as it is.
+type ShareGroupArgs struct {
+	ClientID      string             `json:"client_id"`
+	Group         string             `json:"group"`
+	Start         kclient.ShareStart `json:"start,omitempty"`
+	LockDuration  *Duration          `json:"lock_duration,omitempty"`
+	DeliveryLimit int                `json:"delivery_limit,omitempty"`
+}
+
+// ShareOffsetsArgs asks share.start_offsets for the start offsets of Group in Topics.
+type ShareOffsetsArgs struct {
+	ClientID string   `json:"client_id"`
+	Group    string   `json:"group"`
+	Topics   []string `json:"topics"`
+}
+
+// ShareOffsetsResult is each initialised partition's share-partition start offset, by topic and
+// partition number as text.
+type ShareOffsetsResult struct {
+	Offsets map[string]map[string]int64 `json:"offsets"`
+}
+
+// ShareSpec is kclient.ShareConsumerSpec on the wire, for share.open.
+type ShareSpec struct {
+	ClientID   string   `json:"client_id"`
+	Group      string   `json:"group"`
+	Topics     []string `json:"topics"`
+	MaxRecords int      `json:"max_records,omitempty"`
+}
+
+// Delivery is a record a share consumer acquired, with its offset, and the broker's count of
+// its deliveries (1 the first time).
+type Delivery struct {
+	Record Record `json:"record"`
+	Count  int    `json:"count"`
+}
+
+// SharePollResult is what one share.poll acquired, in the order the client returned it.
+type SharePollResult struct {
+	Deliveries []Delivery `json:"deliveries"`
+}
+
+// Place names a record the member holds.
+type Place struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`
+}
+
+// ShareAckArgs marks Records with Type, for the next share.commit.
+type ShareAckArgs struct {
+	Type    kclient.AckType `json:"type"`
+	Records []Place         `json:"records"`
+}
+
+// ShareCommitArgs: Within bounds the wait for the broker's answers (absent: the program's own
+// bound).
+type ShareCommitArgs struct {
+	Within *Duration `json:"within,omitempty"`
+}
+
+// ShareCommitResult is one result per partition with acknowledgements, sorted by topic and
+// partition.
+type ShareCommitResult struct {
+	Results []AckResult `json:"results"`
+}
+
+// AckResult is kclient.AckResult on the wire: Error with fail and info, never with ok.
+type AckResult struct {
+	Topic     string    `json:"topic"`
+	Partition int32     `json:"partition"`
+	Acks      []WireAck `json:"acks"`
+	Outcome   Outcome   `json:"outcome"`
+	Error     *Error    `json:"error,omitempty"`
+}
+
+// WireAck is one acknowledgement a result covers.
+type WireAck struct {
+	Offset int64           `json:"offset"`
+	Type   kclient.AckType `json:"type"`
 }

@@ -5,15 +5,22 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.ExecutionException;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.AlterConfigOp;
+import org.apache.kafka.clients.admin.ConfigEntry;
+import org.apache.kafka.clients.admin.ListShareGroupOffsetsSpec;
+import org.apache.kafka.clients.admin.SharePartitionOffsetInfo;
 import org.apache.kafka.clients.admin.FinalizedVersionRange;
 import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.TopicPartitionInfo;
+import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.errors.RetriableException;
 import org.apache.kafka.common.utils.AppInfoParser;
 
@@ -106,6 +113,65 @@ final class Cluster {
     }
     ObjectNode res = Wire.MAPPER.createObjectNode();
     res.put("txn_protocol", p);
+    return res;
+  }
+
+  /**
+   * share.configure: sets the share group's configs that a names, with IncrementalAlterConfigs
+   * on its GROUP resource (the group need not exist yet).
+   */
+  JsonNode configureShareGroup(JsonNode a) throws Exception {
+    String group = Wire.text(a.get("group"));
+    List<AlterConfigOp> ops = new ArrayList<>();
+    String start = Wire.text(a.get("start"));
+    if (!start.isEmpty()) {
+      ops.add(set("share.auto.offset.reset", start));
+    }
+    if (a.hasNonNull("lock_duration")) {
+      ops.add(set("share.record.lock.duration.ms", Long.toString(Wire.duration(a.get("lock_duration"), null).toMillis())));
+    }
+    int limit = a.path("delivery_limit").asInt(0);
+    if (limit > 0) {
+      ops.add(set("share.delivery.count.limit", Integer.toString(limit)));
+    }
+    if (!ops.isEmpty()) {
+      try (Admin admin = admin(Wire.text(a.get("client_id")))) {
+        admin.incrementalAlterConfigs(Map.of(new ConfigResource(ConfigResource.Type.GROUP, group), ops)).all().get();
+      }
+    }
+    return null;
+  }
+
+  private static AlterConfigOp set(String name, String value) {
+    return new AlterConfigOp(new ConfigEntry(name, value), AlterConfigOp.OpType.SET);
+  }
+
+  /**
+   * share.start_offsets: the share-partition start offset of each partition of the topics, as the
+   * group's coordinator reports it (DescribeShareGroupOffsets); a partition the group has not
+   * initialised is left out.
+   */
+  JsonNode shareStartOffsets(JsonNode a) throws Exception {
+    String group = Wire.text(a.get("group"));
+    List<String> topics = new ArrayList<>();
+    a.path("topics").forEach(t -> topics.add(t.asText()));
+    ObjectNode res = Wire.MAPPER.createObjectNode();
+    ObjectNode offsets = res.putObject("offsets");
+    try (Admin admin = admin(Wire.text(a.get("client_id")))) {
+      Collection<TopicPartition> tps = new ArrayList<>();
+      for (TopicDescription d : admin.describeTopics(topics).allTopicNames().get().values()) {
+        d.partitions().forEach(p -> tps.add(new TopicPartition(d.name(), p.partition())));
+      }
+      Map<TopicPartition, SharePartitionOffsetInfo> got = admin.listShareGroupOffsets(
+          Map.of(group, new ListShareGroupOffsetsSpec().topicPartitions(tps))).partitionsToOffsetInfo(group).get();
+      got.forEach((tp, info) -> {
+        if (info == null || info.startOffset() < 0) {
+          return; // not initialised: the group has not read the partition yet
+        }
+        ObjectNode t = offsets.has(tp.topic()) ? (ObjectNode) offsets.get(tp.topic()) : offsets.putObject(tp.topic());
+        t.put(Integer.toString(tp.partition()), info.startOffset());
+      });
+    }
     return res;
   }
 }

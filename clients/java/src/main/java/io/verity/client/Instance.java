@@ -16,7 +16,8 @@ final class Instance {
   /** The requests an instance takes. */
   static final java.util.Set<String> OPS = java.util.Set.of("producer.open", "producer.send", "txn.open", "txn.begin",
       "txn.send", "txn.commit", "txn.abort", "txn.ready", "close", "consumer.open", "consumer.poll", "consumer.recorded",
-      "consumer.seek", "member.open", "member.poll", "member.add_offsets", "member.rewind");
+      "consumer.seek", "member.open", "member.poll", "member.add_offsets", "member.rewind", "share.open", "share.poll",
+      "share.ack", "share.commit");
 
   private record Req(long id, String op, JsonNode args) {}
 
@@ -31,6 +32,7 @@ final class Instance {
   private TxnInstance txn;
   private ConsumerInstance consumer;
   private MemberInstance member;
+  private ShareInstance share;
 
   Instance(String handle, Cluster cluster, Wire wire) {
     this.handle = handle;
@@ -119,6 +121,9 @@ final class Instance {
     if (member != null) {
       member.close();
     }
+    if (share != null) {
+      share.close();
+    }
   }
 
   private TxnInstance txnOf(String op) {
@@ -181,9 +186,30 @@ final class Instance {
         }
         member.handle(r.id(), r.op(), a, wire);
         return;
+      case "share.open":
+        share = ShareInstance.open(cluster, a);
+        wire.reply(r.id(), null);
+        return;
+      case "share.poll":
+        wire.reply(r.id(), share().poll(a));
+        return;
+      case "share.ack":
+        share().ack(a);
+        wire.reply(r.id(), null);
+        return;
+      case "share.commit":
+        wire.reply(r.id(), share().commit(a));
+        return;
       default:
         throw new UnsupportedOperationException("not an instance's request");
     }
+  }
+
+  private ShareInstance share() {
+    if (share == null) {
+      throw new UnsupportedOperationException("not a share consumer");
+    }
+    return share;
   }
 
   private ConsumerInstance consumer() {

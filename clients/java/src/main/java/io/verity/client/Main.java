@@ -14,7 +14,7 @@ import java.util.concurrent.TimeUnit;
 /**
  * Kafka's Java client behind Verity's remote client protocol (docs/client-protocol.md): requests
  * on standard input, one JSON object per line; replies and events on standard output. Each
- * instance (producer, transactional producer, consumer, member) runs its requests in order on a
+ * instance (producer, transactional producer, consumer, member, share consumer) runs its requests in order on a
  * thread of its own, so that one instance's wait holds no other back. The program exits when its
  * input ends, closing every instance still open.
  */
@@ -82,13 +82,15 @@ public final class Main {
         return;
       case "partitions":
       case "txn_protocol":
+      case "share.configure":
+      case "share.start_offsets":
         if (cluster == null) {
           wire.refuse(id, "no_hello", op + " before hello");
           return;
         }
         global.submit(() -> {
           try {
-            wire.reply(id, op.equals("partitions") ? cluster.partitions(a) : cluster.txnProtocol());
+            wire.reply(id, global(op, a));
           } catch (Exception e) {
             wire.error(id, e, false);
           }
@@ -127,6 +129,19 @@ public final class Main {
       return;
     }
     inst.submit(id, op, a);
+  }
+
+  private JsonNode global(String op, JsonNode a) throws Exception {
+    switch (op) {
+      case "partitions":
+        return cluster.partitions(a);
+      case "txn_protocol":
+        return cluster.txnProtocol();
+      case "share.configure":
+        return cluster.configureShareGroup(a);
+      default:
+        return cluster.shareStartOffsets(a);
+    }
   }
 
   private void hello(long id, JsonNode a) {
