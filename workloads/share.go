@@ -198,18 +198,11 @@ func PrepareShareGroup(ctx context.Context, env Env, cfg ShareGroupConfig) error
 
 // RunShareMember runs one member of cfg's share group as history process p until ctx ends.
 func RunShareMember(ctx context.Context, env Env, p int, cfg ShareGroupConfig) (ShareStats, error) {
-	env, err := env.withDefaults()
+	m, err := newShareMember(env, p, cfg)
 	if err != nil {
 		return ShareStats{}, err
 	}
-	if cfg, err = cfg.resolved(); err != nil {
-		return ShareStats{}, err
-	}
-	cl, err := shareClient(env)
-	if err != nil {
-		return ShareStats{}, err
-	}
-	m := newShareMember(env, p, cfg, cl)
+	cfg = m.cfg
 	for ctx.Err() == nil {
 		var until time.Time
 		if cfg.CrashEvery > 0 {
@@ -223,11 +216,23 @@ func RunShareMember(ctx context.Context, env Env, p int, cfg ShareGroupConfig) (
 	return m.stats, nil
 }
 
-func newShareMember(env Env, p int, cfg ShareGroupConfig, cl kclient.ShareClient) *shareMember {
+// newShareMember is member p of cfg's group on env's client, with its settings resolved.
+func newShareMember(env Env, p int, cfg ShareGroupConfig) (*shareMember, error) {
+	env, err := env.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if cfg, err = cfg.resolved(); err != nil {
+		return nil, err
+	}
+	cl, err := shareClient(env)
+	if err != nil {
+		return nil, err
+	}
 	m := &shareMember{env: env, cfg: cfg, p: p, proc: history.Client(p), rng: NewRand(env.Seed, p), cl: cl,
 		log: env.Log.With("workload", "share", "process", p, "client", env.Client, "group", cfg.Group)}
 	m.stats.Process = p
-	return m
+	return m, nil
 }
 
 // note records an op that marks a moment: joining, a crash.
@@ -415,18 +420,11 @@ func (m *shareMember) completeAck(inv history.Op, t history.Type, text string, a
 // member that accepts everything the group still delivers until nothing comes for DrainIdle
 // (or DrainDeadline passes), then records each partition's start offset as a share-state op.
 func DrainShareGroup(ctx context.Context, env Env, p int, cfg ShareGroupConfig) (ShareStats, error) {
-	env, err := env.withDefaults()
+	m, err := newShareMember(env, p, cfg)
 	if err != nil {
 		return ShareStats{}, err
 	}
-	if cfg, err = cfg.resolved(); err != nil {
-		return ShareStats{}, err
-	}
-	cl, err := shareClient(env)
-	if err != nil {
-		return ShareStats{}, err
-	}
-	m := newShareMember(env, p, cfg, cl)
+	cfg = m.cfg
 	m.accept = true
 	dctx, cancel := context.WithTimeout(ctx, cfg.DrainDeadline)
 	defer cancel()
