@@ -933,15 +933,13 @@ func shareMembersCut() Scenario {
 }
 
 func shareCoordinatorCut() Scenario {
-	s := shareScenario("share-coordinator-cut", "A share group while p0's leader and the share coordinator of its state cannot reach each other.")
-	s.Faults = timeline(Step{At: sec(20), For: sec(20), Fault: Fault{Name: FaultCompound, Parts: []Fault{
-		{Name: FaultOneWayCut, Target: leaderOf0(), Params: Params{To: shareCoordinator0()}},
-		{Name: FaultOneWayCut, Target: shareCoordinator0(), Params: Params{To: leaderOf0()}},
-	}}})
-	s.Expect = shareExpect("At 20 s the links between p0's leader and the share coordinator of p0's state are cut both "+
-		"ways for 20 s (when one node is both, the cut is empty and the run is a baseline): the leader cannot persist "+
-		"acknowledgements, releases or lock expiries.",
-		"An acknowledgement the leader could not persist is answered with an error (its outcome unknown), and the "+
+	s := shareScenario("share-coordinator-cut", "A share group while the share coordinator of p0's state is cut off from the other brokers.")
+	s.Faults = timeline(step(20, 20, FaultIsolate, shareCoordinator0()))
+	s.Expect = shareExpect("At 20 s the share coordinator of p0's state is cut off from the other brokers for 20 s "+
+		"(clients still reach it): p0's leader, when it is another broker, cannot reach it to persist state, and the "+
+		"coordinator cannot replicate the state it writes to min ISR 2 of __share_group_state. A cut between two roles "+
+		"would be empty whenever one broker holds both; the isolation is never empty.",
+		"An acknowledgement whose state could not be persisted is answered with an error (its outcome unknown), and the "+
 			"record stays the member's until its lock ends; nothing the group persisted is lost.")
 	return s
 }
