@@ -176,6 +176,24 @@ func TestShareGroups(t *testing.T) {
 			verdict: results.Pass,
 		},
 		{
+			// acks=all with min ISR 2 leaves the acknowledgement on another replica's page cache.
+			name: "share-redelivered after one broker's power loss is forbidden",
+			cfg:  shared(5),
+			build: func(h *hb) {
+				h.sharePoll(2, []int64{0}, ones(1))
+				h.shareAck(2, accept, OK, 0)
+				h.nemesisEvent("power-loss", `{"nodes":[2]}`, OK)
+				h.nemesisEvent("start", `{"nodes":[2],"fault":"power-loss"}`, OK)
+				h.wait(40 * time.Second)
+				h.sharePoll(3, []int64{0}, []int32{2})
+				h.shareAck(3, accept, OK, 0)
+				qRecords(h, 1)
+				h.shareStart(1)
+			},
+			want:    map[guarantee.Anomaly]want{guarantee.ShareRedelivered: {count: 1}},
+			verdict: results.Fail,
+		},
+		{
 			name: "near miss: delivered again after an accept whose outcome is unknown",
 			cfg:  shared(5),
 			build: func(h *hb) {

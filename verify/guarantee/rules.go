@@ -285,11 +285,18 @@ func sinkModeUnknown(f Facts) bool { _, ok := f.Sink.Info(); return !ok }
 // acquired records) happened while the finding's ops ran.
 func disturbed(f Facts) bool { return f.Disturbed }
 
-// stateLoss: a power or disk loss anywhere in the run, which may have reached the replicas of
-// the group's __share_group_state partition (written, like every log, without an fsync per
-// append).
-func stateLoss(f Facts) bool   { return offsetsLoss(f) }
 func sinkDedupes(f Facts) bool { in, _ := f.Sink.Info(); return in.Dedupes }
+
+// stateLoss: a loss that Kafka's defaults for __share_group_state (replication factor 3, min ISR
+// 2, no fsync per append) do not promise to survive: a disk lost anywhere (the history does not
+// name that topic's replicas), or a power cut of 2 or more brokers at once. A single broker's
+// power cut leaves every write acknowledged with acks=all on another replica's page cache.
+func stateLoss(f Facts) bool {
+	return f.Faults.DiskLoss() || (f.Faults.PowerLoss() && f.Faults.powerNodes() >= shareStateMinISR)
+}
+
+// shareStateMinISR is share.coordinator.state.topic.min.isr's default.
+const shareStateMinISR = 2
 
 // Controllers whose committed metadata may be gone: a majority lost the power (what Raft fsynced
 // survives, but no document promises that) or their disks (the committed log itself is gone), or a
@@ -442,14 +449,14 @@ func Rules() Table {
 		// finding's ops ran. Citations are to KIP-932 and Kafka 4.3's broker
 		// (kafka.server.share.SharePartition).
 		{ShareLost, "log truncation possible", truncOrDisk, Permitted, "the share topic's log may be truncated (unclean election, or disk or power loss beyond the guarantee): a record the group finished may have been replaced by another at its offset"},
-		{ShareLost, "share state may be lost", stateLoss, Permitted, "a disk or power loss hit brokers: the group's state lives in __share_group_state, whose replicas the history does not name, so the start offset it holds may not be one the group reached"},
+		{ShareLost, "share state may be lost", stateLoss, Permitted, "a disk loss, or a power cut of {power_nodes} brokers at once: the group's state lives in __share_group_state (by default replication factor 3, min ISR 2, no fsync per append), whose replicas the history does not name, so the start offset it holds may not be one the group reached"},
 		{ShareLost, "otherwise", always, Forbidden, "the share-partition start offset moves only past records whose delivery completed — acknowledged (accept), rejected, or archived at the delivery limit (KIP-932; SharePartition moves it over terminal states only): every record between the group's start and the end is delivered until one of those happens"},
 		{ShareRedelivered, "log truncation possible", truncOrDisk, Permitted, "the share topic's log may be truncated (unclean election, or disk or power loss beyond the guarantee): the record delivered again may be another at the same offset"},
-		{ShareRedelivered, "share state may be lost", stateLoss, Permitted, "a disk or power loss hit brokers: an acknowledgement persisted to __share_group_state (acks=all, no fsync per append) may be lost with the replicas' page caches, and its record delivered again"},
+		{ShareRedelivered, "share state may be lost", stateLoss, Permitted, "a disk loss, or a power cut of {power_nodes} brokers at once: an acknowledgement persisted to __share_group_state (acks=all, min ISR 2, no fsync per append) may be lost with the replicas' page caches, and its record delivered again"},
 		{ShareRedelivered, "otherwise", always, Forbidden, "an accepted or rejected record is never delivered again: the leader answers an acknowledgement only after the share coordinator has written it to __share_group_state (KIP-932: written and fully replicated before the response; SharePartition.acknowledge)"},
 		{ShareDoubleAcquire, "a fault or leader change in between", disturbed, Permitted, "a fault took effect, or the partition's leader changed, while both acquisitions ran: an acquisition is not persisted, so a new share-partition leader makes the record available at once, and a closed share session (a lost connection) releases its member's records"},
 		{ShareDoubleAcquire, "otherwise", always, Forbidden, "an acquired record stays with its member until it acknowledges it, its share session ends, or its acquisition lock (record lock duration) expires (KIP-932): no other poll acquires it meanwhile"},
-		{ShareOverDelivered, "share state may be lost", stateLoss, Permitted, "a disk or power loss hit brokers: delivery counts persisted to __share_group_state may be lost, and a record delivered again past the limit"},
+		{ShareOverDelivered, "share state may be lost", stateLoss, Permitted, "a disk loss, or a power cut of {power_nodes} brokers at once: delivery counts persisted to __share_group_state may be lost, and a record delivered again past the limit"},
 		{ShareOverDelivered, "a fault or leader change in between", disturbed, Permitted, "a fault took effect, or the partition's leader changed, during the record's deliveries: an acquisition's count is not persisted (KIP-932: \"memory of the in-flight delivery will be lost\"), so across a new leader a record may be delivered more times than the limit, though no delivery reports a count past it"},
 		{ShareOverDelivered, "otherwise", always, Forbidden, "a record delivered delivery-limit times that is not accepted is archived, and never delivered again; no delivery count passes the limit (KIP-932, group.share.delivery.count.limit)"},
 		{ShareCountRegressed, "a fault or leader change in between", disturbed, Permitted, "a fault took effect, or the partition's leader changed, between the deliveries, and no acknowledgement persisted the earlier count: a new leader counts from the last persisted delivery count, so one count may repeat (KIP-932: an acquired record is recorded as available with the count before it)"},
