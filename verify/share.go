@@ -66,9 +66,8 @@ type shareAckEv struct {
 }
 
 type shareRec struct {
-	value string
-	dels  []shareDelivery
-	acks  []shareAckEv
+	dels []shareDelivery
+	acks []shareAckEv
 }
 
 type shareStart struct {
@@ -77,9 +76,8 @@ type shareStart struct {
 }
 
 type shareFinal struct {
-	off   int64
-	value string
-	ord   uint32
+	off int64
+	ord uint32
 }
 
 type shareEpoch struct {
@@ -104,7 +102,8 @@ type shareState struct {
 	read   map[string]bool
 	faults *faultspan.Tracker
 	end    int64
-	bad    []string // payloads that could not be read
+	bad    []string             // payloads that could not be read
+	spans  []faultspan.Interval // intervals' result, once taken
 	open   map[uint32]shareOpen
 }
 
@@ -193,7 +192,7 @@ func (c *Checker) shareOp(p *proc, pd *pending, op *history.Op, ord uint32) {
 		crashes := len(s.crashes[int32(p.id)])
 		for _, r := range sp.Records {
 			tp := c.parts.id(r.Topic, r.Partition)
-			rec := s.rec(tp, *r.Offset, r.Value)
+			rec := s.rec(tp, *r.Offset)
 			rec.dels = append(rec.dels, shareDelivery{proc: int32(p.id), inv: invOrd, ok: ord, invT: invT, okT: op.Time,
 				count: r.Delivery, instanceAt: crashes})
 		}
@@ -209,7 +208,7 @@ func (c *Checker) shareOp(p *proc, pd *pending, op *history.Op, ord uint32) {
 		delete(s.pending, invOrd)
 		tp := c.parts.id(a.Topic, a.Partition)
 		for _, e := range a.Acks {
-			rec := s.rec(tp, e.Offset, "")
+			rec := s.rec(tp, e.Offset)
 			rec.acks = append(rec.acks, shareAckEv{proc: int32(p.id), typ: e.Type, out: op.Type, inv: invOrd, done: ord, invT: invT, doneT: op.Time})
 		}
 	case history.FShareState:
@@ -227,17 +226,34 @@ func (c *Checker) shareOp(p *proc, pd *pending, op *history.Op, ord uint32) {
 	}
 }
 
-func (s *shareState) rec(tp uint32, off int64, value string) *shareRec {
+func (s *shareState) rec(tp uint32, off int64) *shareRec {
 	k := shareKey{tp, off}
 	r := s.recs[k]
 	if r == nil {
 		r = &shareRec{}
 		s.recs[k] = r
 	}
-	if r.value == "" {
-		r.value = value
-	}
 	return r
+}
+
+// intervals are the run's faults, paired once the history is in: the judging and the stats
+// both read them.
+func (s *shareState) intervals() []faultspan.Interval {
+	if s.spans == nil {
+		s.spans = s.faults.Intervals(s.end)
+		if s.spans == nil {
+			s.spans = []faultspan.Interval{}
+		}
+	}
+	return s.spans
+}
+
+// shareLock is the lock duration the header states; 0 without a share group.
+func (c *Checker) shareLock() time.Duration {
+	if c.cfg.Share == nil {
+		return 0
+	}
+	return time.Duration(c.cfg.Share.LockMS) * time.Millisecond
 }
 
 // finalRead keeps what a read_uncommitted final read of a share topic showed: the records
@@ -249,7 +265,7 @@ func (s *shareState) finalRead(tp uint32, fr *history.FinalRead, ord uint32) {
 	s.read[fr.Topic] = true
 	for _, r := range fr.Records {
 		if r.Offset != nil && *r.Offset >= 0 && r.Partition == fr.Partition && r.Topic == fr.Topic {
-			s.finals[tp] = append(s.finals[tp], shareFinal{off: *r.Offset, value: r.Value, ord: ord})
+			s.finals[tp] = append(s.finals[tp], shareFinal{off: *r.Offset, ord: ord})
 		}
 	}
 }
@@ -286,8 +302,8 @@ func (c *Checker) checkShare() {
 	if !s.on || s.seen == 0 {
 		return
 	}
-	faults := s.faults.Intervals(s.end)
-	lock := time.Duration(c.cfg.Share.LockMS) * time.Millisecond
+	faults := s.intervals()
+	lock := c.shareLock()
 	limit := c.cfg.Share.DeliveryLimit
 	keys := slices.SortedFunc(maps.Keys(s.recs), func(a, b shareKey) int {
 		return cmp.Or(cmp.Compare(a.tp, b.tp), cmp.Compare(a.off, b.off))
@@ -577,14 +593,7 @@ func (c *Checker) shareStats() *results.ShareStats {
 		return nil
 	}
 	out := &results.ShareStats{ByCount: map[string]int64{}, Redeliveries: map[results.ShareCause]int64{}, Acks: map[string]results.Outcomes{}}
-	var faults []faultspan.Interval
-	if s.faults != nil {
-		faults = s.faults.Intervals(s.end)
-	}
-	lock := int64(0)
-	if c.cfg.Share != nil {
-		lock = c.cfg.Share.LockMS * int64(time.Millisecond)
-	}
+	faults, lock := s.intervals(), c.shareLock()
 	for k, r := range s.recs {
 		for _, a := range r.acks {
 			o := out.Acks[string(a.typ)]
@@ -615,7 +624,7 @@ func (c *Checker) shareStats() *results.ShareStats {
 
 // shareCause is why b, a later delivery of r, could follow a: what ended a's hold, as the
 // history shows it.
-func (c *Checker) shareCause(k shareKey, r *shareRec, a, b shareDelivery, lock int64, faults []faultspan.Interval) results.ShareCause {
+func (c *Checker) shareCause(k shareKey, r *shareRec, a, b shareDelivery, lock time.Duration, faults []faultspan.Interval) results.ShareCause {
 	var released, unknown bool
 	for _, x := range r.acks {
 		if x.proc != a.proc || x.inv < a.ok || x.inv > b.ok || x.typ == history.AckRenew {
@@ -635,7 +644,7 @@ func (c *Checker) shareCause(k shareKey, r *shareRec, a, b shareDelivery, lock i
 		return results.ShareAfterCrash
 	case unknown:
 		return results.ShareAfterUnknownAck
-	case lock > 0 && b.okT-a.invT >= lock:
+	case lock > 0 && b.okT-a.invT >= int64(lock):
 		return results.ShareAfterLockExpired
 	case c.share.disturbed(k.tp, a.invT, b.okT, faults):
 		return results.ShareAfterFault

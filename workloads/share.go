@@ -337,6 +337,7 @@ func (m *shareMember) ack(ctx context.Context, sc kclient.ShareConsumer, ds []kc
 		topic string
 		part  int32
 	}
+	byPartition := func(a, b key) int { return cmp.Or(cmp.Compare(a.topic, b.topic), cmp.Compare(a.part, b.part)) }
 	byType := map[kclient.AckType][]kclient.Delivery{}
 	acks := map[key][]history.ShareAckEntry{}
 	for _, d := range ds {
@@ -359,9 +360,7 @@ func (m *shareMember) ack(ctx context.Context, sc kclient.ShareConsumer, ds []kc
 	// Every partition's invoke before the commit: they are in flight together, and each
 	// completion names its invoke.
 	invs := map[key]history.Op{}
-	for _, k := range slices.SortedFunc(maps.Keys(acks), func(a, b key) int {
-		return cmp.Or(cmp.Compare(a.topic, b.topic), cmp.Compare(a.part, b.part))
-	}) {
+	for _, k := range slices.SortedFunc(maps.Keys(acks), byPartition) {
 		inv, err := m.env.Recorder.Invoke(m.proc, history.FShareAck, raw(history.ShareAck{Group: m.cfg.Group, Topic: k.topic, Partition: k.part, Acks: acks[k]}))
 		if err != nil {
 			return fmt.Errorf("share member %d: recording an acknowledgement: %w", m.p, err)
@@ -380,9 +379,7 @@ func (m *shareMember) ack(ctx context.Context, sc kclient.ShareConsumer, ds []kc
 			return err
 		}
 	}
-	for _, k := range slices.SortedFunc(maps.Keys(invs), func(a, b key) int {
-		return cmp.Or(cmp.Compare(a.topic, b.topic), cmp.Compare(a.part, b.part))
-	}) {
+	for _, k := range slices.SortedFunc(maps.Keys(invs), byPartition) {
 		// The client gave no answer for the partition: what became of its acknowledgements
 		// is not known.
 		if err := m.completeAck(invs[k], history.Info, "no answer for the partition's acknowledgements", acks[k]); err != nil {
@@ -453,7 +450,7 @@ func (m *shareMember) startOffsets(ctx context.Context) error {
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		var err error
 		offs, err = m.cl.ShareStartOffsets(ctx, clientID(m.p, "share-admin"), m.cfg.Group, m.cfg.Topics)
-		if err == nil && prev != nil && sameOffsets(prev, offs) {
+		if err == nil && prev != nil && maps.EqualFunc(prev, offs, maps.Equal[map[int32]int64]) {
 			break
 		}
 		if err != nil {
@@ -485,16 +482,4 @@ func (m *shareMember) startOffsets(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-func sameOffsets(a, b map[string]map[int32]int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for t, ps := range a {
-		if !maps.Equal(ps, b[t]) {
-			return false
-		}
-	}
-	return true
 }
