@@ -87,6 +87,8 @@ type Spec struct {
 	// returns (UpdateFeatures, upgrading or safely downgrading each); the others keep the
 	// levels the release finalizes on a new cluster.
 	Features kafkaconf.FeatureLevels
+	// Loggers set broker loggers' levels on every node over the image's logging.
+	Loggers kafkaconf.Loggers
 	// KafkaImage and ToxiproxyImage override the image choice (see ChooseImages).
 	KafkaImage, ToxiproxyImage string
 	// ReadyTimeout bounds Start's wait for a ready cluster; default 3 minutes.
@@ -182,6 +184,9 @@ func (s Spec) validate() error {
 		if _, err := kafkaconf.ParseFeature(string(f)); err != nil {
 			return fmt.Errorf("spec: Features: %w", err)
 		}
+	}
+	if err := s.Loggers.Validate(); err != nil {
+		return fmt.Errorf("spec: Loggers: %w", err)
 	}
 	if s.PostgresImage != "" && !s.Postgres {
 		return fmt.Errorf("spec: PostgresImage=%q is only used with Postgres", s.PostgresImage)
@@ -353,6 +358,11 @@ func (s Spec) nodeEnv(m member, host string, clientHostPort map[int]int) map[str
 	}
 	for k, v := range props {
 		env[envName(k)] = v
+	}
+	if len(s.Loggers) > 0 {
+		// Read by the image's KafkaDockerWrapper, which writes it into the logging
+		// configuration rather than server.properties.
+		env["KAFKA_LOG4J_LOGGERS"] = s.Loggers.String()
 	}
 	return env
 }

@@ -121,6 +121,13 @@ func TestNodeEnvCombined(t *testing.T) {
 	if remote := s.nodeEnv(ms[1], "192.0.2.7", map[int]int{2: 40002}); remote["KAFKA_ADVERTISED_LISTENERS"] != "CLIENT://192.0.2.7:40002,INTERNAL://kafka-2:20002" {
 		t.Errorf("on a remote engine the client listener is advertised at the engine's host: %q", remote["KAFKA_ADVERTISED_LISTENERS"])
 	}
+	if _, ok := env["KAFKA_LOG4J_LOGGERS"]; ok {
+		t.Errorf("KAFKA_LOG4J_LOGGERS set without loggers: %q", env["KAFKA_LOG4J_LOGGERS"])
+	}
+	s.Loggers = kafkaconf.Loggers{"kafka.server.share": "DEBUG", "kafka.coordinator": "TRACE"}
+	if got := s.nodeEnv(ms[1], "127.0.0.1", nil)["KAFKA_LOG4J_LOGGERS"]; got != "kafka.coordinator=TRACE,kafka.server.share=DEBUG" {
+		t.Errorf("KAFKA_LOG4J_LOGGERS = %q", got)
+	}
 	if len(clusterID("r1")) != 22 || clusterID("r1") == clusterID("r2") {
 		t.Errorf("clusterID: %q %q", clusterID("r1"), clusterID("r2"))
 	}

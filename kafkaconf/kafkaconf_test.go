@@ -272,3 +272,21 @@ func TestUsesOf(t *testing.T) {
 		names[r.Name] = true
 	}
 }
+
+func TestParseLoggers(t *testing.T) {
+	ls, err := ParseLoggers(" kafka.server.share=debug, org.apache.kafka.coordinator.share=TRACE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := ls.String(), "kafka.server.share=DEBUG,org.apache.kafka.coordinator.share=TRACE"; got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
+	for _, bad := range []string{"", "kafka.server.share", "kafka.server.share=LOUD", "kafka..share=DEBUG", "kafka share=DEBUG", "=DEBUG", "a=DEBUG,b"} {
+		if _, err := ParseLoggers(bad); err == nil {
+			t.Errorf("ParseLoggers(%q): no error", bad)
+		}
+	}
+	if err := (Loggers{"kafka.log": "VERBOSE"}).Validate(); err == nil || !strings.Contains(err.Error(), "kafka.log") {
+		t.Errorf("Validate of a bad level = %v, want an error naming the logger", err)
+	}
+}

@@ -41,6 +41,7 @@ type clusterShape struct {
 	Broker               string // the broker overrides, canonical
 	Stores               string // the side-effect services the sinks need, sorted
 	Kafka                string // the release and the feature levels set, canonical
+	Loggers              string // the broker loggers set, canonical
 }
 
 func shapeOf(s scenarios.Scenario) clusterShape { return specShape(clusterSpec(harness.Spec{}, s)) }
@@ -65,7 +66,7 @@ func specShape(spec harness.Spec) clusterShape {
 	}
 	return clusterShape{Nodes: spec.Nodes, DedicatedControllers: spec.DedicatedControllers,
 		PowerLoss: spec.PowerLoss, Broker: strings.Join(broker, ", "), Stores: strings.Join(names, ", "),
-		Kafka: string(spec.KafkaVersion.Or()) + " " + spec.Features.String()}
+		Kafka: string(spec.KafkaVersion.Or()) + " " + spec.Features.String(), Loggers: spec.Loggers.String()}
 }
 
 // clusterSpec is base (the caller's harness options) with the cluster s asks for.
@@ -73,6 +74,7 @@ func clusterSpec(base harness.Spec, s scenarios.Scenario) harness.Spec {
 	base.Nodes, base.DedicatedControllers, base.BrokerConfig = s.Topology.Nodes, s.Topology.DedicatedControllers, s.Broker
 	base.PowerLoss = s.Topology.PowerLoss
 	base.KafkaVersion, base.Features = s.Kafka.Version, maps.Clone(s.Kafka.Features)
+	base.Loggers = maps.Clone(s.Kafka.Loggers)
 	stores := s.Workload.Stores()
 	base.Postgres, base.Ledger = slices.Contains(stores, sink.Postgres), slices.Contains(stores, sink.Ledger)
 	return base

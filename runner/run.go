@@ -461,6 +461,9 @@ func describeShape(s clusterShape) string {
 	if s.Broker != "" {
 		d += ", broker settings " + s.Broker
 	}
+	if s.Loggers != "" {
+		d += ", broker loggers " + s.Loggers
+	}
 	return d
 }
 

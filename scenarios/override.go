@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -148,6 +149,21 @@ func Knobs() []Knob {
 				r, err := kafkaconf.ParseKafkaVersion(v)
 				s.Kafka.Version = r
 				return err
+			}},
+		{Name: "broker-log", Usage: "set the broker `LOGGERS`' levels on every node (kafka.server.share=DEBUG, comma-separated), " +
+			"for investigating a finding with the node logs",
+			Kind: KnobText,
+			Scenario: func(s *Scenario, v string) error {
+				ls, err := kafkaconf.ParseLoggers(v)
+				if err != nil {
+					return err
+				}
+				s.Kafka.Loggers = maps.Clone(s.Kafka.Loggers)
+				if s.Kafka.Loggers == nil {
+					s.Kafka.Loggers = kafkaconf.Loggers{}
+				}
+				maps.Copy(s.Kafka.Loggers, ls)
+				return nil
 			}},
 		{Name: "verification", Usage: "transaction.partition.verification.enable on every broker (KIP-890 part 1; --verification=false: off)",
 			Kind: KnobBool, Axis: true,

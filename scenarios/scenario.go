@@ -166,6 +166,9 @@ type Kafka struct {
 	// Features are levels of the settable features (kafkaconf.SettableFeatures), set once the
 	// cluster is ready and before the workloads start; the others keep the release's levels.
 	Features kafkaconf.FeatureLevels `yaml:"features,omitempty" json:"features,omitempty"`
+	// Loggers set broker loggers' levels on every node ("kafka.server.share": DEBUG), for
+	// investigating a finding with the nodes' logs; they change nothing a run judges.
+	Loggers kafkaconf.Loggers `yaml:"loggers,omitempty" json:"loggers,omitempty"`
 }
 
 // Topic is one topic to create.

@@ -168,6 +168,9 @@ func (c *checker) kafka() {
 			c.addf(p, "%d: want a level of 0 or more", k.Features[f])
 		}
 	}
+	if err := k.Loggers.Validate(); err != nil {
+		c.addf("kafka.loggers", "%v", err)
+	}
 }
 
 func (c *checker) regression() {
