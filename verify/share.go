@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -105,6 +106,17 @@ type shareState struct {
 	bad    []string             // payloads that could not be read
 	spans  []faultspan.Interval // intervals' result, once taken
 	open   map[uint32]shareOpen
+	// blind are the polls whose outcome is unknown (info): each may have acquired any record
+	// available meanwhile, once, without the history showing it.
+	blind []shareBlind
+	// unseen counts records past their start offset whose shown deliveries stop below the
+	// limit, that blind polls could have taken to it.
+	unseen int64
+}
+
+// shareBlind is a poll whose outcome is unknown, by its invoke's and end's times.
+type shareBlind struct {
+	invT, endT int64
 }
 
 func (s *shareState) init(cfg *history.ShareConfig) {
@@ -181,6 +193,9 @@ func (c *Checker) shareOp(p *proc, pd *pending, op *history.Op, ord uint32) {
 	}
 	switch op.F {
 	case history.FSharePoll:
+		if op.Type == history.Info {
+			s.blind = append(s.blind, shareBlind{invT: invT, endT: op.Time})
+		}
 		if op.Type != history.OK {
 			return
 		}
@@ -447,7 +462,8 @@ func (r *shareRec) finished(limit int32) bool {
 // shareLost: records the final read shows below the start offset of their share partition,
 // whose delivery the history does not show ended. Records at or past the start offset that
 // were never finished make the family unknown (the drain did not get to them), as do
-// partitions whose start offset was not observed.
+// partitions whose start offset was not observed. A record that polls of unknown outcome could
+// have taken to the limit unseen (mayReachLimit) is archived as documented, and counted.
 func (c *Checker) shareLost(limit int32) {
 	s := &c.share
 	for _, tp := range slices.Sorted(maps.Keys(s.finals)) {
@@ -461,6 +477,10 @@ func (c *Checker) shareLost(limit int32) {
 				s.unfinished(tp, known)
 				continue
 			}
+			if s.mayReachLimit(r, limit) {
+				s.unseen++
+				continue
+			}
 			last := none
 			if r != nil && len(r.dels) > 0 {
 				last = r.dels[len(r.dels)-1].ok
@@ -468,6 +488,31 @@ func (c *Checker) shareLost(limit int32) {
 			c.shareFinding(guarantee.ShareLost, shareKey{tp, f.off}, -1, false, f.ord, st.ord, last)
 		}
 	}
+}
+
+// mayReachLimit says whether the polls of unknown outcome could have delivered r, unseen, as
+// many more times as it needed to reach the limit. A client fetches only while it polls, one
+// fetch at a time, so each such poll acquired r at most once; and only after r's last delivery
+// the history shows began (before it, r was not available to be acquired again).
+func (s *shareState) mayReachLimit(r *shareRec, limit int32) bool {
+	if limit <= 0 {
+		return false
+	}
+	var count int32
+	from := int64(math.MinInt64)
+	if r != nil && len(r.dels) > 0 {
+		last := r.dels[len(r.dels)-1]
+		count, from = last.count, last.invT
+	}
+	for _, b := range s.blind {
+		if count >= limit {
+			break
+		}
+		if b.endT >= from {
+			count++
+		}
+	}
+	return count >= limit
 }
 
 // unfinished counts records whose end the run did not show, by partition and whether
@@ -592,7 +637,8 @@ func (c *Checker) shareStats() *results.ShareStats {
 	if s.seen == 0 {
 		return nil
 	}
-	out := &results.ShareStats{ByCount: map[string]int64{}, Redeliveries: map[results.ShareCause]int64{}, Acks: map[string]results.Outcomes{}}
+	out := &results.ShareStats{ByCount: map[string]int64{}, Redeliveries: map[results.ShareCause]int64{}, Acks: map[string]results.Outcomes{},
+		ArchivedUnseen: s.unseen}
 	faults, lock := s.intervals(), c.shareLock()
 	for k, r := range s.recs {
 		for _, a := range r.acks {

@@ -38,6 +38,14 @@ func (h *hb) shareAck(p int, typ history.AckType, t history.Type, offs ...int64)
 	return h.add(op)
 }
 
+// blindPoll writes a share-poll of process p whose outcome is unknown: the member stopped while
+// it polled.
+func (h *hb) blindPoll(p int) int64 {
+	v := history.Payload{Raw: []byte(`{"group":"g"}`)}
+	h.add(history.Op{Process: history.Client(p), Type: history.Invoke, F: history.FSharePoll, Value: v})
+	return h.add(history.Op{Process: history.Client(p), Type: history.Info, F: history.FSharePoll, Value: v, Error: "the member stopped while it polled"})
+}
+
 // shareStart writes the start offset of q-0 observed after the drain.
 func (h *hb) shareStart(start int64) int64 {
 	st := history.ShareState{Group: "g", Topic: "q", Partition: 0}
@@ -120,6 +128,51 @@ func TestShareGroups(t *testing.T) {
 				h.shareStart(2)
 			},
 			verdict: results.Pass,
+		},
+		{
+			name: "near miss: a poll of unknown outcome after the last release may have taken the record to the limit",
+			cfg:  shared(3),
+			build: func(h *hb) {
+				h.sharePoll(2, []int64{0, 1}, []int32{1, 1})
+				h.shareAck(2, accept, OK, 0)
+				h.shareAck(2, release, OK, 1)
+				h.sharePoll(2, []int64{1}, []int32{2})
+				h.shareAck(2, release, OK, 1)
+				h.blindPoll(2)
+				qRecords(h, 2)
+				h.shareStart(2)
+			},
+			verdict: results.Pass,
+		},
+		{
+			name: "share-lost: the poll of unknown outcome came before the record's last delivery",
+			cfg:  shared(3),
+			build: func(h *hb) {
+				h.sharePoll(2, []int64{0, 1}, []int32{1, 1})
+				h.shareAck(2, accept, OK, 0)
+				h.shareAck(2, release, OK, 1)
+				h.blindPoll(3)
+				h.sharePoll(2, []int64{1}, []int32{2}) // ok: op 9
+				h.shareAck(2, release, OK, 1)
+				qRecords(h, 2)  // read_uncommitted's ok: op 17
+				h.shareStart(2) // ok: op 21
+			},
+			want:    map[guarantee.Anomaly]want{guarantee.ShareLost: {count: 1, ops: []int64{17, 21, 9}}},
+			verdict: results.Fail,
+		},
+		{
+			name: "share-lost: one poll of unknown outcome cannot take a record two deliveries short to the limit",
+			cfg:  shared(3),
+			build: func(h *hb) {
+				h.sharePoll(2, []int64{0, 1}, []int32{1, 1}) // ok: op 1
+				h.shareAck(2, accept, OK, 0)
+				h.shareAck(2, release, OK, 1)
+				h.blindPoll(2)
+				qRecords(h, 2)  // read_uncommitted's ok: op 13
+				h.shareStart(2) // ok: op 17
+			},
+			want:    map[guarantee.Anomaly]want{guarantee.ShareLost: {count: 1, ops: []int64{13, 17, 1}}},
+			verdict: results.Fail,
 		},
 		{
 			name: "near miss: an accept whose commit's outcome is unknown may have finished the record",

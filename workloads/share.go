@@ -249,7 +249,7 @@ func (m *shareMember) note(f string, v any) error {
 
 // instance runs one member instance until ctx ends or until (when not zero) passes; then it
 // crashes right after a poll, holding what that poll acquired. idle, when set, is told after
-// every poll whether it delivered anything, and ends the instance when it says so.
+// every wait of a poll whether it delivered anything, and ends the instance when it says so.
 func (m *shareMember) instance(ctx context.Context, until time.Time, idle func(delivered bool) bool) error {
 	if err := m.note(history.FShareSubscribe, history.ShareSubscribe{Group: m.cfg.Group, Topics: m.cfg.Topics}); err != nil {
 		return err
@@ -269,16 +269,16 @@ func (m *shareMember) instance(ctx context.Context, until time.Time, idle func(d
 		}
 	}()
 	for ctx.Err() == nil {
-		ds, err := m.poll(ctx, sc)
-		if err != nil {
+		ds, stopped, err := m.poll(ctx, sc, idle)
+		if err != nil || stopped {
 			return err
 		}
 		if !until.IsZero() && time.Now().After(until) && len(ds) > 0 {
 			closed = true
 			return m.crash(sc)
 		}
-		if idle != nil && idle(len(ds) > 0) {
-			return m.ack(ctx, sc, ds)
+		if idle != nil && len(ds) > 0 {
+			idle(true)
 		}
 		if err := m.ack(ctx, sc, ds); err != nil {
 			return err
@@ -303,28 +303,47 @@ func (m *shareMember) crash(sc kclient.ShareConsumer) error {
 	return nil
 }
 
-// poll records one share-poll and returns what it acquired.
-func (m *shareMember) poll(ctx context.Context, sc kclient.ShareConsumer) ([]kclient.Delivery, error) {
+// poll records one share-poll and returns what it acquired; stopped when the member stopped
+// (ctx ended, or idle said so after an empty wait) before anything came.
+//
+// The op stays open across empty waits until records come: a client fetches while it polls and
+// may finish a fetch after the wait ended (franz-go buffers the records for the next wait), and
+// the checker reckons a lock from the invoke of the poll that delivered the record, so that
+// invoke must come before the fetch. A poll the member stops is info: a fetch may still be in
+// flight, and the broker releases what it acquired when the member closes, counting a delivery
+// no member was handed.
+func (m *shareMember) poll(ctx context.Context, sc kclient.ShareConsumer, idle func(delivered bool) bool) (ds []kclient.Delivery, stopped bool, err error) {
 	inv, err := m.env.Recorder.Invoke(m.proc, history.FSharePoll, raw(history.SharePoll{Group: m.cfg.Group}))
 	if err != nil {
-		return nil, fmt.Errorf("share member %d: recording a poll: %w", m.p, err)
+		return nil, false, fmt.Errorf("share member %d: recording a poll: %w", m.p, err)
 	}
-	ds, perr := sc.Poll(ctx, m.cfg.PollWait, m.cfg.PollRecords)
-	m.stats.Polls++
-	m.stats.Deliveries += int64(len(ds))
 	out := history.SharePoll{Group: m.cfg.Group}
+	t, text := history.OK, ""
+	for {
+		var perr error
+		ds, perr = sc.Poll(ctx, m.cfg.PollWait, m.cfg.PollRecords)
+		m.stats.Polls++
+		if perr != nil && len(ds) == 0 {
+			// A poll that failed may have acquired records the client did not return.
+			t, text = history.Info, perr.Error()
+			break
+		}
+		if len(ds) > 0 {
+			break
+		}
+		if ctx.Err() != nil || (idle != nil && idle(false)) {
+			t, text, stopped = history.Info, "the member stopped while it polled: a fetch still in flight may have acquired records it was never handed", true
+			break
+		}
+	}
+	m.stats.Deliveries += int64(len(ds))
 	for _, d := range ds {
 		out.Records = append(out.Records, history.SharedRecord(d.Record, int32(d.Count)))
 	}
-	t, text := history.OK, ""
-	if perr != nil && len(ds) == 0 {
-		// A poll that failed may have acquired records the client did not return.
-		t, text = history.Info, perr.Error()
-	}
 	if _, err := m.env.Recorder.Complete(inv, t, raw(out), text); err != nil {
-		return nil, fmt.Errorf("share member %d: recording a poll: %w", m.p, err)
+		return nil, false, fmt.Errorf("share member %d: recording a poll: %w", m.p, err)
 	}
-	return ds, nil
+	return ds, stopped, nil
 }
 
 // ack acknowledges every record of ds, each with a type drawn from the mix (accept for the

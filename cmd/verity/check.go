@@ -245,5 +245,8 @@ func shareLine(sh *results.ShareStats) string {
 	if len(again) > 0 {
 		line += "; delivered again after " + strings.Join(again, ", ")
 	}
+	if sh.ArchivedUnseen > 0 {
+		line += fmt.Sprintf("; %d archived at the limit by deliveries no member was handed", sh.ArchivedUnseen)
+	}
 	return line + fmt.Sprintf("; acknowledged ok %d, fail %d, unknown %d", acked.OK, acked.Fail, acked.Info)
 }

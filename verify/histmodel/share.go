@@ -380,9 +380,24 @@ func (m *Model) releasedToLimit(r *shareRec) *action {
 	return first
 }
 
+// blindTake has member p stop while it polls, holding nothing, its last fetch having acquired r
+// unseen (the poll's outcome is unknown); the leader archives r at the limit when p closes,
+// and p starts again.
+func (m *Model) blindTake(p int, r *shareRec) {
+	m.shareAckAll(p, history.AckAccept)
+	v := mustJSON(history.SharePoll{Group: shareGroup})
+	m.add(&action{proc: history.Client(p), f: history.FSharePoll, out: history.Info, raw: v, rawDone: v,
+		err: "the member stopped while it polled"})
+	m.unhold(r)
+	r.count++
+	m.shareRelease(r)
+	m.shareSubscribe(p)
+}
+
 // shareLost: the group's start offset moves past a record no member finished: never
 // delivered, or delivered and released below the limit. Near miss: a record released at the
-// limit (archived), or accepted by a commit whose outcome is unknown.
+// limit (archived), accepted by a commit whose outcome is unknown, or released one below the
+// limit and then taken to it by a poll of unknown outcome.
 func shareLost(m *Model) (*Injection, error) { return shareLostVariant(m, false) }
 func shareLostNear(m *Model) (*Injection, error) {
 	return shareLostVariant(m, true)
@@ -392,9 +407,18 @@ func shareLostVariant(m *Model, near bool) (*Injection, error) {
 	r := m.shareSettle()
 	if near {
 		v := "released at the limit"
-		if m.rng.IntN(2) == 0 {
+		switch m.rng.IntN(3) {
+		case 0:
 			m.releasedToLimit(r)
-		} else {
+		case 1:
+			v = "released below the limit, then taken to it unseen by a poll of unknown outcome"
+			for n := int32(1); n < m.share.limit; n++ {
+				p := m.shareMember()
+				m.deliver(p, r, n)
+				m.ackOne(p, r, history.AckRelease, history.OK)
+			}
+			m.blindTake(m.shareMember(), r)
+		default:
 			v = "accepted, the commit unanswered"
 			p := m.shareMember()
 			m.deliver(p, r, 1)

@@ -368,6 +368,10 @@ type ShareStats struct {
 	Redeliveries map[ShareCause]int64 `json:"redeliveries"`
 	// Acks counts acknowledged records by type and the commit's outcome.
 	Acks map[string]Outcomes `json:"acks"`
+	// ArchivedUnseen counts records the group moved past whose deliveries the history shows
+	// stop below the limit, but that polls of unknown outcome (a member stopped while a fetch
+	// was in flight) could have taken to it: archived at the limit, as documented.
+	ArchivedUnseen int64 `json:"archived_unseen,omitempty"`
 }
 
 // ShareCause is why a record was delivered again.
