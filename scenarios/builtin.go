@@ -69,6 +69,7 @@ func builtinMakers() []func() Scenario {
 		regressKIP890HangingTxn,
 		regressKIP966ELR,
 		regressKafka20321,
+		regressShareStaleStateWrite,
 		exploreRequestFaults,
 		upgradeEOS,
 	}
@@ -917,8 +918,8 @@ func sharePowerLoss() Scenario {
 	s.Expect = shareExpect("At 20 s the share coordinator of p0's state loses power for 10 s, at 40 s p0's leader: "+
 		"SIGKILL, and the lazy filesystem drops every write no fsync made durable, on one node at a time.",
 		"One node's power loss leaves __share_group_state (replication factor 3, min ISR 2) and p0 on the others' page "+
-			"caches; no document promises more, so under a power loss the checker permits redelivery and counts that "+
-			"go back.")
+			"caches, so the group's state survives it: an accepted record is not delivered again. Only a power cut of "+
+			"two or more nodes at once (none here) would permit redelivery and counts that go back.")
 	return s
 }
 
@@ -1106,6 +1107,43 @@ func regressKafka20321() Scenario {
 		"another member now owns them. Kafka's Java client 4.3.0 pauses the lost partitions' fetches before the callback; " +
 		"4.2.1 (the regression's bad side) did not, and the same poll returned records it had fetched before — " +
 		"poll-unowned, forbidden. Re-reading from the committed offsets after the member rejoins is at-least-once, no anomaly."}
+	return s
+}
+
+// regressShareStaleStateWrite replays a share-group state write that lands after newer ones:
+// share-partition leaders' WriteShareGroupState to and from the share coordinator of p0's
+// state are held on its links to the other brokers from 25 s until the heal; the leader's persister gives up on it after the
+// request timeout (10 s here), sends it again on a new connection, and goes on writing newer
+// state, which the group's acknowledgements wait for and are answered by. At the heal the held
+// writes reach the coordinator last. They carry the partition's leader and state epochs, which
+// the coordinator fences only when smaller, and before 4.4.0 it takes a write's start offset as
+// given: the group's start offset goes back, and the drain is delivered again records whose
+// accept was answered ok. 4.4.0's coordinator keeps the larger start offset (apache/kafka PR
+// 23074). docs/evidence/kafka-share-start-offset-rollback tells the same defect as Verity first
+// met it, under power loss.
+func regressShareStaleStateWrite() Scenario {
+	s := shareScenario("regress-share-stale-state-write", "Share-group state writes held on the share coordinator's links to the other brokers "+
+		"and let through after newer ones: 4.3.1's coordinator moves the group's start offset back, 4.4.0's does not.")
+	s.Source = "KIP-932; apache/kafka PR 23074 (no JIRA)"
+	s.Tags = []Tag{TagRegression, TagQueues}
+	s.Kafka.Version = "4.3.1"
+	// The persister's requests use the brokers' request timeout: 10 s lets it give up on the
+	// held write and go on within the run.
+	s.Broker["request.timeout.ms"] = "10000"
+	s.Workload.Share.Members, s.Workload.Share.CrashEvery = 2, 0
+	// The links to and from the share coordinator of p0's state. A leader's writes to a
+	// coordinator on its own node take no link; with 9 partitions some leader almost surely
+	// writes to, or from, that node across one.
+	s.Topics[0].Partitions = 9
+	s.Faults = timeline(Step{At: sec(25), For: sec(35), Fault: Fault{Name: FaultHoldRequest, Target: shareCoordinator0(),
+		Params: Params{Links: LinksNode, API: "WriteShareGroupState", Nth: 1}}})
+	s.Regression = &Regression{Bug: "apache/kafka PR 23074, KIP-932", Knob: "kafka-version", Bad: "4.3.1", Fixed: "4.4.0",
+		Shows: []guarantee.Anomaly{guarantee.ShareRedelivered}}
+	s.Expect = Expectation{Text: "An acknowledgement is answered only once the share coordinator has written it to " +
+		"__share_group_state, and an accepted or rejected record is not delivered again (KIP-932). A state write that " +
+		"reaches the coordinator after newer ones must not take the group's state back: Kafka 4.4.0's coordinator keeps the " +
+		"larger start offset. 4.3.1's (the regression's bad side; 4.2.2 too) takes the late write's, and the drain is " +
+		"delivered records whose accept was answered ok again — share-redelivered, forbidden."}
 	return s
 }
 

@@ -98,13 +98,13 @@ func TestSelect(t *testing.T) {
 		{[]string{"lab-*"}, nil, nil, "lab-follower-down lab-isr-below-min lab-leader-failover lab-abort-invisible lab-fencing lab-lso-hold"},
 		// Builtins' order whatever the order given, each once.
 		{[]string{"lab-fencing", "default", "lab-f*"}, nil, nil, "default lab-follower-down lab-fencing"},
-		{nil, []string{"regression"}, nil, "regress-kafka-17754 regress-franz-endtxn-unconfirmed regress-sarama-stable-offsets regress-kip890-hanging-txn regress-kip966-elr regress-kafka-20321"},
+		{nil, []string{"regression"}, nil, "regress-kafka-17754 regress-franz-endtxn-unconfirmed regress-sarama-stable-offsets regress-kip890-hanging-txn regress-kip966-elr regress-kafka-20321 regress-share-stale-state-write"},
 		{nil, []string{"upgrade", "explore"}, nil, "explore-request-faults upgrade-eos"},
 		// A name and a tag: either chooses.
 		{[]string{"default"}, []string{"upgrade"}, nil, "default upgrade-eos"},
 		{[]string{"*-ack-loss"}, nil, nil, "idempotent-ack-loss idempotent-inflight5-ack-loss plain-ack-loss"},
 		// A skipped tag leaves out what carries it, whatever chose it.
-		{nil, []string{"regression"}, []string{"slow"}, "regress-kip890-hanging-txn regress-kip966-elr regress-kafka-20321"},
+		{nil, []string{"regression"}, []string{"slow"}, "regress-kip890-hanging-txn regress-kip966-elr regress-kafka-20321 regress-share-stale-state-write"},
 		{[]string{"upgrade-eos", "default"}, nil, []string{"slow", "lab"}, "default"},
 	} {
 		got, err := Select(c.patterns, c.tags, c.skip)
