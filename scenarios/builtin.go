@@ -1111,8 +1111,8 @@ func regressKafka20321() Scenario {
 }
 
 // regressShareStaleStateWrite replays a share-group state write that lands after newer ones:
-// share-partition leaders' WriteShareGroupState to and from the share coordinator of p0's
-// state are held on its links to the other brokers from 25 s until the heal; the leader's persister gives up on it after the
+// share-partition leaders' WriteShareGroupState to share coordinators on other brokers are
+// held on the links between brokers from 25 s until the heal; the leader's persister gives up on it after the
 // request timeout (10 s here), sends it again on a new connection, and goes on writing newer
 // state, which the group's acknowledgements wait for and are answered by. At the heal the held
 // writes reach the coordinator last. They carry the partition's leader and state epochs, which
@@ -1122,7 +1122,7 @@ func regressKafka20321() Scenario {
 // 23074). docs/evidence/kafka-share-start-offset-rollback tells the same defect as Verity first
 // met it, under power loss.
 func regressShareStaleStateWrite() Scenario {
-	s := shareScenario("regress-share-stale-state-write", "Share-group state writes held on the share coordinator's links to the other brokers "+
+	s := shareScenario("regress-share-stale-state-write", "Share-group state writes held on the links between brokers "+
 		"and let through after newer ones: 4.3.1's coordinator moves the group's start offset back, 4.4.0's does not.")
 	s.Source = "KIP-932; apache/kafka PR 23074 (no JIRA)"
 	s.Tags = []Tag{TagRegression, TagQueues}
@@ -1131,12 +1131,15 @@ func regressShareStaleStateWrite() Scenario {
 	// held write and go on within the run.
 	s.Broker["request.timeout.ms"] = "10000"
 	s.Workload.Share.Members, s.Workload.Share.CrashEvery = 2, 0
-	// The links to and from the share coordinator of p0's state. A leader's writes to a
-	// coordinator on its own node take no link; with 9 partitions some leader almost surely
-	// writes to, or from, that node across one.
-	s.Topics[0].Partitions = 9
-	s.Faults = timeline(Step{At: sec(25), For: sec(35), Fault: Fault{Name: FaultHoldRequest, Target: shareCoordinator0(),
-		Params: Params{Links: LinksNode, API: "WriteShareGroupState", Nth: 1}}})
+	// Every link between brokers (those of p0's leader and those of one of its followers): a
+	// leader's writes to a coordinator on its own node take no link, and of six partitions some
+	// have their state on another node in all but one run in a few hundred.
+	s.Topics[0].Partitions = 6
+	hold := func(t *Target) Step {
+		return Step{At: sec(25), For: sec(35), Fault: Fault{Name: FaultHoldRequest, Target: t,
+			Params: Params{Links: LinksNode, API: "WriteShareGroupState", Nth: 1}}}
+	}
+	s.Faults = timeline(hold(leaderOf0()), hold(followerOf0()))
 	s.Regression = &Regression{Bug: "apache/kafka PR 23074, KIP-932", Knob: "kafka-version", Bad: "4.3.1", Fixed: "4.4.0",
 		Shows: []guarantee.Anomaly{guarantee.ShareRedelivered}}
 	s.Expect = Expectation{Text: "An acknowledgement is answered only once the share coordinator has written it to " +
