@@ -1112,9 +1112,9 @@ func regressKafka20321() Scenario {
 
 // regressShareStaleStateWrite replays a share-group state write that lands after newer ones:
 // share-partition leaders' WriteShareGroupState to share coordinators on other brokers are
-// held on the links between brokers from 25 s until the heal; the leader's persister gives up on it after the
-// request timeout (10 s here), sends it again on a new connection, and goes on writing newer
-// state, which the group's acknowledgements wait for and are answered by. At the heal the held
+// held on the links between brokers from 25 s until the heal; a leader's persister gives up on
+// a held write after its request timeout (30 s), sends it again on a new connection, and writes
+// newer state until the heal, which the group's acknowledgements wait for and are answered by. At the heal the held
 // writes reach the coordinator last. They carry the partition's leader and state epochs, which
 // the coordinator fences only when smaller, and before 4.4.0 it takes a write's start offset as
 // given: the group's start offset goes back, and the drain is delivered again records whose
@@ -1127,9 +1127,6 @@ func regressShareStaleStateWrite() Scenario {
 	s.Source = "KIP-932; apache/kafka PR 23074 (no JIRA)"
 	s.Tags = []Tag{TagRegression, TagQueues}
 	s.Kafka.Version = "4.3.1"
-	// The persister's requests use the brokers' request timeout: 10 s lets it give up on the
-	// held write and go on within the run.
-	s.Broker["request.timeout.ms"] = "10000"
 	s.Workload.Share.Members, s.Workload.Share.CrashEvery = 2, 0
 	// Every link between brokers (those of p0's leader and those of one of its followers): a
 	// leader's writes to a coordinator on its own node take no link, and of six partitions some
