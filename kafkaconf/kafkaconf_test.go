@@ -286,6 +286,9 @@ func TestParseLoggers(t *testing.T) {
 			t.Errorf("ParseLoggers(%q): no error", bad)
 		}
 	}
+	if got := (Loggers{"kafka.log": "trace"}).String(); got != "kafka.log=TRACE" {
+		t.Errorf("a level written in lower case: String() = %q", got)
+	}
 	if err := (Loggers{"kafka.log": "VERBOSE"}).Validate(); err == nil || !strings.Contains(err.Error(), "kafka.log") {
 		t.Errorf("Validate of a bad level = %v, want an error naming the logger", err)
 	}

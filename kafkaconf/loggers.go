@@ -67,11 +67,12 @@ func (ls Loggers) Validate() error {
 	return nil
 }
 
-// String is the loggers as KAFKA_LOG4J_LOGGERS takes them, sorted by name: "a=DEBUG,b=TRACE".
+// String is the loggers as KAFKA_LOG4J_LOGGERS takes them, sorted by name, levels in upper case
+// (a scenario file may write them in any): "a=DEBUG,b=TRACE".
 func (ls Loggers) String() string {
 	var out []string
 	for _, name := range slices.Sorted(maps.Keys(ls)) {
-		out = append(out, name+"="+string(ls[name]))
+		out = append(out, name+"="+strings.ToUpper(string(ls[name])))
 	}
 	return strings.Join(out, ",")
 }
