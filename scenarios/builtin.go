@@ -1125,14 +1125,14 @@ func regressShareStaleStateWrite() Scenario {
 	s := shareScenario("regress-share-stale-state-write", "Share-group state writes held on the links between brokers "+
 		"and let through after newer ones: 4.3.1's coordinator moves the group's start offset back, 4.4.0's does not.")
 	s.Source = "KIP-932; apache/kafka PR 23074 (no JIRA)"
-	// The late write must land after the leaders' last and the drain must rebuild the share
-	// partition from the state: 2 runs in 3 on the bad side so far.
+	// Chance: the late write must land after the leaders' last, and the drain must rebuild the
+	// share partition from the state, which not every run does.
 	s.Tags = []Tag{TagRegression, TagQueues, TagChance}
 	s.Kafka.Version = "4.3.1"
 	s.Workload.Share.Members, s.Workload.Share.CrashEvery = 2, 0
 	// Every link between brokers (those of p0's leader and those of one of its followers): a
-	// leader's writes to a coordinator on its own node take no link, and of six partitions some
-	// have their state on another node in all but one run in a few hundred.
+	// leader's writes to a coordinator on its own node take no link, and six partitions all
+	// keep their state on their own leader's node only about one run in 700 ((1/3)^6).
 	s.Topics[0].Partitions = 6
 	hold := func(t *Target) Step {
 		return Step{At: sec(25), For: sec(35), Fault: Fault{Name: FaultHoldRequest, Target: t,

@@ -106,17 +106,12 @@ type shareState struct {
 	bad    []string             // payloads that could not be read
 	spans  []faultspan.Interval // intervals' result, once taken
 	open   map[uint32]shareOpen
-	// blind are the polls whose outcome is unknown (info): each may have acquired any record
-	// available meanwhile, once, without the history showing it.
-	blind []shareBlind
+	// blindEnds are the end times of the polls whose outcome is unknown (info): each may have
+	// acquired any record available meanwhile, once, without the history showing it.
+	blindEnds []int64
 	// unseen counts records past their start offset whose shown deliveries stop below the
 	// limit, that blind polls could have taken to it.
 	unseen int64
-}
-
-// shareBlind is a poll whose outcome is unknown, by its invoke's and end's times.
-type shareBlind struct {
-	invT, endT int64
 }
 
 func (s *shareState) init(cfg *history.ShareConfig) {
@@ -194,7 +189,7 @@ func (c *Checker) shareOp(p *proc, pd *pending, op *history.Op, ord uint32) {
 	switch op.F {
 	case history.FSharePoll:
 		if op.Type == history.Info {
-			s.blind = append(s.blind, shareBlind{invT: invT, endT: op.Time})
+			s.blindEnds = append(s.blindEnds, op.Time)
 		}
 		if op.Type != history.OK {
 			return
@@ -504,11 +499,11 @@ func (s *shareState) mayReachLimit(r *shareRec, limit int32) bool {
 		last := r.dels[len(r.dels)-1]
 		count, from = last.count, last.invT
 	}
-	for _, b := range s.blind {
+	for _, end := range s.blindEnds {
 		if count >= limit {
 			break
 		}
-		if b.endT >= from {
+		if end >= from {
 			count++
 		}
 	}

@@ -46,6 +46,14 @@ func (h *hb) blindPoll(p int) int64 {
 	return h.add(history.Op{Process: history.Client(p), Type: history.Info, F: history.FSharePoll, Value: v, Error: "the member stopped while it polled"})
 }
 
+// acceptFirstReleaseSecond has process 2 poll q-0's offsets 0 and 1 (count 1), accept 0 and
+// release 1, each commit ok.
+func acceptFirstReleaseSecond(h *hb) {
+	h.sharePoll(2, []int64{0, 1}, []int32{1, 1})
+	h.shareAck(2, history.AckAccept, OK, 0)
+	h.shareAck(2, history.AckRelease, OK, 1)
+}
+
 // shareStart writes the start offset of q-0 observed after the drain.
 func (h *hb) shareStart(start int64) int64 {
 	st := history.ShareState{Group: "g", Topic: "q", Partition: 0}
@@ -119,9 +127,7 @@ func TestShareGroups(t *testing.T) {
 			name: "near miss: a record delivered up to the limit and released is archived, not lost",
 			cfg:  shared(2),
 			build: func(h *hb) {
-				h.sharePoll(2, []int64{0, 1}, []int32{1, 1})
-				h.shareAck(2, accept, OK, 0)
-				h.shareAck(2, release, OK, 1)
+				acceptFirstReleaseSecond(h)
 				h.sharePoll(2, []int64{1}, []int32{2})
 				h.shareAck(2, release, OK, 1)
 				qRecords(h, 2)
@@ -133,9 +139,7 @@ func TestShareGroups(t *testing.T) {
 			name: "near miss: a poll of unknown outcome after the last release may have taken the record to the limit",
 			cfg:  shared(3),
 			build: func(h *hb) {
-				h.sharePoll(2, []int64{0, 1}, []int32{1, 1})
-				h.shareAck(2, accept, OK, 0)
-				h.shareAck(2, release, OK, 1)
+				acceptFirstReleaseSecond(h)
 				h.sharePoll(2, []int64{1}, []int32{2})
 				h.shareAck(2, release, OK, 1)
 				h.blindPoll(2)
@@ -148,9 +152,7 @@ func TestShareGroups(t *testing.T) {
 			name: "share-lost: the poll of unknown outcome came before the record's last delivery",
 			cfg:  shared(3),
 			build: func(h *hb) {
-				h.sharePoll(2, []int64{0, 1}, []int32{1, 1})
-				h.shareAck(2, accept, OK, 0)
-				h.shareAck(2, release, OK, 1)
+				acceptFirstReleaseSecond(h)
 				h.blindPoll(3)
 				h.sharePoll(2, []int64{1}, []int32{2}) // ok: op 9
 				h.shareAck(2, release, OK, 1)
@@ -164,9 +166,7 @@ func TestShareGroups(t *testing.T) {
 			name: "share-lost: one poll of unknown outcome cannot take a record two deliveries short to the limit",
 			cfg:  shared(3),
 			build: func(h *hb) {
-				h.sharePoll(2, []int64{0, 1}, []int32{1, 1}) // ok: op 1
-				h.shareAck(2, accept, OK, 0)
-				h.shareAck(2, release, OK, 1)
+				acceptFirstReleaseSecond(h) // the poll's ok: op 1
 				h.blindPoll(2)
 				qRecords(h, 2)  // read_uncommitted's ok: op 13
 				h.shareStart(2) // ok: op 17
