@@ -152,6 +152,9 @@ type ShareStats struct {
 	// unknown.
 	AckFailed, AckUnknown int64
 	Crashes               int64
+	// Rejoined counts the deliveries to the drain's second instance, which rebuilt the share
+	// partitions from the group's state (DrainShareGroup).
+	Rejoined int64
 }
 
 // shareMember runs one member process of a share group.
@@ -434,30 +437,51 @@ func (m *shareMember) completeAck(inv history.Op, t history.Type, text string, a
 
 // DrainShareGroup runs, as process p once the workloads have ended and the faults healed, a
 // member that accepts everything the group still delivers until nothing comes for DrainIdle
-// (or DrainDeadline passes), then records each partition's start offset as a share-state op.
+// (or DrainDeadline passes); then a second instance of it, the rejoin, for as long again; then
+// records each partition's start offset as a share-state op.
+//
+// The rejoin reads what the group's state in __share_group_state says is left: when the
+// first instance's connections close, no member of the group has a share session on any
+// broker, and each share-partition leader drops its share partitions (onGroupEmpty); the
+// rejoin's fetches rebuild them from the persisted state. A leader's memory can be right
+// while the state it wrote is not (a late write taking the start offset back), and only a
+// rebuild shows that: as records accepted before and delivered again.
 func DrainShareGroup(ctx context.Context, env Env, p int, cfg ShareGroupConfig) (ShareStats, error) {
 	m, err := newShareMember(env, p, cfg)
 	if err != nil {
 		return ShareStats{}, err
 	}
-	cfg = m.cfg
 	m.accept = true
-	dctx, cancel := context.WithTimeout(ctx, cfg.DrainDeadline)
+	for pass := range 2 {
+		before := m.stats.Deliveries
+		if err := m.drainInstance(ctx); err != nil {
+			return m.stats, err
+		}
+		if ctx.Err() != nil {
+			return m.stats, ctx.Err()
+		}
+		if pass == 1 {
+			m.stats.Rejoined = m.stats.Deliveries - before
+		}
+	}
+	m.log.Info("share drain done", "deliveries", m.stats.Deliveries, "rejoined", m.stats.Rejoined)
+	return m.stats, m.startOffsets(ctx)
+}
+
+// drainInstance runs one drain instance until nothing comes for DrainIdle, at most
+// DrainDeadline. DrainIdle outlasts the session timeout, after which the coordinator assigns
+// a departed instance's partitions to the others.
+func (m *shareMember) drainInstance(ctx context.Context) error {
+	dctx, cancel := context.WithTimeout(ctx, m.cfg.DrainDeadline)
 	defer cancel()
 	last := time.Now()
 	idle := func(delivered bool) bool {
 		if delivered {
 			last = time.Now()
 		}
-		return time.Since(last) >= cfg.DrainIdle
+		return time.Since(last) >= m.cfg.DrainIdle
 	}
-	if err := m.instance(dctx, time.Time{}, idle); err != nil {
-		return m.stats, err
-	}
-	if ctx.Err() != nil {
-		return m.stats, ctx.Err()
-	}
-	return m.stats, m.startOffsets(ctx)
+	return m.instance(dctx, time.Time{}, idle)
 }
 
 // startOffsets records each partition's share-partition start offset. The group's state is
