@@ -34,13 +34,15 @@ package lazyfs
 
 import (
 	"log/slog"
-
-	"github.com/verity-kafka/verity/lazyfs/control"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/verity-kafka/verity/lazyfs/control"
 )
 
 // Names in the store directory.
@@ -64,6 +66,14 @@ type lazyFS struct {
 	owners  map[string]*fileState // by durable path: whose copy each durable file is
 	pending []op
 	seq     uint64
+
+	// faults are the disk faults in force, nil when none (faults.go).
+	faults atomic.Pointer[faultSet]
+	// faultMu orders setting and clearing faults; it guards lastFaults and clearedAt.
+	faultMu    sync.Mutex
+	lastFaults *faultSet // the last set, in force or cleared, for the status
+	clearedAt  time.Time
+	statusKick chan struct{} // a hit since the status was last written
 }
 
 func newLazyFS(store string, log *slog.Logger) *lazyFS {
@@ -76,6 +86,8 @@ func newLazyFS(store string, log *slog.Logger) *lazyFS {
 		log:     log,
 		files:   map[uint64]*fileState{},
 		owners:  map[string]*fileState{},
+
+		statusKick: make(chan struct{}, 1),
 	}
 }
 

@@ -23,10 +23,16 @@ type Options struct {
 
 // Server is a mounted lazy filesystem.
 type Server struct {
-	lz   *lazyFS
-	srv  *fuse.Server
-	stop func() bool
-	mu   sync.Mutex // one unmount at a time: go-fuse's Unmount is not safe to call concurrently
+	lz    *lazyFS
+	srv   *fuse.Server
+	store string
+	stop  func() bool
+	mu    sync.Mutex // one unmount at a time: go-fuse's Unmount is not safe to call concurrently
+
+	statusMu   sync.Mutex    // one write of the fault status at a time
+	unmounted  chan struct{} // closed once unmounted, ending the status writer
+	unmountEnd sync.Once
+	writerDone chan struct{} // closed once the status writer has ended
 }
 
 // Mount shows store's live directory at mountpoint, until Unmount or until ctx is done. Run
@@ -66,7 +72,11 @@ func Mount(ctx context.Context, mountpoint, store string, opts Options) (*Server
 		_ = srv.Unmount()
 		return nil, fmt.Errorf("keeping the FUSE connection from the application: %w", err)
 	}
-	s := &Server{lz: l, srv: srv}
+	s := &Server{lz: l, srv: srv, store: store, unmounted: make(chan struct{}), writerDone: make(chan struct{})}
+	go func() {
+		defer close(s.writerDone)
+		s.writeStatuses(s.unmounted)
+	}()
 	s.stop = context.AfterFunc(ctx, func() { _ = s.unmount() })
 	return s, nil
 }
@@ -84,5 +94,8 @@ func (s *Server) unmount() error {
 	if err := s.srv.Unmount(); err != nil {
 		return fmt.Errorf("unmounting the lazy filesystem: %w", err)
 	}
+	// The status is final once Unmount returns: a store removed next is not written again.
+	s.unmountEnd.Do(func() { close(s.unmounted) })
+	<-s.writerDone
 	return nil
 }

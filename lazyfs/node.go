@@ -98,6 +98,9 @@ func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out 
 		return nil, nil, 0, syscall.ENOENT
 	}
 	l := n.lz
+	if errno := l.injectCreate(p); errno != 0 {
+		return nil, nil, 0, errno
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ch, fh, fl, errno := n.LoopbackNode.Create(ctx, name, readWrite(flags), mode, out)
@@ -273,7 +276,16 @@ func (n *node) OpendirHandle(ctx context.Context, flags uint32) (gofs.FileHandle
 		// Without its own Fsyncdir a directory's fsync would not commit the journal.
 		return nil, 0, syscall.EIO
 	}
-	return &dir{dirStream: ds, lz: n.lz}, fl, 0
+	return &dir{dirStream: ds, lz: n.lz, in: n.EmbeddedInode()}, fl, 0
+}
+
+// Statfs reports a full disk (faults.go) as having no more room than it has.
+func (n *node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
+	if errno := n.LoopbackNode.Statfs(ctx, out); errno != 0 {
+		return errno
+	}
+	n.lz.statfsFull(out)
+	return 0
 }
 
 // Names that would need durability rules of their own are refused.
@@ -306,11 +318,18 @@ type dirStream interface {
 type dir struct {
 	dirStream
 	lz *lazyFS
+	in *gofs.Inode
 }
 
 // Fsyncdir commits the journal. live itself needs no fsync: only durable survives a power cut.
-func (d *dir) Fsyncdir(context.Context, uint32) syscall.Errno {
+func (d *dir) Fsyncdir(ctx context.Context, _ uint32) syscall.Errno {
 	l := d.lz
+	if rules := l.faultsFor(opFsync); rules != nil {
+		p, _ := livePath(d.in)
+		if errno := l.inject(ctx, rules, p, 0); errno != 0 {
+			return errno // before the commit: a failed fsync makes nothing durable
+		}
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.commit(l.seq); err != nil {
@@ -345,15 +364,57 @@ func (l *lazyFS) wrap(in *gofs.Inode, s *fileState, fh gofs.FileHandle) (gofs.Fi
 func (f *file) PassthroughFd() (int, bool) { return 0, false }
 
 func (f *file) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
+	if rules := f.lz.faultsFor(opWrite); rules != nil {
+		p, _ := livePath(f.in)
+		errno, wrote := f.lz.injectWrite(ctx, rules, p, int64(len(data)))
+		if errno != 0 {
+			return 0, errno // before the write: a failed write changes neither live nor the model
+		}
+		n, errno := f.write(ctx, data, off)
+		wrote(int64(n))
+		return n, errno
+	}
+	return f.write(ctx, data, off)
+}
+
+func (f *file) write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
 	n, errno := f.LoopbackFile.Write(ctx, data, off)
 	f.st.wrote(off, int64(n))
 	return n, errno
 }
 
 func (f *file) Writev(ctx context.Context, data [][]byte, off int64) (uint32, syscall.Errno) {
+	if rules := f.lz.faultsFor(opWrite); rules != nil {
+		var size int64
+		for _, d := range data {
+			size += int64(len(d))
+		}
+		p, _ := livePath(f.in)
+		errno, wrote := f.lz.injectWrite(ctx, rules, p, size)
+		if errno != 0 {
+			return 0, errno
+		}
+		n, errno := f.writev(ctx, data, off)
+		wrote(int64(n))
+		return n, errno
+	}
+	return f.writev(ctx, data, off)
+}
+
+func (f *file) writev(ctx context.Context, data [][]byte, off int64) (uint32, syscall.Errno) {
 	n, errno := f.LoopbackFile.Writev(ctx, data, off)
 	f.st.wrote(off, int64(n))
 	return n, errno
+}
+
+func (f *file) Read(ctx context.Context, buf []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	if rules := f.lz.faultsFor(opRead); rules != nil {
+		p, _ := livePath(f.in)
+		if errno := f.lz.inject(ctx, rules, p, 0); errno != 0 {
+			return nil, errno
+		}
+	}
+	return f.LoopbackFile.Read(ctx, buf, off)
 }
 
 func (f *file) Allocate(ctx context.Context, off, size uint64, mode uint32) syscall.Errno {
@@ -370,7 +431,13 @@ func (f *file) Allocate(ctx context.Context, off, size uint64, mode uint32) sysc
 }
 
 // Fsync serves fsync and fdatasync alike: both must make the size durable.
-func (f *file) Fsync(context.Context, uint32) syscall.Errno {
+func (f *file) Fsync(ctx context.Context, _ uint32) syscall.Errno {
+	if rules := f.lz.faultsFor(opFsync); rules != nil {
+		p, _ := livePath(f.in)
+		if errno := f.lz.inject(ctx, rules, p, 0); errno != 0 {
+			return errno // before the sync: a failed fsync makes nothing durable
+		}
+	}
 	name := func() (string, bool) { return livePath(f.in) }
 	if err := f.lz.syncFile(f.st, name, f.fd); err != nil {
 		f.lz.log.Warn("lazyfs: fsync", "err", err)

@@ -72,8 +72,13 @@ func (l *lazyFS) syncTracked(ino uint64, s *fileState) error {
 	return nil
 }
 
-// Announce records the calling process as store's daemon, to which RequestSync signals.
+// Announce records the calling process as store's daemon, to which RequestSync and
+// RequestFaults signal. It first ends the faults of any daemon before it: they were in its
+// memory only.
 func Announce(store string) error {
+	if err := endFaults(store); err != nil {
+		return fmt.Errorf("ending the faults of the last daemon: %w", err)
+	}
 	if err := writeAtomic(store, daemonPid, []byte(strconv.Itoa(os.Getpid())+"\n")); err != nil {
 		return fmt.Errorf("recording the daemon's pid: %w", err)
 	}
@@ -87,6 +92,18 @@ func RequestSync(ctx context.Context, store string) error {
 	if err := writeAtomic(store, syncRequest, nonce); err != nil {
 		return fmt.Errorf("requesting a sync: %w", err)
 	}
+	if err := signalDaemon(store, syscall.SIGUSR1); err != nil {
+		return err
+	}
+	err := awaitAnswer(ctx, store, syncDone, func(done []byte) bool { return bytes.Equal(done, nonce) })
+	if err != nil {
+		return fmt.Errorf("waiting for the daemon's sync: %w", err)
+	}
+	return nil
+}
+
+// signalDaemon sends sig to store's daemon.
+func signalDaemon(store string, sig syscall.Signal) error {
 	b, err := os.ReadFile(filepath.Join(store, daemonPid))
 	if err != nil {
 		return fmt.Errorf("finding the daemon of %s: %w", store, err)
@@ -95,18 +112,23 @@ func RequestSync(ctx context.Context, store string) error {
 	if err != nil {
 		return fmt.Errorf("finding the daemon of %s: %q is not a pid", store, b)
 	}
-	if err := syscall.Kill(pid, syscall.SIGUSR1); err != nil {
+	if err := syscall.Kill(pid, sig); err != nil {
 		return fmt.Errorf("signalling the daemon (pid %d): %w", pid, err)
 	}
+	return nil
+}
+
+// awaitAnswer waits until the store's file name holds what answered says is the answer.
+func awaitAnswer(ctx context.Context, store, name string, answered func([]byte) bool) error {
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if done, err := os.ReadFile(filepath.Join(store, syncDone)); err == nil && bytes.Equal(done, nonce) {
+		if b, err := os.ReadFile(filepath.Join(store, name)); err == nil && answered(b) {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("waiting for the daemon's sync: %w", ctx.Err())
+			return ctx.Err()
 		case <-tick.C:
 		}
 	}
