@@ -236,6 +236,9 @@ func (d DiskFault) DelayDuration() time.Duration {
 // every path, as "**" does.
 type PathPattern struct {
 	segs []string
+	// literal[i] is whether segs[i] has no wildcard: a string comparison is all it needs, and
+	// patterns are matched on every faulted call.
+	literal []bool
 }
 
 // CompilePath parses pattern, or returns why it is not one.
@@ -244,12 +247,14 @@ func CompilePath(pattern string) (PathPattern, error) {
 	case pattern == "":
 		return PathPattern{}, errors.New(`empty (use "**" for every path)`)
 	case pattern == "*":
-		return PathPattern{segs: []string{"**"}}, nil
+		return PathPattern{segs: []string{"**"}, literal: []bool{false}}, nil
 	case strings.HasPrefix(pattern, "/"):
 		return PathPattern{}, fmt.Errorf("%q: absolute; paths are relative to the mount's root", pattern)
 	}
 	segs := strings.Split(pattern, "/")
-	for _, s := range segs {
+	literal := make([]bool, len(segs))
+	for i, s := range segs {
+		literal[i] = !strings.ContainsAny(s, `*?[\`)
 		switch {
 		case s == "" || s == "." || s == "..":
 			return PathPattern{}, fmt.Errorf("%q: segment %q (patterns are clean relative paths)", pattern, s)
@@ -260,18 +265,18 @@ func CompilePath(pattern string) (PathPattern, error) {
 			return PathPattern{}, fmt.Errorf("%q: segment %q: %w", pattern, s, err)
 		}
 	}
-	return PathPattern{segs: segs}, nil
+	return PathPattern{segs: segs, literal: literal}, nil
 }
 
 // Match reports whether the clean relative path name ("" for the root) matches.
-func (p PathPattern) Match(name string) bool { return matchSegs(p.segs, name) }
+func (p PathPattern) Match(name string) bool { return matchSegs(p.segs, p.literal, name) }
 
 // matchSegs matches name, a path of zero or more segments ("" has none), against segs.
-func matchSegs(segs []string, name string) bool {
+func matchSegs(segs []string, literal []bool, name string) bool {
 	for len(segs) > 0 {
 		if segs[0] == "**" {
 			for {
-				if matchSegs(segs[1:], name) {
+				if matchSegs(segs[1:], literal[1:], name) {
 					return true
 				}
 				if name == "" {
@@ -284,10 +289,18 @@ func matchSegs(segs []string, name string) bool {
 			return false
 		}
 		seg, rest, _ := strings.Cut(name, "/")
-		if ok, _ := path.Match(segs[0], seg); !ok {
+		if !matchSeg(segs[0], literal[0], seg) {
 			return false
 		}
-		segs, name = segs[1:], rest
+		segs, literal, name = segs[1:], literal[1:], rest
 	}
 	return name == ""
+}
+
+func matchSeg(pattern string, literal bool, seg string) bool {
+	if literal {
+		return pattern == seg
+	}
+	ok, _ := path.Match(pattern, seg)
+	return ok
 }
