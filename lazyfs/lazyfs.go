@@ -30,6 +30,9 @@
 // A file is tracked by its live inode number from the first time it is touched; until then its
 // durable copy has its live path, which is what Prepare leaves and what the journal preserves
 // (renaming a directory first tracks every file under it).
+//
+// Disk faults (EIO, a full disk, slow calls; faults.go and package control) can be set and
+// cleared on a mounted filesystem.
 package lazyfs
 
 import (
