@@ -314,7 +314,7 @@ func (c *Cluster) waitContainer(ctx context.Context, n *Node, running bool) erro
 func (c *Cluster) Restore(ctx context.Context) error {
 	// Nodes first: HealAll leaves the links into a killed node refusing (acceptsWhen), and the
 	// starts bring them back.
-	var err error
+	err := c.noteExited(ctx)
 	for id, s := range c.NodeStates() {
 		switch s {
 		case NodePaused:
@@ -328,6 +328,29 @@ func (c *Cluster) Restore(ctx context.Context) error {
 		return fmt.Errorf("restoring the cluster: %w", err)
 	}
 	return nil
+}
+
+// noteExited marks stopped the nodes the harness believes running whose containers have exited
+// on their own (a broker halts when a disk fault fails its only log directory), so that Restore
+// starts them again.
+func (c *Cluster) noteExited(ctx context.Context) error {
+	var err error
+	for id, s := range c.NodeStates() {
+		n, nerr := c.node(id)
+		if s != NodeRunning || nerr != nil || n.container == nil {
+			continue
+		}
+		st, serr := n.container.State(ctx)
+		if serr != nil {
+			err = errors.Join(err, fmt.Errorf("inspecting node %d: %w", id, serr))
+			continue
+		}
+		if !st.Running && !st.Paused {
+			c.log.Warn("node exited on its own; starting it again", "node", id, "exit_code", st.ExitCode)
+			c.setNodeState(id, NodeStopped)
+		}
+	}
+	return err
 }
 
 // NodeLog returns what node id has printed so far (its broker log).

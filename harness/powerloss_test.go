@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/verity-kafka/verity/harness"
 	"github.com/verity-kafka/verity/harness/harnesstest"
+	"github.com/verity-kafka/verity/lazyfs/control"
 )
 
 // A node on the lazy filesystem keeps, through a kill, every record it acknowledged (the page
@@ -71,6 +72,49 @@ func TestPowerLoss(t *testing.T) {
 		}
 		t.Logf("%d of %d records acknowledged after the restart are gone", missing, len(lost))
 		require.Equal(t, len(lost), missing, "no fsync covered them: every one is gone")
+	})
+
+	// A disk fault is seen by Kafka itself: the broker's append fails with the errno the lazy
+	// filesystem returned, the rule's status names the file, and clearing the rule and starting
+	// the node (a broker halts when its only log directory fails) brings the partition back.
+	diskFault := func(t *testing.T, topic string, rule control.DiskFault, javaError string) {
+		require.NoError(t, c.CreateTopic(ctx, harness.TopicSpec{Name: topic, Partitions: 1, RF: 1, MinISR: 1}))
+		p, err := c.DescribePartition(ctx, topic, 0)
+		require.NoError(t, err)
+		node := int(p.Leader)
+		dp := newProducer(t, c, topic, 0, sarama.WaitForAll)
+		before := dp.mustSend(5)
+		rule.Path = topic + "-0/**"
+		require.NoError(t, c.SetDiskFaults(ctx, node, control.Faults{Rules: []control.DiskFault{rule}}))
+		ok, errs := dp.send(3)
+		require.Empty(t, ok, "no append succeeds while every write to %s fails", topic)
+		t.Logf("sends while the fault held: %v", errs)
+		st, err := c.ClearDiskFaults(ctx, node)
+		require.NoError(t, err)
+		require.Len(t, st.Rules, 1)
+		require.Positive(t, st.Rules[0].Hits, "the rule failed a call: %+v", st)
+		require.NotEmpty(t, st.Rules[0].Paths)
+		require.True(t, strings.HasPrefix(st.Rules[0].Paths[0], topic+"-0/"), "it hit the partition's files: %v", st.Rules[0].Paths)
+		var log string
+		require.Eventually(t, func() bool {
+			log, err = c.NodeLog(ctx, node)
+			return err == nil && strings.Contains(log, javaError)
+		}, 2*time.Minute, time.Second, "node %d logs %q", node, javaError)
+		for _, line := range strings.Split(log, "\n") {
+			if strings.Contains(line, javaError) || strings.Contains(line, "Shutdown broker because") {
+				t.Logf("node %d: %s", node, line)
+			}
+		}
+		require.NoError(t, c.Restore(ctx))
+		_, err = c.WaitPartition(ctx, topic, 0, func(p harness.PartitionState) bool { return int(p.Leader) == node })
+		require.NoError(t, err, "node %d leads %s-0 again", node, topic)
+		mustReadBack(t, ctx, c, topic, 0, before)
+	}
+	t.Run("an EIO on a partition's writes reaches the broker", func(t *testing.T) {
+		diskFault(t, "eio", control.DiskFault{Kind: control.KindError, Op: control.OpWrite}, "Input/output error")
+	})
+	t.Run("a full disk under a partition reaches the broker as ENOSPC", func(t *testing.T) {
+		diskFault(t, "enospc", control.DiskFault{Kind: control.KindFull}, "No space left on device")
 	})
 }
 

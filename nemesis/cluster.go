@@ -10,6 +10,7 @@ import (
 	"github.com/verity-kafka/verity/harness"
 	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/kafkaconf"
+	"github.com/verity-kafka/verity/lazyfs/control"
 )
 
 // Cluster is what the nemesis does to a cluster and asks of it: the subset of *harness.Cluster
@@ -33,6 +34,10 @@ type Cluster interface {
 	PowerCut(ctx context.Context, id int) error
 	Dropped(id int) (harness.Drop, bool)
 	PowerLoss() bool
+	// SetDiskFaults and ClearDiskFaults set and end a node's disk faults (lazy filesystem);
+	// the clear returns what they did.
+	SetDiskFaults(ctx context.Context, id int, rules control.Faults) error
+	ClearDiskFaults(ctx context.Context, id int) (control.FaultStatus, error)
 	KillService(ctx context.Context, endpoint int) error
 	StartService(ctx context.Context, endpoint int) error
 
@@ -99,6 +104,10 @@ type Targets struct {
 	Dropped map[int]harness.Drop `json:"dropped,omitempty"`
 	// Records are the records the fault wrote itself (stray-txn-produce), with their offsets.
 	Records []history.Record `json:"records,omitempty"`
+	// DiskRules are the rules a disk fault set; Disk is, on its heal, what they did on each
+	// node.
+	DiskRules []control.DiskFault         `json:"disk_rules,omitempty"`
+	Disk      map[int]control.FaultStatus `json:"disk,omitempty"`
 }
 
 // Faults returns the history.Faults part of t.

@@ -16,6 +16,7 @@ import (
 	"github.com/verity-kafka/verity/harness"
 	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/kafkaconf"
+	"github.com/verity-kafka/verity/lazyfs/control"
 )
 
 // fakeCluster is a Cluster in memory: it applies node and link actions to its state, logs
@@ -200,6 +201,18 @@ func (f *fakeCluster) PowerCut(_ context.Context, id int) error {
 	f.cutPending[id] = true
 	delete(f.drops, id)
 	return nil
+}
+func (f *fakeCluster) SetDiskFaults(_ context.Context, id int, rules control.Faults) error {
+	if !f.powerLoss {
+		return errors.New("no lazy filesystem")
+	}
+	return f.log("disk-faults %d %d rules", id, len(rules.Rules))
+}
+func (f *fakeCluster) ClearDiskFaults(_ context.Context, id int) (control.FaultStatus, error) {
+	if err := f.log("disk-clear %d", id); err != nil {
+		return control.FaultStatus{}, err
+	}
+	return control.FaultStatus{ClearedAt: "t", Rules: []control.RuleStatus{{Hits: int64(id), Paths: []string{"t-0/0.log"}}}}, nil
 }
 func (f *fakeCluster) Dropped(id int) (harness.Drop, bool) {
 	f.mu.Lock()

@@ -13,6 +13,7 @@ import (
 	"github.com/verity-kafka/verity/harness"
 	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/kafkatoxic"
+	"github.com/verity-kafka/verity/lazyfs/control"
 )
 
 // setup is a 3-node combined fake cluster with t-0 led by 1 (replicas 1,2,3, full ISR), a
@@ -347,6 +348,22 @@ func TestDiskLossAndRollingBounce(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, n.Heal(ctx, inj))
 		require.Empty(t, h.events(t)[7].T.Dropped, "a kill's start drops nothing")
+	})
+	t.Run("disk fault: the inject carries the rules, the heal what they did on each node", func(t *testing.T) {
+		fc, _, n, h := setup(t, 3, false)
+		rules := control.Faults{Rules: []control.DiskFault{{Kind: control.KindError, Op: control.OpWrite, Path: "t-0/*"}}}
+		_, err := n.Inject(ctx, DiskFault{Fault: "disk-error", Target: Node(2), Rules: rules})
+		require.ErrorContains(t, err, "lazy filesystem", "refused without the lazy filesystem")
+		fc.powerLoss = true
+		inj, err := n.Inject(ctx, DiskFault{Fault: "disk-error", Target: Node(2), Rules: rules})
+		require.NoError(t, err)
+		require.NoError(t, n.Heal(ctx, inj))
+		es := h.events(t)
+		require.Equal(t, []string{"invoke disk-error [2]", "ok disk-error [2]", "invoke heal [2]", "ok heal [2]"}, short(es))
+		require.Equal(t, rules.Rules, es[0].T.DiskRules)
+		require.EqualValues(t, 2, es[3].T.Disk[2].Rules[0].Hits)
+		require.Equal(t, "disk-error", es[3].T.Fault)
+		require.Equal(t, []string{"disk-faults 2 1 rules", "disk-clear 2"}, fc.Calls())
 	})
 	t.Run("rolling upgrade: brokers then controllers, gated, then metadata.version finalized", func(t *testing.T) {
 		fc, _, n, h := setup(t, 3, true)

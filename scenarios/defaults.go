@@ -60,8 +60,10 @@ func (s Scenario) withDefaults() Scenario {
 	if s.Topology.Nodes == 0 {
 		s.Topology.Nodes = DefaultNodes
 	}
-	if slices.Contains(s.ScheduledFaults(), string(FaultPowerLoss)) {
-		s.Topology.PowerLoss = true
+	for _, name := range s.ScheduledFaults() {
+		if spec, ok := LookupFault(FaultName(name)); ok && spec.LazyFS {
+			s.Topology.PowerLoss = true
+		}
 	}
 	if len(s.Topics) == 0 {
 		s.Topics = []Topic{{Name: DefaultTopic}}

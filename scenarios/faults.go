@@ -27,6 +27,9 @@ const (
 	FaultRollingBounceHard FaultName = "rolling-bounce-hard"
 	FaultDiskLoss          FaultName = "disk-loss"
 	FaultPowerLoss         FaultName = "power-loss"
+	FaultDiskError         FaultName = "disk-error"
+	FaultDiskFull          FaultName = "disk-full"
+	FaultSlowDisk          FaultName = "slow-disk"
 	FaultIsolate           FaultName = "isolate"
 	FaultSplitMajority     FaultName = "split-majority"
 	FaultBridge            FaultName = "bridge"
@@ -74,6 +77,7 @@ const (
 // Fault kinds (FaultSpec.Kind).
 const (
 	KindProcess  = "process"
+	KindDisk     = "disk"
 	KindNetwork  = "network"
 	KindToxic    = "toxic"
 	KindAckLoss  = "ack-loss"
@@ -103,6 +107,9 @@ const (
 	ParamFeature  = "feature"
 	ParamLevel    = "level"
 	ParamVersion  = "version"
+	ParamPath     = "path"
+	ParamOp       = "op"
+	ParamOnce     = "once"
 )
 
 // Values of Params.Service: the side-effect service a service fault acts on, named as the
@@ -166,6 +173,9 @@ type FaultSpec struct {
 	Heals bool
 	// MinNodes is the fewest brokers the fault can act on (0: any).
 	MinNodes int
+	// LazyFS is true when the nodes must run on the lazy filesystem: a scenario that
+	// schedules the fault runs with topology.power_loss.
+	LazyFS bool
 	// Build makes the nemesis's fault from f, a validated use of this row; refs fill what a
 	// target may leave implicit.
 	Build func(f Fault, refs Refs) (nemesis.Fault, error)
@@ -258,9 +268,25 @@ func FaultSpecs() []FaultSpec {
 		{Name: FaultDiskLoss, Kind: KindProcess, Target: TargetRequired, Roles: nodeRoles(), MinNodes: 2,
 			Doc:   "kill the target nodes, wipe their data directories and start them empty: they refill from the leaders; ends by itself",
 			Build: targeted(func(t nemesis.Target, _ Params) nemesis.Fault { return nemesis.DiskLoss{Target: t} }), Preset: preset(nil)},
-		{Name: FaultPowerLoss, Kind: KindProcess, Target: TargetRequired, Roles: nodeRoles(), Heals: true,
+		{Name: FaultPowerLoss, Kind: KindProcess, Target: TargetRequired, Roles: nodeRoles(), Heals: true, LazyFS: true,
 			Doc:   "cut the target nodes' power: SIGKILL, and every write no fsync made durable is lost (the nodes run on the lazy filesystem); healed by starting them",
 			Build: targeted(func(t nemesis.Target, _ Params) nemesis.Fault { return nemesis.PowerLoss{Target: t} }), Preset: preset(nil)},
+		{Name: FaultDiskError, Kind: KindDisk, Target: TargetRequired, Roles: nodeRoles(), Params: []string{ParamPath, ParamOp, ParamOnce},
+			Heals: true, LazyFS: true,
+			Doc: "fail the target nodes' disk calls with EIO: `op` (write, the default; fsync; read) on the files of `path` (all, the default; " +
+				"metadata; checkpoints; log: the target partition's; or a pattern), every one or, with `once`, the first; nothing is written " +
+				"or made durable by a failed call (the nodes run on the lazy filesystem); healed by clearing it, the heal recording each node's hits",
+			Build: diskFault, Preset: preset(func(p *Params) { p.Path = DiskLog })},
+		{Name: FaultDiskFull, Kind: KindDisk, Target: TargetRequired, Roles: nodeRoles(), Params: []string{ParamPath, ParamBytes},
+			Heals: true, LazyFS: true,
+			Doc: "a full disk: ENOSPC on the target nodes' writes and file creations under `path` once `bytes` more have been written " +
+				"there (0: at once), and no free space reported; healed by clearing it, the heal recording each node's hits",
+			Build: diskFault, Preset: preset(func(p *Params) { p.Path = DiskLog })},
+		{Name: FaultSlowDisk, Kind: KindDisk, Target: TargetRequired, Roles: nodeRoles(), Params: []string{ParamPath, ParamOp, ParamDelay},
+			Required: []string{ParamDelay}, Heals: true, LazyFS: true,
+			Doc: "delay each `op` (fsync, the default; write; read) of the target nodes on the files of `path` by `delay`; " +
+				"healed by clearing it, the heal recording each node's delayed calls",
+			Build: diskFault, Preset: preset(func(p *Params) { p.Delay = Duration(time.Second) })},
 		{Name: FaultIsolate, Kind: KindNetwork, Target: TargetRequired, Roles: nodeRoles(), Params: []string{ParamCut}, Heals: true,
 			Doc:   "cut every link between the target nodes and the other nodes; clients still reach them",
 			Build: targeted(func(t nemesis.Target, p Params) nemesis.Fault { return nemesis.Isolate{Target: t, Cut: p.cutKind()} }), Preset: preset(nil)},

@@ -3,6 +3,8 @@ package scenarios
 import (
 	"cmp"
 	"github.com/verity-kafka/verity/kafkaconf"
+	"github.com/verity-kafka/verity/lazyfs/control"
+	"github.com/verity-kafka/verity/nemesis"
 	"github.com/verity-kafka/verity/sink"
 	"slices"
 	"strings"
@@ -36,8 +38,8 @@ func TestFaultCatalogueHasTheIssueList(t *testing.T) {
 // Every spec is consistent: known roles and params, required params among the accepted ones,
 // a target need that matches its roles.
 func TestFaultSpecsConsistent(t *testing.T) {
-	params := []string{ParamLinks, ParamCut, ParamDelay, ParamJitter, ParamRateKBps, ParamAfter, ParamBytes, ParamHold, ParamTo, ParamGate, ParamService, ParamAPI, ParamNth, ParamUntil, ParamFeature, ParamLevel, ParamVersion}
-	kinds := []string{KindProcess, KindNetwork, KindToxic, KindAckLoss, KindService, KindFeature, KindClient, KindCompound, KindNone}
+	params := []string{ParamLinks, ParamCut, ParamDelay, ParamJitter, ParamRateKBps, ParamAfter, ParamBytes, ParamHold, ParamTo, ParamGate, ParamService, ParamAPI, ParamNth, ParamUntil, ParamFeature, ParamLevel, ParamVersion, ParamPath, ParamOp, ParamOnce}
+	kinds := []string{KindProcess, KindDisk, KindNetwork, KindToxic, KindAckLoss, KindService, KindFeature, KindClient, KindCompound, KindNone}
 	for _, s := range FaultSpecs() {
 		if s.Doc == "" || !slices.Contains(kinds, s.Kind) {
 			t.Errorf("%s: doc %q, kind %q", s.Name, s.Doc, s.Kind)
@@ -218,5 +220,42 @@ func TestPresets(t *testing.T) {
 	}
 	if _, err := Preset("explode", "t"); err == nil || !strings.Contains(err.Error(), "kill") {
 		t.Errorf("an unknown preset: %v; want an error listing the faults", err)
+	}
+}
+
+// A disk fault becomes one lazy-filesystem rule on the files its path names, and its scenario
+// runs the nodes on the lazy filesystem.
+func TestDiskFaultRules(t *testing.T) {
+	leader := &Target{Role: RoleLeaderOf, Topic: "verity", Partition: 2}
+	cases := []struct {
+		f    Fault
+		want control.DiskFault
+	}{
+		{Fault{Name: FaultDiskError, Target: leader, Params: Params{Path: DiskLog}},
+			control.DiskFault{Kind: control.KindError, Op: control.OpWrite, Path: "verity-2/**"}},
+		{Fault{Name: FaultDiskError, Target: leader, Params: Params{Path: DiskMetadata, Op: "fsync", Once: true}},
+			control.DiskFault{Kind: control.KindError, Op: control.OpFsync, Path: "__cluster_metadata-0/**", Once: true}},
+		{Fault{Name: FaultDiskFull, Target: leader, Params: Params{Bytes: 4096}},
+			control.DiskFault{Kind: control.KindFull, Path: "**", AfterBytes: 4096}},
+		{Fault{Name: FaultSlowDisk, Target: leader, Params: Params{Path: DiskCheckpoints, Delay: sec(1.5)}},
+			control.DiskFault{Kind: control.KindSlow, Op: control.OpFsync, Path: "*checkpoint*", Delay: "1.5s"}},
+	}
+	for _, c := range cases {
+		nf, err := c.f.Build(Refs{})
+		if err != nil {
+			t.Fatalf("%s: %v", c.f.Name, err)
+		}
+		df, ok := nf.(nemesis.DiskFault)
+		if !ok || len(df.Rules.Rules) != 1 || df.Rules.Rules[0] != c.want || df.Fault != string(c.f.Name) {
+			t.Errorf("%s: built %#v, want the rule %#v", c.f.Name, nf, c.want)
+		}
+		if err := df.Rules.Validate(); err != nil {
+			t.Errorf("%s: %v", c.f.Name, err)
+		}
+	}
+	s := base("x", "x", "x")
+	s.Faults = timeline(Step{At: sec(5), For: sec(5), Fault: Fault{Name: FaultDiskFull, Target: leader}})
+	if !s.withDefaults().Topology.PowerLoss {
+		t.Error("a scenario with a disk fault does not run its nodes on the lazy filesystem")
 	}
 }

@@ -574,6 +574,12 @@ type Params struct {
 	Level   *int16            `yaml:"level,omitempty" json:"level,omitempty"`
 	// Version: rolling-upgrade moves every node to this Kafka release, newer than kafka.version.
 	Version kafkaconf.KafkaVersion `yaml:"version,omitempty" json:"version,omitempty"`
+	// Path is the files a disk fault acts on: an area (all, the default; metadata; checkpoints;
+	// log: the target partition's) or a pattern relative to the data directory. Op is the call
+	// (write, fsync, read); Once makes disk-error fail only the first call it matches.
+	Path string `yaml:"path,omitempty" json:"path,omitempty"`
+	Op   string `yaml:"op,omitempty" json:"op,omitempty"`
+	Once bool   `yaml:"once,omitempty" json:"once,omitempty"`
 }
 
 // Duration is a duration written as Go writes them ("60s", "1m30s") in YAML and JSON.

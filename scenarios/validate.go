@@ -810,6 +810,9 @@ func (c *checker) fault(path string, f Fault, top bool) (FaultSpec, bool) {
 		c.target(path+".target", *f.Target, spec)
 	}
 	c.params(path+".params", f, spec)
+	if spec.Kind == KindDisk {
+		c.checkDisk(path+".params", f)
+	}
 	if f.Name == FaultCompound {
 		if !top {
 			c.addf(path+".fault", "a compound cannot be a part of a compound")
@@ -904,7 +907,7 @@ func (c *checker) params(path string, f Fault, spec FaultSpec) {
 		ParamRateKBps: p.RateKBps != 0, ParamAfter: p.After != 0, ParamBytes: p.Bytes != 0, ParamHold: p.Hold,
 		ParamTo: p.To != nil, ParamGate: p.Gate != 0, ParamService: p.Service != "",
 		ParamAPI: p.API != "", ParamNth: p.Nth != 0, ParamUntil: p.Until != "", ParamFeature: p.Feature != "", ParamLevel: p.Level != nil,
-		ParamVersion: p.Version != "",
+		ParamVersion: p.Version != "", ParamPath: p.Path != "", ParamOp: p.Op != "", ParamOnce: p.Once,
 	}
 	for _, name := range slices.Sorted(maps.Keys(set)) {
 		if !set[name] || slices.Contains(spec.Params, name) {

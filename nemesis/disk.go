@@ -1,0 +1,93 @@
+package nemesis
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/verity-kafka/verity/history"
+	"github.com/verity-kafka/verity/lazyfs/control"
+)
+
+// DiskFault makes the target nodes' lazy filesystems fail or slow the calls Rules name: EIO
+// (disk-error), ENOSPC (disk-full), delays (slow-disk); docs/power-loss.md, Disk faults. The
+// cluster must run on the lazy filesystem (harness.Spec.PowerLoss). The inject event carries
+// the rules; Heal clears them and records, per node, what each rule did (hits, first hit, the
+// paths it hit). A broker that halts when its log directory fails stays down until heal-all
+// starts it. Events: the fault's name, then "heal".
+type DiskFault struct {
+	// Fault is the catalogue name the events carry.
+	Fault  string
+	Target Target
+	Rules  control.Faults
+}
+
+func (f DiskFault) Name() string { return f.Fault }
+func (f DiskFault) String() string {
+	rules := make([]string, len(f.Rules.Rules))
+	for i, r := range f.Rules.Rules {
+		rules[i] = describeRule(r)
+	}
+	return f.Fault + "(" + f.Target.String() + ": " + strings.Join(rules, "; ") + ")"
+}
+
+// describeRule says in a few words what r does, for logs and progress lines.
+func describeRule(r control.DiskFault) string {
+	var what string
+	switch r.Kind {
+	case control.KindError:
+		what = "EIO on " + string(r.Op)
+		if r.Once {
+			what += " once"
+		}
+	case control.KindFull:
+		what = fmt.Sprintf("ENOSPC after %d bytes", r.AfterBytes)
+	case control.KindSlow:
+		what = string(r.Op) + " +" + r.Delay
+	}
+	return what + " under " + r.Path
+}
+
+func (f DiskFault) Available(c Cluster) error {
+	if !c.PowerLoss() {
+		return fmt.Errorf("%s needs the nodes on the lazy filesystem (scenario: power_loss: true)", f.Fault)
+	}
+	if err := f.Rules.Validate(); err != nil {
+		return fmt.Errorf("%s: %w", f.Fault, err)
+	}
+	return f.Target.Available(c)
+}
+
+func (f DiskFault) Inject(ctx context.Context, e *Env) (any, error) {
+	nodes, role, err := f.Target.Resolve(ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	t := Targets{Nodes: nodes, Role: role, DiskRules: f.Rules.Rules}
+	err = e.Do(ctx, f.Fault, t, func(ctx context.Context) error {
+		return parallel(nodes, func(id int) error { return e.Cluster.SetDiskFaults(ctx, id, f.Rules) })
+	})
+	return nodes, err
+}
+
+func (f DiskFault) Heal(ctx context.Context, e *Env, state any) error {
+	nodes, _ := state.([]int)
+	if len(nodes) == 0 {
+		return nil
+	}
+	return e.DoReport(ctx, history.FHeal, Targets{Nodes: nodes, Fault: f.Fault}, func(ctx context.Context, t *Targets) error {
+		var mu sync.Mutex
+		t.Disk = map[int]control.FaultStatus{}
+		return parallel(nodes, func(id int) error {
+			st, err := e.Cluster.ClearDiskFaults(ctx, id)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			t.Disk[id] = st
+			return nil
+		})
+	})
+}
