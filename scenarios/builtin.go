@@ -1112,22 +1112,22 @@ func regressKafka20321() Scenario {
 
 // regressShareStaleStateWrite replays a share-group state write that lands after newer ones:
 // share-partition leaders' WriteShareGroupState to share coordinators on other brokers are
-// held on the links between brokers from 25 s until the heal; a leader's persister gives up on
-// a held write after its request timeout (30 s), sends it again on a new connection, and writes
-// newer state until the heal, which the group's acknowledgements wait for and are answered by. At the heal the held
-// writes reach the coordinator last. They carry the partition's leader and state epochs, which
-// the coordinator fences only when smaller, and before 4.4.0 it takes a write's start offset as
-// given: the group's start offset goes back, and the drain is delivered again records whose
-// accept was answered ok. 4.4.0's coordinator keeps the larger start offset (apache/kafka PR
-// 23074). docs/evidence/kafka-share-start-offset-rollback tells the same defect as Verity first
-// met it, under power loss.
+// held on the links between brokers from 15 s to 55 s. A leader's persister gives up on a held
+// write after its request timeout (30 s), sends it again on a new connection, and writes newer
+// state. At 50 s every client connection is reset until the end, so that the group's members
+// leave every broker before the held, older writes reach the coordinators at 55 s: nothing
+// writes after them. They carry the partition's leader and state epochs, which the coordinator
+// fences only when smaller, and before 4.4.0 it takes a write's start offset as given: the
+// group's start offset goes back, and the drain, whose fetches rebuild the share partitions
+// from the state, is delivered again records whose accept was answered ok. 4.4.0's coordinator
+// keeps the larger start offset (apache/kafka PR 23074).
+// docs/evidence/kafka-share-start-offset-rollback tells the same defect as Verity first met it,
+// under power loss.
 func regressShareStaleStateWrite() Scenario {
 	s := shareScenario("regress-share-stale-state-write", "Share-group state writes held on the links between brokers "+
-		"and let through after newer ones: 4.3.1's coordinator moves the group's start offset back, 4.4.0's does not.")
+		"and let through after newer ones, once the members have left: 4.3.1's coordinator moves the group's start offset back, 4.4.0's does not.")
 	s.Source = "KIP-932; apache/kafka PR 23074 (no JIRA)"
-	// Chance: the late write must land after the leaders' last, and the drain must rebuild the
-	// share partition from the state, which not every run does.
-	s.Tags = []Tag{TagRegression, TagQueues, TagChance}
+	s.Tags = []Tag{TagRegression, TagQueues}
 	s.Kafka.Version = "4.3.1"
 	s.Workload.Share.Members, s.Workload.Share.CrashEvery = 2, 0
 	// Every link between brokers (those of p0's leader and those of one of its followers): a
@@ -1135,10 +1135,14 @@ func regressShareStaleStateWrite() Scenario {
 	// keep their state on their own leader's node only about one run in 700 ((1/3)^6).
 	s.Topics[0].Partitions = 6
 	hold := func(t *Target) Step {
-		return Step{At: sec(25), For: sec(35), Fault: Fault{Name: FaultHoldRequest, Target: t,
+		return Step{At: sec(15), For: sec(40), Fault: Fault{Name: FaultHoldRequest, Target: t,
 			Params: Params{Links: LinksNode, API: "WriteShareGroupState", Nth: 1}}}
 	}
-	s.Faults = timeline(hold(leaderOf0()), hold(followerOf0()))
+	// Resetting the clients' connections ends the members' share sessions on every broker,
+	// which drops the group's share partitions there; the members cannot come back before
+	// the end, so no write follows the held ones.
+	leave := Step{At: sec(50), For: sec(10), Fault: Fault{Name: FaultResetPeer, Target: replicasOf0(), Params: Params{Links: LinksClient}}}
+	s.Faults = timeline(hold(leaderOf0()), hold(followerOf0()), leave)
 	s.Regression = &Regression{Bug: "apache/kafka PR 23074, KIP-932", Knob: "kafka-version", Bad: "4.3.1", Fixed: "4.4.0",
 		Shows: []guarantee.Anomaly{guarantee.ShareRedelivered}}
 	s.Expect = Expectation{Text: "An acknowledgement is answered only once the share coordinator has written it to " +
