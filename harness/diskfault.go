@@ -40,7 +40,8 @@ func (c *Cluster) SetDiskFaults(ctx context.Context, id int, rules control.Fault
 
 // ClearDiskFaults ends the disk faults of node id and returns what they did. A node whose
 // daemon restarted since they were set (a power cut, a kill) has none left to clear: its
-// status is then the last one, marked cleared by the restart.
+// status is then the last one, marked cleared by the restart. A node whose broker the faults
+// stopped (its container exited) is marked stopped, to be started.
 func (c *Cluster) ClearDiskFaults(ctx context.Context, id int) (control.FaultStatus, error) {
 	n, err := c.lazyNode(id, "clearing the disk faults of")
 	if err != nil {
@@ -57,6 +58,11 @@ func (c *Cluster) ClearDiskFaults(ctx context.Context, id int) (control.FaultSta
 		if out, err := c.execRoot(ctx, n, lazyFSBinary, "fault", "-store", lazyFSStore, "-clear"); err != nil {
 			return control.FaultStatus{}, fmt.Errorf("clearing the disk faults of node %d: %w (%s)", id, err, out)
 		}
+	case c.nodeState(id) == NodeRunning:
+		// Kafka halted, and its daemon with it: a broker stops when its only log directory
+		// fails. The node is stopped now, for whoever heals to start it.
+		c.log.Warn("node stopped by its disk fault", "node", id, "exit_code", st.ExitCode)
+		c.setNodeState(id, NodeStopped)
 	}
 	return c.DiskFaultStatus(ctx, id)
 }

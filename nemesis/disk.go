@@ -14,8 +14,8 @@ import (
 // (disk-error), ENOSPC (disk-full), delays (slow-disk); docs/power-loss.md, Disk faults. The
 // cluster must run on the lazy filesystem (harness.Spec.PowerLoss). The inject event carries
 // the rules; Heal clears them and records, per node, what each rule did (hits, first hit, the
-// paths it hit). A broker that halts when its log directory fails stays down until heal-all
-// starts it. Events: the fault's name, then "heal".
+// paths it hit), then starts the brokers the fault stopped (a broker halts when its only log
+// directory fails). Events: the fault's name, "heal", and "start" for a stopped broker.
 type DiskFault struct {
 	// Fault is the catalogue name the events carry.
 	Fault  string
@@ -76,7 +76,7 @@ func (f DiskFault) Heal(ctx context.Context, e *Env, state any) error {
 	if len(nodes) == 0 {
 		return nil
 	}
-	return e.DoReport(ctx, history.FHeal, Targets{Nodes: nodes, Fault: f.Fault}, func(ctx context.Context, t *Targets) error {
+	err := e.DoReport(ctx, history.FHeal, Targets{Nodes: nodes, Fault: f.Fault}, func(ctx context.Context, t *Targets) error {
 		var mu sync.Mutex
 		t.Disk = map[int]control.FaultStatus{}
 		return parallel(nodes, func(id int) error {
@@ -90,4 +90,10 @@ func (f DiskFault) Heal(ctx context.Context, e *Env, state any) error {
 			return nil
 		})
 	})
+	if err != nil {
+		return err
+	}
+	// A broker the fault stopped (its log directory failed) is started with its data, as
+	// after a crash.
+	return startAgain(ctx, e, f.Fault, state, nil)
 }

@@ -39,6 +39,7 @@ type fakeCluster struct {
 	powerLoss   bool   // the nodes run on the lazy filesystem
 	cutPending  map[int]bool
 	drops       map[int]harness.Drop
+	diskHalts   map[int]bool // the nodes whose broker a disk fault stops
 	images      harness.Images
 }
 
@@ -211,6 +212,11 @@ func (f *fakeCluster) SetDiskFaults(_ context.Context, id int, rules control.Fau
 func (f *fakeCluster) ClearDiskFaults(_ context.Context, id int) (control.FaultStatus, error) {
 	if err := f.log("disk-clear %d", id); err != nil {
 		return control.FaultStatus{}, err
+	}
+	if f.diskHalts[id] {
+		f.mu.Lock()
+		f.states[id] = harness.NodeStopped
+		f.mu.Unlock()
 	}
 	return control.FaultStatus{ClearedAt: "t", Rules: []control.RuleStatus{{Hits: int64(id), Paths: []string{"t-0/0.log"}}}}, nil
 }

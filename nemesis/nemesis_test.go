@@ -364,6 +364,14 @@ func TestDiskLossAndRollingBounce(t *testing.T) {
 		require.EqualValues(t, 2, es[3].T.Disk[2].Rules[0].Hits)
 		require.Equal(t, "disk-error", es[3].T.Fault)
 		require.Equal(t, []string{"disk-faults 2 1 rules", "disk-clear 2"}, fc.Calls())
+
+		fc.diskHalts = map[int]bool{3: true}
+		inj, err = n.Inject(ctx, DiskFault{Fault: "disk-full", Target: Node(3), Rules: rules})
+		require.NoError(t, err)
+		require.NoError(t, n.Heal(ctx, inj))
+		require.Equal(t, []string{"invoke disk-full [3]", "ok disk-full [3]", "invoke heal [3]", "ok heal [3]", "invoke start [3]", "ok start [3]"},
+			short(h.events(t)[4:]), "a broker the fault stopped is started")
+		require.Equal(t, harness.NodeRunning, fc.NodeStates()[3])
 	})
 	t.Run("rolling upgrade: brokers then controllers, gated, then metadata.version finalized", func(t *testing.T) {
 		fc, _, n, h := setup(t, 3, true)

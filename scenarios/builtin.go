@@ -54,6 +54,7 @@ func builtinMakers() []func() Scenario {
 		acks0LeaderLoss, acks1LeaderLoss,
 		minISR1DiskLoss, minISR2DiskLoss,
 		powerLossAllReplicas, powerLossAllReplicasFlushEach, powerLossLeader, powerLossControllers,
+		diskErrorLeader, diskFullFollower, diskErrorMetadata, slowDiskLeader,
 		uncleanIsolation, elrLastReplica,
 		unansweringLeader,
 		idempotentAckLoss, idempotentInflight5AckLoss, plainAckLoss, plainInflightReorder, plainInflight1Order, appResend,
@@ -341,6 +342,64 @@ func powerLossLeader() Scenario {
 			"leader's power loss takes one of them, and a broker that restarts after an unclean shutdown rejoins " +
 			"the ISR only once it has caught up. Nothing acknowledged may be lost.",
 	}
+	return s
+}
+
+// diskErrorLeader fails every write to p0's log on its leader with EIO. Kafka takes a log
+// directory that fails an I/O offline, and a broker whose every log directory is offline shuts
+// down (LogManager: "Shutdown broker because all log dirs in ... have failed"): a follower in
+// the ISR takes over, and the broker, started again with its data, recovers its log and
+// catches up.
+func diskErrorLeader() Scenario {
+	s := base("disk-error-leader", "Every write to p0's log on its leader fails with EIO for 20 s: acks=all, min.insync.replicas=2.",
+		"KIP-112; Kafka docs, log.dirs")
+	s.Tags = []Tag{TagDurability, TagDisk}
+	s.Faults = timeline(Step{At: sec(20), For: sec(20), Fault: Fault{Name: FaultDiskError, Target: leaderOf0(), Params: Params{Path: DiskLog}}})
+	s.Expect = Expectation{Text: "A broker takes a log directory that fails an I/O offline, and shuts down when it has no other: " +
+		"p0's leader stops at its first failed append, which it never acknowledged. An acknowledged acks=all write is on " +
+		"min.insync.replicas=2 replicas, so a follower in the ISR that takes over has it: nothing acknowledged may be lost."}
+	return s
+}
+
+// diskFullFollower fills the disk under a follower's copy of p0: its appends of fetched records
+// fail with ENOSPC, its log directory goes offline and the broker stops; the leader shrinks the
+// ISR to the two replicas left, min.insync.replicas, and goes on.
+func diskFullFollower() Scenario {
+	s := base("disk-full-follower", "The disk under a follower's copy of p0 is full for 20 s: acks=all, min.insync.replicas=2.",
+		"KIP-112; Kafka docs, log.dirs")
+	s.Tags = []Tag{TagDurability, TagDisk}
+	s.Faults = timeline(Step{At: sec(20), For: sec(20), Fault: Fault{Name: FaultDiskFull, Target: followerOf0(), Params: Params{Path: DiskLog}}})
+	s.Expect = Expectation{Text: "A full disk fails the follower's appends with ENOSPC, which Kafka treats as any I/O error: the " +
+		"log directory goes offline and the broker stops. The leader and the other follower are min.insync.replicas=2: writes " +
+		"go on, and nothing acknowledged may be lost."}
+	return s
+}
+
+// diskErrorMetadata fails the fsyncs of the KRaft metadata log on the active controller (every
+// node is a controller and a broker): a controller that cannot make its log durable must not
+// acknowledge, and Kafka stops a node whose metadata log directory fails; the other two voters
+// elect a new controller.
+func diskErrorMetadata() Scenario {
+	s := base("disk-error-metadata", "Every fsync of the metadata log on the active controller fails with EIO for 20 s.",
+		"KIP-595; KIP-858; Kafka docs, metadata.log.dir")
+	s.Tags = []Tag{TagDurability, TagDisk}
+	s.Faults = timeline(Step{At: sec(20), For: sec(20), Fault: Fault{Name: FaultDiskError, Target: &Target{Role: RoleController},
+		Params: Params{Path: DiskMetadata, Op: "fsync"}}})
+	s.Expect = Expectation{Text: "A KRaft voter appends to the metadata log and fsyncs it before it counts the entry as its own; a failed " +
+		"fsync takes the metadata log directory offline, and a node without it stops. The other two voters are a majority: they " +
+		"elect a controller, and nothing the quorum committed (leaders, epochs) nor any acknowledged write may be lost."}
+	return s
+}
+
+// slowDiskLeader slows every write to p0's log on its leader: appends take longer, producers
+// wait, nothing fails.
+func slowDiskLeader() Scenario {
+	s := base("slow-disk-leader", "Every write to p0's log on its leader takes 100 ms longer for 20 s.", "Kafka docs, log.dirs")
+	s.Tags = []Tag{TagDurability, TagDisk}
+	s.Faults = timeline(Step{At: sec(20), For: sec(20), Fault: Fault{Name: FaultSlowDisk, Target: leaderOf0(),
+		Params: Params{Path: DiskLog, Op: "write", Delay: sec(0.1)}}})
+	s.Expect = Expectation{Text: "A slow disk is not a failed one: the leader's appends and its followers' fetches wait, the " +
+		"producers' latency grows, and every acknowledged write stays."}
 	return s
 }
 

@@ -24,6 +24,7 @@ const (
 	TagSinks        Tag = "sinks"
 	TagQueues       Tag = "queues"
 	TagPowerLoss    Tag = "power-loss"
+	TagDisk         Tag = "disk"
 	TagRegression   Tag = "regression"
 	TagExplore      Tag = "explore"
 	TagUpgrade      Tag = "upgrade"
@@ -51,6 +52,7 @@ func TagSpecs() []TagSpec {
 		{TagSinks, "consumers with side effects in PostgreSQL or an HTTP ledger (docs/sinks.md)"},
 		{TagQueues, "share groups (KIP-932): records acquired, acknowledged and delivered again (docs/share-groups.md)"},
 		{TagPowerLoss, "nodes on the lazy filesystem whose power is cut (docs/power-loss.md)"},
+		{TagDisk, "nodes on the lazy filesystem whose disk fails, fills up or slows down (docs/power-loss.md, Disk faults)"},
 		{TagRegression, "a known bug found again: its bad side and its fixed side"},
 		{TagExplore, "a search for what is not known yet: faults drawn at random"},
 		{TagUpgrade, "a rolling upgrade of the cluster under load"},

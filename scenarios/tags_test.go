@@ -29,12 +29,16 @@ func TestBuiltinTags(t *testing.T) {
 			{TagRegression, s.Regression != nil, "a regression section"},
 			{TagSinks, len(s.Workload.Sinks) > 0, "a sink"},
 			{TagQueues, s.Workload.Share.Members > 0, "a share group"},
-			{TagPowerLoss, s.Topology.PowerLoss, "nodes on the lazy filesystem"},
+			{TagPowerLoss, s.schedules(func(f FaultSpec) bool { return f.Name == FaultPowerLoss }), "a power-loss fault"},
+			{TagDisk, s.schedules(func(f FaultSpec) bool { return f.Kind == KindDisk }), "a disk fault"},
 			{TagSlow, s.Duration.Std() >= SlowDuration, "a duration of " + SlowDuration.String() + " or more"},
 		} {
 			if s.HasTag(c.tag) != c.is {
 				t.Errorf("%s: tagged %s is %v, has %s is %v: they must agree", s.Name, c.tag, s.HasTag(c.tag), c.what, c.is)
 			}
+		}
+		if lazy := s.HasTag(TagPowerLoss) || s.HasTag(TagDisk); lazy != s.Topology.PowerLoss {
+			t.Errorf("%s: tagged power-loss or disk is %v, has nodes on the lazy filesystem is %v: they must agree", s.Name, lazy, s.Topology.PowerLoss)
 		}
 	}
 	seen := map[Tag]bool{}
@@ -159,4 +163,15 @@ func TestValidateTags(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `tags[1]: tag "nightly": want one of lab`) || !strings.Contains(err.Error(), `tags[2]: "lab" is listed twice`) {
 		t.Errorf("error %v", err)
 	}
+}
+
+// schedules says whether the scenario's schedule holds a fault (in a compound's parts too) that
+// is.
+func (s Scenario) schedules(is func(FaultSpec) bool) bool {
+	for _, name := range s.ScheduledFaults() {
+		if spec, ok := LookupFault(FaultName(name)); ok && is(spec) {
+			return true
+		}
+	}
+	return false
 }
