@@ -38,6 +38,7 @@ type clusterShape struct {
 	Nodes                int
 	DedicatedControllers bool
 	PowerLoss            bool
+	BootUnsynced         bool
 	Broker               string // the broker overrides, canonical
 	Stores               string // the side-effect services the sinks need, sorted
 	Kafka                string // the release and the feature levels set, canonical
@@ -65,14 +66,14 @@ func specShape(spec harness.Spec) clusterShape {
 		names = append(names, string(st))
 	}
 	return clusterShape{Nodes: spec.Nodes, DedicatedControllers: spec.DedicatedControllers,
-		PowerLoss: spec.PowerLoss, Broker: strings.Join(broker, ", "), Stores: strings.Join(names, ", "),
+		PowerLoss: spec.PowerLoss, BootUnsynced: spec.KeepBootUnsynced, Broker: strings.Join(broker, ", "), Stores: strings.Join(names, ", "),
 		Kafka: string(spec.KafkaVersion.Or()) + " " + spec.Features.String(), Loggers: spec.Loggers.String()}
 }
 
 // clusterSpec is base (the caller's harness options) with the cluster s asks for.
 func clusterSpec(base harness.Spec, s scenarios.Scenario) harness.Spec {
 	base.Nodes, base.DedicatedControllers, base.BrokerConfig = s.Topology.Nodes, s.Topology.DedicatedControllers, s.Broker
-	base.PowerLoss = s.Topology.PowerLoss
+	base.PowerLoss, base.KeepBootUnsynced = s.Topology.PowerLoss, s.Topology.BootUnsynced
 	base.KafkaVersion, base.Features = s.Kafka.Version, maps.Clone(s.Kafka.Features)
 	base.Loggers = maps.Clone(s.Kafka.Loggers)
 	stores := s.Workload.Stores()

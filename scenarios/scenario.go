@@ -157,6 +157,10 @@ type Topology struct {
 	// what it fsynced, so that a power-loss fault can drop the difference. Default: true when
 	// the schedule has a power-loss fault.
 	PowerLoss bool `yaml:"power_loss,omitempty" json:"power_loss,omitempty"`
+	// BootUnsynced leaves unsynced what the nodes wrote before the cluster was ready (their
+	// format's files), as on a machine that loses power within a minute of formatting; by
+	// default every node is synced once the cluster is ready. Needs PowerLoss.
+	BootUnsynced bool `yaml:"boot_unsynced,omitempty" json:"boot_unsynced,omitempty"`
 }
 
 // Kafka is the cluster's release and feature levels.

@@ -129,6 +129,9 @@ func (c *checker) scenario() {
 	if n := s.Topology.Nodes; n < 1 || n > 50 {
 		c.addf("topology.nodes", "%d: want 1 to 50 brokers", n)
 	}
+	if s.Topology.BootUnsynced && !s.Topology.PowerLoss {
+		c.addf("topology.boot_unsynced", "true needs the nodes on the lazy filesystem: set topology.power_loss, or schedule a power-loss or disk fault")
+	}
 	for _, k := range slices.Sorted(maps.Keys(s.Broker)) {
 		p := fmt.Sprintf("broker[%q]", k)
 		switch {
