@@ -75,27 +75,27 @@ func compileFaults(rules []control.DiskFault) (*faultSet, error) {
 	if err := (control.Faults{Rules: rules}).Validate(); err != nil {
 		return nil, err
 	}
-	fs := &faultSet{setAt: time.Now()}
+	set := &faultSet{setAt: time.Now()}
 	for _, d := range rules {
 		if d.Kind == control.KindFull {
 			d.Op = control.OpWrite
 		}
 		pat, _ := control.CompilePath(d.Path)
 		r := &rule{spec: d, pat: pat, delay: d.DelayDuration()}
-		fs.rules = append(fs.rules, r)
-		fs.byOp[opIndex[d.Op]] = append(fs.byOp[opIndex[d.Op]], r)
+		set.rules = append(set.rules, r)
+		set.byOp[opIndex[d.Op]] = append(set.byOp[opIndex[d.Op]], r)
 		if d.Kind == control.KindFull {
-			fs.full = append(fs.full, r)
+			set.full = append(set.full, r)
 		}
 	}
-	return fs, nil
+	return set, nil
 }
 
 // faultsFor returns the rules in force for op, nil when there are none: with no faults set a
 // call pays one atomic load.
 func (l *lazyFS) faultsFor(op int) []*rule {
-	if fs := l.faults.Load(); fs != nil {
-		return fs.byOp[op]
+	if set := l.faults.Load(); set != nil {
+		return set.byOp[op]
 	}
 	return nil
 }
@@ -180,11 +180,11 @@ func (l *lazyFS) injectWrite(ctx context.Context, rules []*rule, p string, n int
 
 // injectCreate fails the creation of a file at p when a full disk matching it has no room.
 func (l *lazyFS) injectCreate(p string) syscall.Errno {
-	fs := l.faults.Load()
-	if fs == nil {
+	set := l.faults.Load()
+	if set == nil {
 		return 0
 	}
-	for _, r := range fs.full {
+	for _, r := range set.full {
 		if r.pat.Match(p) && r.room() == 0 {
 			l.hit(r, p)
 			return syscall.ENOSPC
@@ -195,11 +195,11 @@ func (l *lazyFS) injectCreate(p string) syscall.Errno {
 
 // statfsFull makes out report no more free space than the smallest room of the full disks.
 func (l *lazyFS) statfsFull(out *fuse.StatfsOut) {
-	fs := l.faults.Load()
-	if fs == nil || out.Bsize == 0 {
+	set := l.faults.Load()
+	if set == nil || out.Bsize == 0 {
 		return
 	}
-	for _, r := range fs.full {
+	for _, r := range set.full {
 		blocks := uint64(r.room()) / uint64(out.Bsize)
 		out.Bfree, out.Bavail = min(out.Bfree, blocks), min(out.Bavail, blocks)
 	}
@@ -224,14 +224,14 @@ func (l *lazyFS) hit(r *rule, p string) {
 
 // SetFaults puts rules in force in place of any before them; an invalid rule sets none.
 func (s *Server) SetFaults(rules []control.DiskFault) error {
-	fs, err := compileFaults(rules)
+	set, err := compileFaults(rules)
 	if err != nil {
 		return err
 	}
 	l := s.lz
 	l.faultMu.Lock()
-	l.lastFaults, l.clearedAt = fs, time.Time{}
-	l.faults.Store(fs)
+	l.lastFaults, l.clearedAt = set, time.Time{}
+	l.faults.Store(set)
 	l.faultMu.Unlock()
 	return s.writeFaultStatus()
 }
@@ -253,16 +253,16 @@ func (s *Server) FaultStatus() control.FaultStatus {
 	l.faultMu.Lock()
 	defer l.faultMu.Unlock()
 	st := control.FaultStatus{Rules: []control.RuleStatus{}}
-	fs := l.lastFaults
-	if fs == nil {
+	set := l.lastFaults
+	if set == nil {
 		return st
 	}
-	st.Active = l.faults.Load() == fs
-	st.SetAt = fs.setAt.UTC().Format(time.RFC3339Nano)
+	st.Active = l.faults.Load() == set
+	st.SetAt = set.setAt.UTC().Format(time.RFC3339Nano)
 	if !l.clearedAt.IsZero() {
 		st.ClearedAt = l.clearedAt.UTC().Format(time.RFC3339Nano)
 	}
-	for _, r := range fs.rules {
+	for _, r := range set.rules {
 		rs := control.RuleStatus{Rule: r.spec, Hits: r.hits.Load()}
 		if r.spec.Kind == control.KindFull {
 			rs.Written = r.written.Load()
