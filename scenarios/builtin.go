@@ -71,7 +71,7 @@ func builtinMakers() []func() Scenario {
 		regressKIP966ELR,
 		regressKafka20321,
 		regressShareStaleStateWrite,
-		exploreRequestFaults,
+		exploreRequestFaults, exploreEveryFault, exploreTxnReadEveryFault,
 		upgradeEOS,
 	}
 }
@@ -836,6 +836,73 @@ func exploreRequestFaults() Scenario {
 		"committed input record yields its output once in the committed output, read_committed readers see no aborted " +
 		"record and every committed transaction whole. A client on transaction protocol v1 that retries a timed-out EndTxn " +
 		"at the same epoch is open to KAFKA-17754 (see regress-kafka-17754)."
+	return s
+}
+
+// everyFault is one fault of each class Verity has, aimed at topic's partition 0 and at the
+// coordinators: process (kill, pause, power loss), network (isolation, a client cut, a one-way
+// cut), toxic (latency, resets), request-level (EndTxn, Produce and TxnOffsetCommit held,
+// dropped or unanswered) and disk (EIO on the log and on the metadata log's fsync, a full
+// follower disk, a slow fsync). A periodic schedule draws one at a time, so that each stays
+// within what min.insync.replicas=2 promises to survive.
+func everyFault(topic string) []Fault {
+	leader := &Target{Role: RoleLeaderOf, Topic: topic}
+	follower := &Target{Role: RoleFollowerOf, Topic: topic}
+	coord, group := &Target{Role: RoleTxnCoordinator}, &Target{Role: RoleGroupCoordinator}
+	req := func(name FaultName, t *Target, api string) Fault {
+		return Fault{Name: name, Target: t, Params: Params{API: api, Nth: 1}}
+	}
+	return []Fault{
+		{Name: FaultKill, Target: leader},
+		{Name: FaultKill, Target: coord},
+		{Name: FaultPause, Target: leader},
+		{Name: FaultPowerLoss, Target: leader},
+		{Name: FaultPowerLoss, Target: coord},
+		{Name: FaultIsolate, Target: leader},
+		{Name: FaultClientCut, Target: leader},
+		{Name: FaultOneWayCut, Target: follower, Params: Params{To: leader}},
+		{Name: FaultLatency, Target: leader, Params: Params{Links: LinksNode, Delay: Duration(300 * time.Millisecond), Jitter: Duration(50 * time.Millisecond)}},
+		{Name: FaultResetPeer, Target: leader},
+		req(FaultHoldRequest, coord, "EndTxn"),
+		req(FaultDropResponse, coord, "EndTxn"),
+		req(FaultHoldRequest, leader, "Produce"),
+		req(FaultDropResponse, leader, "Produce"),
+		req(FaultDropRequest, group, "TxnOffsetCommit"),
+		{Name: FaultDiskError, Target: leader, Params: Params{Path: DiskLog}},
+		{Name: FaultDiskError, Target: &Target{Role: RoleController}, Params: Params{Path: DiskMetadata, Op: "fsync"}},
+		{Name: FaultDiskFull, Target: follower, Params: Params{Path: DiskLog}},
+		{Name: FaultSlowDisk, Target: leader, Params: Params{Path: DiskAll, Delay: sec(0.5)}},
+	}
+}
+
+// exploreEveryFault is the long search: read-process-write and transactions under a fault of
+// every class, drawn at random per seed, on nodes on the lazy filesystem.
+func exploreEveryFault() Scenario {
+	s := eosBase("explore-every-fault", "Read-process-write and transactions under a fault of every class drawn at random, one at a time: "+
+		"process, network, toxic, request-level, power and disk.", "KIP-98, KIP-447, KIP-890, KIP-112")
+	s.Tags = []Tag{TagExplore, TagTransactions, TagPowerLoss, TagDisk, TagSlow}
+	s.Client.RequestTimeout = sec(5)
+	s.Faults = Schedule{Kind: SchedulePeriodic, Periodic: &Periodic{Interval: sec(20), Hold: sec(10), Start: sec(10), Quiet: 0.15,
+		Set: everyFault("eos-out")}}
+	s.Duration = sec(300)
+	s.Expect.Text = "Each fault hits one node, one link set or one request at a time, within what three replicas and " +
+		"min.insync.replicas=2 survive: no acknowledged write is lost, exactly-once holds (every committed input record yields " +
+		"its output once in the committed output), read_committed readers see no aborted record and every committed " +
+		"transaction whole, and nothing the quorum committed is lost."
+	return s
+}
+
+// exploreTxnReadEveryFault is the same search over transactions that read what the others
+// write, where a dependency cycle would show.
+func exploreTxnReadEveryFault() Scenario {
+	s := txnReadBase("explore-txn-read-every-fault", "Transactions that read and write one topic under a fault of every class drawn at random, "+
+		"one at a time: process, network, toxic, request-level, power and disk.")
+	s.Tags = []Tag{TagExplore, TagTransactions, TagPowerLoss, TagDisk, TagSlow}
+	s.Client.RequestTimeout = sec(5)
+	s.Faults = Schedule{Kind: SchedulePeriodic, Periodic: &Periodic{Interval: sec(20), Hold: sec(10), Start: sec(10), Quiet: 0.15,
+		Set: everyFault("txr")}}
+	s.Duration = sec(300)
+	s.Expect.Text += " Each fault hits one node, one link set or one request at a time, within what min.insync.replicas=2 survives."
 	return s
 }
 
