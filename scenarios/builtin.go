@@ -1238,10 +1238,10 @@ func regressKafka20321() Scenario {
 
 // regressShareStaleStateWrite replays a share-group state write that lands after newer ones:
 // share-partition leaders' WriteShareGroupState to share coordinators on other brokers are
-// held on the links between brokers from 15 s to 55 s. A leader's persister gives up on a held
+// held on the links between brokers from 10 s to 68 s. A leader's persister gives up on a held
 // write after its request timeout (30 s), sends it again on a new connection, and writes newer
-// state. At 50 s every client connection is reset until the end, so that the group's members
-// leave every broker before the held, older writes reach the coordinators at 55 s: nothing
+// state. At 63 s every client connection is reset until the end, so that the group's members
+// leave every broker before the held, older writes reach the coordinators at 68 s: nothing
 // writes after them. They carry the partition's leader and state epochs, which the coordinator
 // fences only when smaller, and before 4.4.0 it takes a write's start offset as given: the
 // group's start offset goes back, and the drain, whose fetches rebuild the share partitions
@@ -1261,14 +1261,17 @@ func regressShareStaleStateWrite() Scenario {
 	// keep their state on their own leader's node only about one run in 700 ((1/3)^6).
 	s.Topics[0].Partitions = 6
 	hold := func(t *Target) Step {
-		return Step{At: sec(15), For: sec(40), Fault: Fault{Name: FaultHoldRequest, Target: t,
+		return Step{At: sec(10), For: sec(58), Fault: Fault{Name: FaultHoldRequest, Target: t,
 			Params: Params{Links: LinksNode, API: "WriteShareGroupState", Nth: 1}}}
 	}
+	// The persisters send the held writes again at about 40 s; the members' acknowledgements
+	// answered ok from then on, until they leave at 63 s, are what the late writes take back.
 	// Resetting the clients' connections ends the members' share sessions on every broker,
 	// which drops the group's share partitions there; the members cannot come back before
-	// the end, so no write follows the held ones.
-	leave := Step{At: sec(50), For: sec(10), Fault: Fault{Name: FaultResetPeer, Target: replicasOf0(), Params: Params{Links: LinksClient}}}
+	// the end, so no write follows the held ones, which land at 68 s.
+	leave := Step{At: sec(63), For: sec(12), Fault: Fault{Name: FaultResetPeer, Target: replicasOf0(), Params: Params{Links: LinksClient}}}
 	s.Faults = timeline(hold(leaderOf0()), hold(followerOf0()), leave)
+	s.Duration = sec(75)
 	s.Regression = &Regression{Bug: "apache/kafka PR 23074, KIP-932", Knob: "kafka-version", Bad: "4.3.1", Fixed: "4.4.0",
 		Shows: []guarantee.Anomaly{guarantee.ShareRedelivered}}
 	s.Expect = Expectation{Text: "An acknowledgement is answered only once the share coordinator has written it to " +
