@@ -1253,7 +1253,9 @@ func regressShareStaleStateWrite() Scenario {
 	s := shareScenario("regress-share-stale-state-write", "Share-group state writes held on the links between brokers "+
 		"and let through after newer ones, once the members have left: 4.3.1's coordinator moves the group's start offset back, 4.4.0's does not.")
 	s.Source = "KIP-932; apache/kafka PR 23074 (no JIRA)"
-	s.Tags = []Tag{TagRegression, TagQueues}
+	// Chance: the late writes take back only what the members had answered ok after the
+	// persisters resent, and under load some runs have too little of that.
+	s.Tags = []Tag{TagRegression, TagQueues, TagChance}
 	s.Kafka.Version = "4.3.1"
 	s.Workload.Share.Members, s.Workload.Share.CrashEvery = 2, 0
 	// Every link between brokers (those of p0's leader and those of one of its followers): a

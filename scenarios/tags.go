@@ -29,6 +29,7 @@ const (
 	TagExplore      Tag = "explore"
 	TagUpgrade      Tag = "upgrade"
 	TagSlow         Tag = "slow"
+	TagChance       Tag = "chance"
 )
 
 // SlowDuration is how long a scenario's workloads run, at least, for it to be tagged slow.
@@ -57,6 +58,7 @@ func TagSpecs() []TagSpec {
 		{TagExplore, "a search for what is not known yet: faults drawn at random"},
 		{TagUpgrade, "a rolling upgrade of the cluster under load"},
 		{TagSlow, "workloads that run 2 minutes or more"},
+		{TagChance, "a regression whose bad side finds its bug in most runs, not every run: a nightly of one run per cell leaves it out (--skip-tag chance)"},
 	}
 }
 
