@@ -523,16 +523,26 @@ func (c *Cluster) checkNodesAlive(ctx context.Context) error {
 		if c.nodeState(n.ID) != NodeRunning || n.container == nil {
 			continue
 		}
-		st, err := n.container.State(ctx)
+		code, exited, err := exitedOnItsOwn(ctx, n)
 		if err != nil {
-			return fmt.Errorf("inspecting node %d: %w", n.ID, err)
+			return err
 		}
-		if !st.Running && !st.Paused {
+		if exited {
 			return fmt.Errorf("node %d exited (code %d) before the cluster was ready; last log lines:\n%s",
-				n.ID, st.ExitCode, c.tailLog(ctx, n.container, 15))
+				n.ID, code, c.tailLog(ctx, n.container, 15))
 		}
 	}
 	return nil
+}
+
+// exitedOnItsOwn says whether node n's container has stopped (not paused), and its exit code;
+// the caller knows whether the harness stopped it.
+func exitedOnItsOwn(ctx context.Context, n *Node) (code int, exited bool, err error) {
+	st, err := n.container.State(ctx)
+	if err != nil {
+		return 0, false, fmt.Errorf("inspecting node %d: %w", n.ID, err)
+	}
+	return st.ExitCode, !st.Running && !st.Paused, nil
 }
 
 func (c *Cluster) tailLog(ctx context.Context, ctr testcontainers.Container, lines int) string {

@@ -340,13 +340,13 @@ func (c *Cluster) noteExited(ctx context.Context) error {
 		if s != NodeRunning || nerr != nil || n.container == nil {
 			continue
 		}
-		st, serr := n.container.State(ctx)
+		code, exited, serr := exitedOnItsOwn(ctx, n)
 		if serr != nil {
-			err = errors.Join(err, fmt.Errorf("inspecting node %d: %w", id, serr))
+			err = errors.Join(err, serr)
 			continue
 		}
-		if !st.Running && !st.Paused {
-			c.log.Warn("node exited on its own; starting it again", "node", id, "exit_code", st.ExitCode)
+		if exited {
+			c.log.Warn("node exited on its own; starting it again", "node", id, "exit_code", code)
 			c.setNodeState(id, NodeStopped)
 		}
 	}

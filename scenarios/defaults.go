@@ -60,10 +60,8 @@ func (s Scenario) withDefaults() Scenario {
 	if s.Topology.Nodes == 0 {
 		s.Topology.Nodes = DefaultNodes
 	}
-	for _, name := range s.ScheduledFaults() {
-		if spec, ok := LookupFault(FaultName(name)); ok && spec.LazyFS {
-			s.Topology.PowerLoss = true
-		}
+	if s.schedules(func(f FaultSpec) bool { return f.LazyFS }) {
+		s.Topology.PowerLoss = true
 	}
 	if len(s.Topics) == 0 {
 		s.Topics = []Topic{{Name: DefaultTopic}}
@@ -293,4 +291,15 @@ func withTopicLike(topics []Topic, name, like string) []Topic {
 	t := topics[i]
 	t.Name, t.Config = name, maps.Clone(t.Config)
 	return append(topics, t)
+}
+
+// schedules says whether the scenario's schedule holds a fault (in a compound's parts too) that
+// is.
+func (s Scenario) schedules(is func(FaultSpec) bool) bool {
+	for _, name := range s.ScheduledFaults() {
+		if spec, ok := LookupFault(FaultName(name)); ok && is(spec) {
+			return true
+		}
+	}
+	return false
 }

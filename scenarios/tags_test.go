@@ -164,14 +164,3 @@ func TestValidateTags(t *testing.T) {
 		t.Errorf("error %v", err)
 	}
 }
-
-// schedules says whether the scenario's schedule holds a fault (in a compound's parts too) that
-// is.
-func (s Scenario) schedules(is func(FaultSpec) bool) bool {
-	for _, name := range s.ScheduledFaults() {
-		if spec, ok := LookupFault(FaultName(name)); ok && is(spec) {
-			return true
-		}
-	}
-	return false
-}
