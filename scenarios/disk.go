@@ -28,7 +28,8 @@ const (
 // diskAreas is every disk area, for messages.
 func diskAreas() []string { return []string{DiskAll, DiskMetadata, DiskCheckpoints, DiskLog} }
 
-// diskPattern is the pattern params.path stands for on target t (nil when the fault has none).
+// diskPattern is the pattern params.path stands for on target t ("" for log without a target,
+// which validation refuses).
 func diskPattern(path string, t *Target) string {
 	switch path {
 	case "", DiskAll:
