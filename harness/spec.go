@@ -106,6 +106,12 @@ type Spec struct {
 	// syncs every node's filesystem once the cluster is ready, as a machine that has been up
 	// for a while has written its page cache back.
 	KeepBootUnsynced bool
+	// LogDirs is how many log directories each node has (log.dirs); 0 or 1: one, the data
+	// directory itself, which also holds the KRaft metadata log. With 2 or more, the data
+	// directory holds dir0 … dirN-1 and the metadata log in a directory of its own, metadata
+	// (metadata.log.dir): a broker whose one log directory fails goes on with the others
+	// (KIP-112, KIP-858), and only a failed metadata directory stops it.
+	LogDirs int
 	// LazyFSBinary is a static verity-lazyfs binary on this host, mounted into the nodes for a
 	// Kafka image that does not carry one (the official apache/kafka); default $VERITY_LAZYFS,
 	// else the image's own (Verity's stand-in carries it).
@@ -132,11 +138,26 @@ func FastDefaults() map[string]string {
 	}
 }
 
-// topologyKeys are set by the harness to build the cluster; they are not behaviour and never
-// count as deviations.
-var topologyKeys = []string{
-	"node.id", "process.roles", "listeners", "advertised.listeners", "listener.security.protocol.map",
-	"inter.broker.listener.name", "controller.listener.names", "controller.quorum.voters", "log.dirs",
+// TopologyKeys are the settings the harness sets to build the cluster: they are not behaviour,
+// never count as deviations, and cannot be overridden.
+func TopologyKeys() []string {
+	return []string{"node.id", "process.roles", "listeners", "advertised.listeners", "listener.security.protocol.map",
+		"inter.broker.listener.name", "controller.listener.names", "controller.quorum.voters", "log.dirs", "metadata.log.dir"}
+}
+
+// MaxLogDirs bounds Spec.LogDirs.
+const MaxLogDirs = 8
+
+// LogDirPaths are the nodes' log directories and their metadata log directory ("" when the
+// metadata log sits in the first log directory, Kafka's default), under the data directory.
+func LogDirPaths(logDirs int) (dirs []string, metadata string) {
+	if logDirs < 2 {
+		return []string{dataDir}, ""
+	}
+	for i := range logDirs {
+		dirs = append(dirs, fmt.Sprintf("%s/dir%d", dataDir, i))
+	}
+	return dirs, dataDir + "/metadata"
 }
 
 func (s Spec) withDefaults() Spec {
@@ -165,6 +186,9 @@ func (s Spec) withDefaults() Spec {
 func (s Spec) validate() error {
 	if s.Nodes > 50 {
 		return fmt.Errorf("spec: Nodes=%d: at most 50 brokers", s.Nodes)
+	}
+	if s.LogDirs < 0 || s.LogDirs > MaxLogDirs {
+		return fmt.Errorf("spec: LogDirs=%d: want 0 to %d log directories per node", s.LogDirs, MaxLogDirs)
 	}
 	if s.HeapMB > 512 {
 		return fmt.Errorf("spec: HeapMB=%d: keep node heaps at 512 MiB or less, or %d nodes will not fit this machine", s.HeapMB, s.Nodes)
@@ -195,7 +219,7 @@ func (s Spec) validate() error {
 		return fmt.Errorf("spec: LedgerImage=%q is only used with Ledger", s.LedgerImage)
 	}
 	for k := range s.BrokerConfig {
-		if slices.Contains(topologyKeys, k) {
+		if slices.Contains(TopologyKeys(), k) {
 			return fmt.Errorf("spec: BrokerConfig[%q]: the harness sets %s to build its topology; it cannot be overridden", k, k)
 		}
 		if k == "" || strings.ContainsAny(k, " =\n") {
@@ -337,7 +361,11 @@ func (s Spec) nodeEnv(m member, host string, clientHostPort map[int]int) map[str
 		"controller.quorum.voters":       strings.Join(voters, ","),
 		"controller.listener.names":      "CONTROLLER",
 		"listener.security.protocol.map": "CLIENT:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT",
-		"log.dirs":                       dataDir,
+	}
+	dirs, metadata := LogDirPaths(s.LogDirs)
+	props["log.dirs"] = strings.Join(dirs, ",")
+	if metadata != "" {
+		props["metadata.log.dir"] = metadata
 	}
 	var listeners []string
 	if m.isBroker() {

@@ -68,6 +68,8 @@ func TestValidate(t *testing.T) {
 		{Nodes: 99, HeapMB: 384},
 		{Nodes: 3, HeapMB: 384, KafkaVersion: "4.3.0"},
 		{Nodes: 3, HeapMB: 384, Features: kafkaconf.FeatureLevels{kafkaconf.FeatureMetadata: 20}},
+		{Nodes: 3, HeapMB: 384, LogDirs: MaxLogDirs + 1},
+		{Nodes: 3, HeapMB: 384, BrokerConfig: map[string]string{"metadata.log.dir": "/x"}},
 	}
 	for _, s := range bad {
 		if err := s.validate(); err == nil {
@@ -123,6 +125,15 @@ func TestNodeEnvCombined(t *testing.T) {
 	}
 	if _, ok := env["KAFKA_LOG4J_LOGGERS"]; ok {
 		t.Errorf("KAFKA_LOG4J_LOGGERS set without loggers: %q", env["KAFKA_LOG4J_LOGGERS"])
+	}
+	if env["KAFKA_LOG_DIRS"] != dataDir || env["KAFKA_METADATA_LOG_DIR"] != "" {
+		t.Errorf("one log directory: log.dirs %q, metadata.log.dir %q; want the data directory, and the metadata log in it",
+			env["KAFKA_LOG_DIRS"], env["KAFKA_METADATA_LOG_DIR"])
+	}
+	jbod := s
+	jbod.LogDirs = 2
+	if e := jbod.nodeEnv(ms[1], "127.0.0.1", nil); e["KAFKA_LOG_DIRS"] != dataDir+"/dir0,"+dataDir+"/dir1" || e["KAFKA_METADATA_LOG_DIR"] != dataDir+"/metadata" {
+		t.Errorf("two log directories: log.dirs %q, metadata.log.dir %q", e["KAFKA_LOG_DIRS"], e["KAFKA_METADATA_LOG_DIR"])
 	}
 	s.Loggers = kafkaconf.Loggers{"kafka.server.share": "DEBUG", "kafka.coordinator": "TRACE"}
 	if got := s.nodeEnv(ms[1], "127.0.0.1", nil)["KAFKA_LOG4J_LOGGERS"]; got != "kafka.coordinator=TRACE,kafka.server.share=DEBUG" {

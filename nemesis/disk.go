@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/verity-kafka/verity/harness"
 	"github.com/verity-kafka/verity/history"
 	"github.com/verity-kafka/verity/lazyfs/control"
 )
@@ -15,7 +16,10 @@ import (
 // cluster must run on the lazy filesystem (harness.Spec.PowerLoss). The inject event carries
 // the rules; Heal clears them and records, per node, what each rule did (hits, first hit, the
 // paths it hit), then starts the brokers the fault stopped (a broker halts when its only log
-// directory fails). Events: the fault's name, "heal", and "start" for a stopped broker.
+// directory fails) and restarts those it failed a directory of that still run (with several
+// log directories a broker goes on without the failed one, which stays offline until the
+// broker restarts, KIP-112): the disk is replaced. Events: the fault's name, "heal", and
+// "start" for those it starts or restarts.
 type DiskFault struct {
 	// Fault is the catalogue name the events carry.
 	Fault  string
@@ -76,9 +80,10 @@ func (f DiskFault) Heal(ctx context.Context, e *Env, state any) error {
 	if len(nodes) == 0 {
 		return nil
 	}
+	status := map[int]control.FaultStatus{}
 	err := e.DoReport(ctx, history.FHeal, Targets{Nodes: nodes, Fault: f.Fault}, func(ctx context.Context, t *Targets) error {
 		var mu sync.Mutex
-		t.Disk = map[int]control.FaultStatus{}
+		t.Disk = status
 		return parallel(nodes, func(id int) error {
 			st, err := e.Cluster.ClearDiskFaults(ctx, id)
 			if err != nil {
@@ -93,7 +98,43 @@ func (f DiskFault) Heal(ctx context.Context, e *Env, state any) error {
 	if err != nil {
 		return err
 	}
+	if err := restartFailed(ctx, e, f.Fault, nodes, status); err != nil {
+		return err
+	}
 	// A broker the fault stopped (its log directory failed) is started with its data, as
 	// after a crash.
 	return startAgain(ctx, e, f.Fault, state, nil)
+}
+
+// restartFailed restarts the running nodes whose disk rules failed a call (status), so that
+// the log directory Kafka took offline comes back.
+func restartFailed(ctx context.Context, e *Env, fault string, nodes []int, status map[int]control.FaultStatus) error {
+	var failed []int
+	for _, id := range nodes {
+		if failedACall(status[id]) && e.Cluster.NodeStates()[id] == harness.NodeRunning {
+			failed = append(failed, id)
+		}
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	t := Targets{Nodes: failed, Fault: fault, Note: "restarted: a log directory the fault failed stays offline until its broker restarts"}
+	return e.Do(ctx, history.FStart, t, func(ctx context.Context) error {
+		return parallel(failed, func(id int) error {
+			if err := e.Cluster.Stop(ctx, id); err != nil {
+				return err
+			}
+			return e.Cluster.Start(ctx, id)
+		})
+	})
+}
+
+// failedACall reports whether a rule of st failed a call (a delay fails none).
+func failedACall(st control.FaultStatus) bool {
+	for _, r := range st.Rules {
+		if r.Hits > 0 && r.Rule.Kind != control.KindSlow {
+			return true
+		}
+	}
+	return false
 }

@@ -40,6 +40,7 @@ type fakeCluster struct {
 	cutPending  map[int]bool
 	drops       map[int]harness.Drop
 	diskHalts   map[int]bool // the nodes whose broker a disk fault stops
+	diskRules   map[int]control.Faults
 	images      harness.Images
 }
 
@@ -207,18 +208,28 @@ func (f *fakeCluster) SetDiskFaults(_ context.Context, id int, rules control.Fau
 	if !f.powerLoss {
 		return errors.New("no lazy filesystem")
 	}
+	f.mu.Lock()
+	if f.diskRules == nil {
+		f.diskRules = map[int]control.Faults{}
+	}
+	f.diskRules[id] = rules
+	f.mu.Unlock()
 	return f.log("disk-faults %d %d rules", id, len(rules.Rules))
 }
 func (f *fakeCluster) ClearDiskFaults(_ context.Context, id int) (control.FaultStatus, error) {
 	if err := f.log("disk-clear %d", id); err != nil {
 		return control.FaultStatus{}, err
 	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if f.diskHalts[id] {
-		f.mu.Lock()
 		f.states[id] = harness.NodeStopped
-		f.mu.Unlock()
 	}
-	return control.FaultStatus{ClearedAt: "t", Rules: []control.RuleStatus{{Hits: int64(id), Paths: []string{"t-0/0.log"}}}}, nil
+	st := control.FaultStatus{ClearedAt: "t"}
+	for _, r := range f.diskRules[id].Rules {
+		st.Rules = append(st.Rules, control.RuleStatus{Rule: r, Hits: int64(id), Paths: []string{"t-0/0.log"}})
+	}
+	return st, nil
 }
 func (f *fakeCluster) Dropped(id int) (harness.Drop, bool) {
 	f.mu.Lock()

@@ -359,19 +359,28 @@ func TestDiskLossAndRollingBounce(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, n.Heal(ctx, inj))
 		es := h.events(t)
-		require.Equal(t, []string{"invoke disk-error [2]", "ok disk-error [2]", "invoke heal [2]", "ok heal [2]"}, short(es))
+		require.Equal(t, []string{"invoke disk-error [2]", "ok disk-error [2]", "invoke heal [2]", "ok heal [2]", "invoke start [2]", "ok start [2]"}, short(es),
+			"a broker that runs on after a failed call is restarted, so that its failed directory comes back")
 		require.Equal(t, rules.Rules, es[0].T.DiskRules)
 		require.EqualValues(t, 2, es[3].T.Disk[2].Rules[0].Hits)
 		require.Equal(t, "disk-error", es[3].T.Fault)
-		require.Equal(t, []string{"disk-faults 2 1 rules", "disk-clear 2"}, fc.Calls())
+		require.Contains(t, es[4].T.Note, "offline")
+		require.Equal(t, []string{"disk-faults 2 1 rules", "disk-clear 2", "stop 2", "start 2"}, fc.Calls())
 
 		fc.diskHalts = map[int]bool{3: true}
 		inj, err = n.Inject(ctx, DiskFault{Fault: "disk-full", Target: Node(3), Rules: rules})
 		require.NoError(t, err)
 		require.NoError(t, n.Heal(ctx, inj))
 		require.Equal(t, []string{"invoke disk-full [3]", "ok disk-full [3]", "invoke heal [3]", "ok heal [3]", "invoke start [3]", "ok start [3]"},
-			short(h.events(t)[4:]), "a broker the fault stopped is started")
+			short(h.events(t)[6:]), "a broker the fault stopped is started, once")
 		require.Equal(t, harness.NodeRunning, fc.NodeStates()[3])
+
+		slow := control.Faults{Rules: []control.DiskFault{{Kind: control.KindSlow, Op: control.OpFsync, Path: "**", Delay: "1s"}}}
+		inj, err = n.Inject(ctx, DiskFault{Fault: "slow-disk", Target: Node(1), Rules: slow})
+		require.NoError(t, err)
+		require.NoError(t, n.Heal(ctx, inj))
+		require.Equal(t, []string{"invoke slow-disk [1]", "ok slow-disk [1]", "invoke heal [1]", "ok heal [1]"},
+			short(h.events(t)[12:]), "a delay fails nothing: no restart")
 	})
 	t.Run("rolling upgrade: brokers then controllers, gated, then metadata.version finalized", func(t *testing.T) {
 		fc, _, n, h := setup(t, 3, true)

@@ -39,6 +39,7 @@ type clusterShape struct {
 	DedicatedControllers bool
 	PowerLoss            bool
 	BootUnsynced         bool
+	LogDirs              int
 	Broker               string // the broker overrides, canonical
 	Stores               string // the side-effect services the sinks need, sorted
 	Kafka                string // the release and the feature levels set, canonical
@@ -66,14 +67,14 @@ func specShape(spec harness.Spec) clusterShape {
 		names = append(names, string(st))
 	}
 	return clusterShape{Nodes: spec.Nodes, DedicatedControllers: spec.DedicatedControllers,
-		PowerLoss: spec.PowerLoss, BootUnsynced: spec.KeepBootUnsynced, Broker: strings.Join(broker, ", "), Stores: strings.Join(names, ", "),
+		PowerLoss: spec.PowerLoss, BootUnsynced: spec.KeepBootUnsynced, LogDirs: max(spec.LogDirs, 1), Broker: strings.Join(broker, ", "), Stores: strings.Join(names, ", "),
 		Kafka: string(spec.KafkaVersion.Or()) + " " + spec.Features.String(), Loggers: spec.Loggers.String()}
 }
 
 // clusterSpec is base (the caller's harness options) with the cluster s asks for.
 func clusterSpec(base harness.Spec, s scenarios.Scenario) harness.Spec {
 	base.Nodes, base.DedicatedControllers, base.BrokerConfig = s.Topology.Nodes, s.Topology.DedicatedControllers, s.Broker
-	base.PowerLoss, base.KeepBootUnsynced = s.Topology.PowerLoss, s.Topology.BootUnsynced
+	base.PowerLoss, base.KeepBootUnsynced, base.LogDirs = s.Topology.PowerLoss, s.Topology.BootUnsynced, s.Topology.LogDirs
 	base.KafkaVersion, base.Features = s.Kafka.Version, maps.Clone(s.Kafka.Features)
 	base.Loggers = maps.Clone(s.Kafka.Loggers)
 	stores := s.Workload.Stores()
@@ -121,7 +122,7 @@ func compile(s scenarios.Resolved, tag string) (*plan, error) {
 		txnClient.Retries = *cl.Retries
 	}
 	tx := cl.Transactions
-	var refs scenarios.Refs
+	refs := scenarios.Refs{LogDirs: s.Topology.LogDirs}
 	for i := range s.Workload.Transactional.Count {
 		tc := workloads.TxnConfig{Topics: s.Workload.Transactional.Topics, TxnID: fmt.Sprintf("%s-txn-%d", tag, i),
 			MaxRecords: tx.Records, AbortProbability: tx.AbortProbability, ZombieProbability: tx.ZombieProbability,

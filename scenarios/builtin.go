@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -54,7 +55,7 @@ func builtinMakers() []func() Scenario {
 		acks0LeaderLoss, acks1LeaderLoss,
 		minISR1DiskLoss, minISR2DiskLoss,
 		powerLossAllReplicas, powerLossAllReplicasFlushEach, powerLossLeader, powerLossControllers,
-		diskErrorLeader, diskFullFollower, diskErrorMetadata, slowDiskLeader,
+		diskErrorLeader, diskErrorLogDir, diskFullFollower, diskErrorMetadata, slowDiskLeader,
 		uncleanIsolation, elrLastReplica,
 		unansweringLeader,
 		idempotentAckLoss, idempotentInflight5AckLoss, plainAckLoss, plainInflightReorder, plainInflight1Order, appResend,
@@ -71,7 +72,7 @@ func builtinMakers() []func() Scenario {
 		regressKIP966ELR,
 		regressKafka20321,
 		regressShareStaleStateWrite,
-		exploreRequestFaults, exploreEveryFault, exploreTxnReadEveryFault,
+		exploreRequestFaults, exploreEveryFault, exploreTxnReadEveryFault, exploreSinkEveryFault,
 		upgradeEOS,
 	}
 }
@@ -358,6 +359,25 @@ func diskErrorLeader() Scenario {
 	s.Expect = Expectation{Text: "A broker takes a log directory that fails an I/O offline, and shuts down when it has no other: " +
 		"p0's leader stops at its first failed append, which it never acknowledged. An acknowledged acks=all write is on " +
 		"min.insync.replicas=2 replicas, so a follower in the ISR that takes over has it: nothing acknowledged may be lost."}
+	return s
+}
+
+// diskErrorLogDir is diskErrorLeader on nodes with two log directories and the metadata log in
+// a third: the leader takes the directory that holds p0 offline and goes on with the other
+// (KIP-112, KIP-858). It tells the controller, which leaves it out of the ISR of every
+// partition in that directory and elects leaders for those it led; the heal restarts it, as an
+// operator would after replacing the disk, and the directory comes back.
+func diskErrorLogDir() Scenario {
+	s := base("disk-error-logdir", "Two log directories per broker: every write to p0's log on its leader fails with EIO for 20 s; "+
+		"acks=all, min.insync.replicas=2.", "KIP-112; KIP-858; Kafka docs, log.dirs")
+	s.Tags = []Tag{TagDurability, TagDisk}
+	s.Topology.LogDirs = 2
+	s.Topics[0].Partitions = 6
+	s.Faults = timeline(Step{At: sec(20), For: sec(20), Fault: Fault{Name: FaultDiskError, Target: leaderOf0(), Params: Params{Path: DiskLog}}})
+	s.Expect = Expectation{Text: "A broker takes a log directory that fails an I/O offline and goes on with its others; the " +
+		"controller leaves it out of the ISR of the partitions in that directory and elects new leaders for them from the ISR. " +
+		"An acknowledged acks=all write is on min.insync.replicas=2 replicas, so nothing acknowledged may be lost, and the " +
+		"partitions in the other directory stay where they are."}
 	return s
 }
 
@@ -889,6 +909,40 @@ func exploreEveryFault() Scenario {
 		"min.insync.replicas=2 survive: no acknowledged write is lost, exactly-once holds (every committed input record yields " +
 		"its output once in the committed output), read_committed readers see no aborted record and every committed " +
 		"transaction whole, and nothing the quorum committed is lost."
+	return s
+}
+
+// sinkEveryFault is everyFault without what needs a transactional producer (the transaction
+// coordinator, its requests), with the group coordinator killed and the sinks' store cut and
+// crashed instead.
+func sinkEveryFault(topic string) []Fault {
+	var out []Fault
+	for _, f := range everyFault(topic) {
+		if f.Target.Role == RoleTxnCoordinator || slices.Contains([]string{"EndTxn", "TxnOffsetCommit"}, f.Params.API) {
+			continue
+		}
+		out = append(out, f)
+	}
+	return append(out, Fault{Name: FaultKill, Target: &Target{Role: RoleGroupCoordinator}},
+		Fault{Name: FaultSinkCut, Params: Params{Service: ServicePostgres}},
+		Fault{Name: FaultServiceKill, Params: Params{Service: ServicePostgres}})
+}
+
+// exploreSinkEveryFault is the search over sinks: members that apply each input to PostgreSQL
+// with its offset in the same transaction (the axis --sink picks another mode; the store's
+// faults follow it), crashed between effect and commit, under a fault of every class.
+func exploreSinkEveryFault() Scenario {
+	s := sinkScenario(sink.OffsetsInDB)
+	s.Name = "explore-sink-every-fault"
+	s.Description = "Sinks (offsets in the database; --sink for another mode) crashed between effect and commit, under a fault of " +
+		"every class drawn at random, one at a time: process, network, toxic, request-level, power, disk and the store's."
+	s.Tags = []Tag{TagExplore, TagSinks, TagPowerLoss, TagDisk, TagSlow}
+	s.Client.RequestTimeout = sec(5)
+	s.Faults = Schedule{Kind: SchedulePeriodic, Periodic: &Periodic{Interval: sec(20), Hold: sec(10), Start: sec(10), Quiet: 0.15,
+		Set: sinkEveryFault(DefaultTopic)}}
+	s.Duration = sec(300)
+	s.Expect.Text += " Each fault hits one node, one link set, one request or the store at a time, within what three replicas and " +
+		"min.insync.replicas=2 survive."
 	return s
 }
 

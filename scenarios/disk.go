@@ -10,8 +10,10 @@ import (
 )
 
 // Disk areas: what a disk fault's params.path may name instead of a pattern. Patterns are
-// relative to a node's data directory (log.dirs), whose top holds one directory per partition
-// and the checkpoint files.
+// relative to a node's data directory. With one log directory (topology.log_dirs) its top
+// holds one directory per partition and the checkpoint files; with several it holds one
+// directory per log directory (dir0, dir1, …) and metadata, each with its own checkpoints
+// (harness.LogDirPaths), and the areas follow.
 const (
 	// DiskAll is every file.
 	DiskAll = "all"
@@ -28,21 +30,27 @@ const (
 // diskAreas is every disk area, for messages.
 func diskAreas() []string { return []string{DiskAll, DiskMetadata, DiskCheckpoints, DiskLog} }
 
-// diskPattern is the pattern params.path stands for on target t ("" for log without a target,
-// which validation refuses).
-func diskPattern(path string, t *Target) string {
+// diskPattern is the pattern params.path stands for on target t with logDirs log directories
+// ("" for log without a target, which validation refuses).
+func diskPattern(path string, t *Target, logDirs int) string {
+	// Under several log directories every area is one level down: a partition's directory is
+	// in one of them (the broker chose which), the metadata log in metadata.
+	top := ""
+	if logDirs > 1 {
+		top = "*/"
+	}
 	switch path {
 	case "", DiskAll:
 		return "**"
 	case DiskMetadata:
-		return "__cluster_metadata-0/**"
+		return top + "__cluster_metadata-0/**"
 	case DiskCheckpoints:
-		return "*checkpoint*"
+		return top + "*checkpoint*"
 	case DiskLog:
 		if t == nil {
 			return ""
 		}
-		return fmt.Sprintf("%s-%d/**", t.Topic, t.Partition)
+		return fmt.Sprintf("%s%s-%d/**", top, t.Topic, t.Partition)
 	}
 	return path
 }
@@ -60,9 +68,10 @@ func diskOp(name FaultName, op string) control.FaultOp {
 	return control.OpWrite
 }
 
-// diskRules are the lazy filesystem's rules for disk fault f.
-func diskRules(f Fault) control.Faults {
-	r := control.DiskFault{Path: diskPattern(f.Params.Path, f.Target), Op: diskOp(f.Name, f.Params.Op)}
+// diskRules are the lazy filesystem's rules for disk fault f on nodes with logDirs log
+// directories.
+func diskRules(f Fault, logDirs int) control.Faults {
+	r := control.DiskFault{Path: diskPattern(f.Params.Path, f.Target, logDirs), Op: diskOp(f.Name, f.Params.Op)}
 	switch f.Name {
 	case FaultDiskError:
 		r.Kind, r.Once = control.KindError, f.Params.Once
@@ -80,7 +89,7 @@ func diskFault(f Fault, refs Refs) (nemesis.Fault, error) {
 	if err != nil {
 		return nil, err
 	}
-	return nemesis.DiskFault{Fault: string(f.Name), Target: t, Rules: diskRules(f)}, nil
+	return nemesis.DiskFault{Fault: string(f.Name), Target: t, Rules: diskRules(f, refs.LogDirs)}, nil
 }
 
 // checkDisk checks a disk fault's params: the area or pattern of path, the call of op, the
@@ -91,7 +100,7 @@ func (c *checker) checkDisk(path string, f Fault) {
 	case p.Path == DiskLog && (f.Target == nil || !slices.Contains(partitionRoles(), f.Target.Role)):
 		c.addf(path+".path", "log: the log is a partition's, so the target's role must be one of %s", strings.Join(roleNames(partitionRoles()), ", "))
 	case p.Path != "":
-		if _, err := control.CompilePath(diskPattern(p.Path, f.Target)); err != nil {
+		if _, err := control.CompilePath(diskPattern(p.Path, f.Target, 1)); err != nil {
 			c.addf(path+".path", "%v: want %s, or a pattern relative to the data directory such as verity-0/*.log", err, strings.Join(diskAreas(), ", "))
 		}
 	}

@@ -227,6 +227,8 @@ type Refs struct {
 	// ShareGroup and ShareTopic name the run's share group and its first topic, for
 	// share-coordinator.
 	ShareGroup, ShareTopic string
+	// LogDirs is the nodes' log directories (topology.log_dirs), which disk areas follow.
+	LogDirs int
 }
 
 // nodeRoles are every role; partition roles are the ones a fetch-link fault can use.

@@ -253,6 +253,17 @@ func TestDiskFaultRules(t *testing.T) {
 			t.Errorf("%s: %v", c.f.Name, err)
 		}
 	}
+	// Under several log directories each area is one level down, in whichever directory holds it.
+	for path, want := range map[string]string{DiskLog: "*/verity-2/**", DiskMetadata: "*/__cluster_metadata-0/**",
+		DiskCheckpoints: "*/*checkpoint*", DiskAll: "**", "dir1/**": "dir1/**"} {
+		nf, err := Fault{Name: FaultDiskError, Target: leader, Params: Params{Path: path}}.Build(Refs{LogDirs: 2})
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if got := nf.(nemesis.DiskFault).Rules.Rules[0].Path; got != want {
+			t.Errorf("path %s under two log directories: %q, want %q", path, got, want)
+		}
+	}
 	s := base("x", "x", "x")
 	s.Faults = timeline(Step{At: sec(5), For: sec(5), Fault: Fault{Name: FaultDiskFull, Target: leader}})
 	if !s.withDefaults().Topology.PowerLoss {

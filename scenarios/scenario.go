@@ -161,6 +161,11 @@ type Topology struct {
 	// format's files), as on a machine that loses power within a minute of formatting; by
 	// default every node is synced once the cluster is ready. Needs PowerLoss.
 	BootUnsynced bool `yaml:"boot_unsynced,omitempty" json:"boot_unsynced,omitempty"`
+	// LogDirs is how many log directories each node has (log.dirs), 1 to 8; default 1, which
+	// also holds the KRaft metadata log. With 2 or more the metadata log has a directory of its
+	// own, and a broker whose one log directory fails goes on with the others, its partitions
+	// there led elsewhere (KIP-112, KIP-858); disk faults' areas follow the layout.
+	LogDirs int `yaml:"log_dirs,omitempty" json:"log_dirs,omitempty"`
 }
 
 // Kafka is the cluster's release and feature levels.

@@ -103,7 +103,7 @@ func TestSelect(t *testing.T) {
 		// Builtins' order whatever the order given, each once.
 		{[]string{"lab-fencing", "default", "lab-f*"}, nil, nil, "default lab-follower-down lab-fencing"},
 		{nil, []string{"regression"}, nil, "regress-kafka-17754 regress-franz-endtxn-unconfirmed regress-sarama-stable-offsets regress-kip890-hanging-txn regress-kip966-elr regress-kafka-20321 regress-share-stale-state-write"},
-		{nil, []string{"upgrade", "explore"}, nil, "explore-request-faults explore-every-fault explore-txn-read-every-fault upgrade-eos"},
+		{nil, []string{"upgrade", "explore"}, nil, "explore-request-faults explore-every-fault explore-txn-read-every-fault explore-sink-every-fault upgrade-eos"},
 		// A name and a tag: either chooses.
 		{[]string{"default"}, []string{"upgrade"}, nil, "default upgrade-eos"},
 		{[]string{"*-ack-loss"}, nil, nil, "idempotent-ack-loss idempotent-inflight5-ack-loss plain-ack-loss"},

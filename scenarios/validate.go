@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/verity-kafka/verity/harness"
 	"github.com/verity-kafka/verity/kafkaconf"
 	"github.com/verity-kafka/verity/kafkatoxic"
 	"github.com/verity-kafka/verity/sink"
@@ -100,13 +101,6 @@ func validTopic(s string) bool { return len(s) <= 249 && allOf(s, false, "._-") 
 // validProperty: a dotted property name.
 func validProperty(s string) bool { return allOf(s, false, "._-") && alnum(s[0]) }
 
-// topologyKeys are broker settings the harness sets to build the cluster (harness.Spec
-// refuses them too).
-func topologyKeys() []string {
-	return []string{"node.id", "process.roles", "listeners", "advertised.listeners", "listener.security.protocol.map",
-		"inter.broker.listener.name", "controller.listener.names", "controller.quorum.voters", "log.dirs"}
-}
-
 // topicFieldKeys are topic settings with fields of their own.
 func topicFieldKeys() map[string]string {
 	return map[string]string{
@@ -129,6 +123,9 @@ func (c *checker) scenario() {
 	if n := s.Topology.Nodes; n < 1 || n > 50 {
 		c.addf("topology.nodes", "%d: want 1 to 50 brokers", n)
 	}
+	if n := s.Topology.LogDirs; n < 0 || n > harness.MaxLogDirs {
+		c.addf("topology.log_dirs", "%d: want 1 to %d log directories per node", n, harness.MaxLogDirs)
+	}
 	if s.Topology.BootUnsynced && !s.Topology.PowerLoss {
 		c.addf("topology.boot_unsynced", "true needs the nodes on the lazy filesystem: set topology.power_loss, or schedule a power-loss or disk fault")
 	}
@@ -137,7 +134,7 @@ func (c *checker) scenario() {
 		switch {
 		case !validProperty(k):
 			c.addf(p, "not a property name")
-		case slices.Contains(topologyKeys(), k):
+		case slices.Contains(harness.TopologyKeys(), k):
 			c.addf(p, "the harness sets %s to build its topology; it cannot be overridden", k)
 		case k == kafkaconf.BrokerFlushMessages:
 			if _, err := kafkaconf.ParseFlushMessages(s.Broker[k]); err != nil {

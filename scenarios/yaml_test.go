@@ -254,6 +254,8 @@ func TestParseErrors(t *testing.T) {
 			[]string{"faults.timeline[0].params.op: \"flush\": want one of [write fsync read]"}},
 		{"disk fault: once is disk-error's", "name: x\nfaults: {timeline: [{at: 5s, fault: disk-full, duration: 5s, target: {role: controller}, params: {once: true}}]}\n",
 			[]string{"faults.timeline[0].params.once: disk-full does not take once; it takes path, bytes"}},
+		{"log_dirs within bounds", "name: x\ntopology: {nodes: 3, log_dirs: 9}\n",
+			[]string{"topology.log_dirs: 9: want 1 to 8 log directories per node"}},
 		{"boot_unsynced needs the lazy filesystem", "name: x\ntopology: {nodes: 3, boot_unsynced: true}\n",
 			[]string{"topology.boot_unsynced: true needs the nodes on the lazy filesystem: set topology.power_loss, or schedule a power-loss or disk fault"}},
 		{"until needs one held request", "name: x\nfaults: {timeline: [{at: 5s, fault: hold-request, duration: 5s, target: {role: controller}, params: {api: EndTxn(commit), until: EndTxn(abort)}}]}\n",
