@@ -72,8 +72,8 @@ pre{background:#f7f7f7;padding:.6em;overflow:auto;max-height:30em}ul.ex{margin:0
 {{if .Stats.Errors}}<table id="errors"><tr><th>op</th><th>outcome</th><th>error</th><th>count</th><th>first (s)</th><th>last (s)</th><th>by partition</th></tr>
 {{range .Stats.Errors}}<tr><td>{{.F}}</td><td>{{.Outcome}}</td><td>{{.Error}}</td><td class="num">{{.Count}}</td><td class="num">{{printf "%.1f" .FirstS}}</td><td class="num">{{printf "%.1f" .LastS}}</td><td>{{byPartition .ByPartition}}</td></tr>{{end}}
 </table><p class="note">Failed (fail) and unknown (info) completions by the error they carried: Kafka's name of a broker error, else the kind of client-side failure.</p>{{end}}
-{{if .Stats.Resumes}}<table id="resumes"><tr><th>reader</th><th>after</th><th>at committed</th><th>rewound further</th><th>skipped ahead</th><th>unclassified</th></tr>
-{{range .Stats.Resumes}}<tr><td>{{.Reader}}</td><td>{{.Cause}}</td><td class="num">{{.AtCommitted}}</td><td class="num">{{.RewoundFurther}}</td><td class="num">{{.SkippedAhead}}</td><td class="num">{{.Unclassified}}</td></tr>{{end}}
+{{if .Stats.Resumes}}<table id="resumes"><tr><th>reader</th><th>after</th><th>at committed</th><th>rewound further</th><th>skipped ahead</th><th>unclassified</th><th>superseded</th></tr>
+{{range .Stats.Resumes}}<tr><td>{{.Reader}}</td><td>{{.Cause}}</td><td class="num">{{.AtCommitted}}</td><td class="num">{{.RewoundFurther}}</td><td class="num">{{.SkippedAhead}}</td><td class="num">{{.Unclassified}}</td><td class="num">{{.Superseded}}</td></tr>{{end}}
 </table><p class="note">Where group members began their partitions after an op that reset their positions, against the offsets their group may have committed (<code>resume-rewound-further</code>, <code>resume-skipped-ahead</code> in docs/guarantees.md).</p>{{end}}
 {{if .Windows}}<details id="windows"{{if le (len .Windows) 10}} open{{end}}><summary>Windows during which writes failed{{if .WindowsCut}} (first {{len .Windows}} of {{.WindowsCut}}){{else}} ({{len .Windows}}){{end}}</summary>
 <table><tr><th>partition</th><th>from (s)</th><th>to (s)</th><th>failed writes</th></tr>

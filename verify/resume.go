@@ -30,7 +30,11 @@ import (
 //   - skipped-ahead: past a record its isolation shows, at or after the largest committed
 //     offset the history allows below its first read (the group never processes that record);
 //   - unclassified: the history does not fix the committed offset (a plain consumer's group
-//     that had read nothing: its reset policy is not in the history).
+//     that had read nothing: its reset policy is not in the history);
+//   - superseded: another member of the group was assigned the partition after the member's
+//     latest assign: the group no longer counts it as the partition's owner (a member the
+//     coordinator dropped whose session has not yet ended), so the group's offsets do not bind
+//     its reads, and its commits are fenced (KIP-447); not judged.
 //
 // What the group may have committed:
 //   - A processor's group commits with its transactions: one that committed (ok) commits, for
@@ -77,6 +81,14 @@ type group struct {
 	// ends when it has no committed offset, so a consumer's resume past its group's reads may be
 	// that reset.
 	latest bool
+	// owner is, by partition, the latest ok assign op that gave it to a member.
+	owner map[uint32]assignment
+}
+
+// assignment is an ok assign op (at ord) that gave a partition to process proc.
+type assignment struct {
+	proc int
+	ord  uint32
 }
 
 // commitLog is a group's commits of one partition.
@@ -126,6 +138,8 @@ type resume struct {
 	// hi is, for a consumer, one past the furthest record its group had read (-1: none); seek
 	// is where a data-loss said the client resumes (-1: none).
 	hi, seek int64
+	// superseded: another member was assigned the partition after this one's latest assign.
+	superseded bool
 }
 
 // sinkProcess reports whether the header names process id as a sink's member or relay.
@@ -176,7 +190,17 @@ func (c *Checker) noteReset(p *proc, op *history.Op, ord uint32) {
 		}
 		if v.Group != "" {
 			p.group = c.groupOf(v.Group) + 1
-			c.groups[p.group-1].latest = c.groups[p.group-1].latest || v.Reset == "latest"
+			g := &c.groups[p.group-1]
+			g.latest = g.latest || v.Reset == "latest"
+			if f == history.FAssign && ok && p.owned != nil {
+				// ownership (called first) took the partitions it gives.
+				if g.owner == nil {
+					g.owner = map[uint32]assignment{}
+				}
+				for tp := range p.owned {
+					g.owner[tp] = assignment{proc: p.id, ord: ord}
+				}
+			}
 		}
 		if c.liveOn && ok {
 			c.liveMember(p, &v)
@@ -233,6 +257,9 @@ func (c *Checker) resumeAt(p *proc, tp uint32, off int64, v uint32, iso int, ord
 		}
 		if int(tp) < len(g.read) && g.read[tp] > 0 {
 			r.hi = g.read[tp]
+		}
+		if o, ok := g.owner[tp]; ok && p.owned != nil && o.proc != p.id && o.ord > p.ownedOrd {
+			r.superseded = true
 		}
 		c.resumes = append(c.resumes, r)
 	}
@@ -336,6 +363,7 @@ const (
 	rewoundFurther
 	skippedAhead
 	unclassified
+	superseded
 )
 
 // checkResumes classifies every resume (once every read and final read is in: a gap is a skip
@@ -363,6 +391,8 @@ func (c *Checker) checkResumes() {
 			rc.RewoundFurther++
 		case skippedAhead:
 			rc.SkippedAhead++
+		case superseded:
+			rc.Superseded++
 		default:
 			rc.Unclassified++
 		}
@@ -384,6 +414,9 @@ type resumeKey struct {
 
 // classify decides r's class, reporting a finding for a rewound or skipped resume.
 func (c *Checker) classify(r *resume, idx map[uint32]*visibleIndex) resumeClass {
+	if r.superseded {
+		return superseded
+	}
 	if r.seek >= 0 {
 		if r.off < r.seek {
 			c.find(finding{a: guarantee.ResumeRewoundFurther, v: r.v, tp: r.tp, off: r.seek, off2: r.off, skipped: -1,

@@ -114,6 +114,23 @@ func TestResumes(t *testing.T) {
 			h.joined(2, "g")
 			h.step(2, Fail, in[1])
 		}), want: map[guarantee.Anomaly]want{guarantee.ResumeRewoundFurther: {count: 1}}, verdict: results.Fail},
+		{name: "a member the coordinator dropped replays after its abort what another member, assigned since, committed: superseded, not judged", build: build(func(h *hb) {
+			h.joined(2, "g")
+			h.step(2, OK, in[0])
+			h.joined(3, "g") // the coordinator dropped process 2 and gave i-0 to process 3
+			h.step(3, OK, in[1], in[2])
+			h.step(2, Fail, in[1], in[2]) // process 2's session has not ended: its commit is fenced
+			h.step(2, Fail, in[1], in[2])
+		}), verdict: results.Pass},
+		{name: "the same replay once the member was assigned the partition again: rewound-further", build: build(func(h *hb) {
+			h.joined(2, "g")
+			h.step(2, OK, in[0])
+			h.joined(3, "g")
+			h.step(3, OK, in[1], in[2])
+			h.groupPoll(2, "g") // the member's op before its rebalance
+			h.joined(2, "g")
+			h.step(2, Fail, in[1], in[2])
+		}), want: map[guarantee.Anomaly]want{guarantee.ResumeRewoundFurther: {count: 1}}, verdict: results.Fail},
 		{name: "a consumer resumes past everything its group read: skipped-ahead", build: build(consumerSkip), want: map[guarantee.Anomaly]want{guarantee.ResumeSkippedAhead: {count: 1}}, verdict: results.Fail},
 		{name: "a consumer resumes right after what its group read, or before it: at-committed", build: build(func(h *hb) {
 			h.groupPoll(3, "g", in[0], in[1])

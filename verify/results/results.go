@@ -650,4 +650,7 @@ type ResumeCount struct {
 	// Unclassified: the history does not fix the committed offset (a consumer's group that
 	// had read nothing yet: its reset policy is not in the history).
 	Unclassified int64 `json:"unclassified,omitempty"`
+	// Superseded: another member had been assigned the partition since the member's latest
+	// assign (the coordinator had dropped it): not judged.
+	Superseded int64 `json:"superseded,omitempty"`
 }
