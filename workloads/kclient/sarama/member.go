@@ -117,6 +117,13 @@ func (m *member) Poll(ctx context.Context, max int, until time.Time) ([]kclient.
 		defer t.Stop()
 		due = t.C
 	}
+	if m.sess != nil && m.sess.Context().Err() != nil {
+		// The session is over (sarama ends it when a heartbeat finds the member dropped or a
+		// rebalance under way): replaying its records would go on committing under a
+		// generation the coordinator fences, so its end is read first, and the next session
+		// starts from the committed offsets.
+		m.replay = nil
+	}
 	if n := min(max, len(m.replay)); n > 0 && m.sess != nil {
 		out := slices.Clone(m.replay[:n])
 		m.replay = m.replay[n:]
@@ -164,7 +171,7 @@ func (m *member) Poll(ctx context.Context, max int, until time.Time) ([]kclient.
 			m.forget()
 			return append(out, kclient.Event{Kind: kclient.EventRevoked}), nil
 		case evRecord:
-			if ev.sess != m.sess || m.sess == nil {
+			if ev.sess != m.sess || m.sess == nil || m.sess.Context().Err() != nil {
 				continue
 			}
 			rec := kclient.Event{Kind: kclient.EventRecord, Record: historyRecord(ev.msg), Epoch: -1}
