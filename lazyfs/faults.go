@@ -361,6 +361,10 @@ func RequestFaults(ctx context.Context, store string, req control.FaultRequest) 
 	if err := req.Validate(); err != nil {
 		return err
 	}
+	pid, err := awaitDaemon(ctx, store)
+	if err != nil {
+		return err
+	}
 	req.Nonce = strconv.FormatInt(time.Now().UnixNano(), 10)
 	b, err := json.Marshal(req)
 	if err != nil {
@@ -369,7 +373,7 @@ func RequestFaults(ctx context.Context, store string, req control.FaultRequest) 
 	if err := writeAtomic(store, control.FaultRequestFile, append(b, '\n')); err != nil {
 		return fmt.Errorf("requesting faults: %w", err)
 	}
-	if err := signalDaemon(store, syscall.SIGUSR2); err != nil {
+	if err := signalDaemon(pid, syscall.SIGUSR2); err != nil {
 		return err
 	}
 	var ack control.FaultAck

@@ -308,6 +308,41 @@ func TestRequestFaults(t *testing.T) {
 	assert.NoFileExists(t, filepath.Join(r.store, control.FaultRequestFile))
 }
 
+// A request made while the store's daemon is starting (its node's container just started)
+// waits for it to announce itself, rather than signal the pid of the daemon before it; a store
+// that no daemon ever served answers at once.
+func TestRequestWaitsForAStartingDaemon(t *testing.T) {
+	r := newRig(t)
+	require.NoError(t, Announce(r.store))
+	_, err := Prepare(r.store, os.Getuid(), os.Getgid()) // a new daemon's start
+	require.NoError(t, err)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGUSR2)
+	defer signal.Stop(sigs)
+	answered := make(chan struct{})
+	go func() {
+		defer close(answered)
+		time.Sleep(200 * time.Millisecond) // the start's copy of its store
+		if err := Announce(r.store); err != nil {
+			t.Error(err)
+			return
+		}
+		<-sigs
+		_ = r.srv.AnswerFaults()
+	}()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	rule := control.DiskFault{Kind: control.KindError, Op: control.OpWrite, Path: "a"}
+	require.NoError(t, RequestFaults(ctx, r.store, control.FaultRequest{Action: control.ActionSet, Rules: []control.DiskFault{rule}}))
+	<-answered
+	st, err := ReadFaultStatus(r.store)
+	require.NoError(t, err)
+	require.True(t, st.Active, "the request set after the start is in force")
+
+	err = RequestFaults(ctx, t.TempDir(), control.FaultRequest{Action: control.ActionClear})
+	require.ErrorContains(t, err, "finding the daemon")
+}
+
 // BenchmarkWriteFaults rewrites 4 KiB through the mount with no faults set and with one rule
 // for writes that matches no path: the cost of the check on the hot path.
 func BenchmarkWriteFaults(b *testing.B) {

@@ -15,9 +15,11 @@ import (
 
 // Control files of a running daemon, in the store.
 const (
-	daemonPid   = "daemon.pid"
-	syncRequest = "sync-request"
-	syncDone    = "sync-done"
+	daemonPid = "daemon.pid"
+	// daemonStarting is daemon.pid's content from a daemon's start until it announces itself.
+	daemonStarting = "starting"
+	syncRequest    = "sync-request"
+	syncDone       = "sync-done"
 )
 
 // Sync makes durable everything live holds, as the kernel's writeback and the filesystem's next
@@ -88,30 +90,53 @@ func Announce(store string) error {
 // RequestSync asks store's daemon (SIGUSR1) to Sync, and waits until it has answered this
 // request.
 func RequestSync(ctx context.Context, store string) error {
+	pid, err := awaitDaemon(ctx, store)
+	if err != nil {
+		return err
+	}
 	nonce := []byte(strconv.FormatInt(time.Now().UnixNano(), 10) + "\n")
 	if err := writeAtomic(store, syncRequest, nonce); err != nil {
 		return fmt.Errorf("requesting a sync: %w", err)
 	}
-	if err := signalDaemon(store, syscall.SIGUSR1); err != nil {
+	if err := signalDaemon(pid, syscall.SIGUSR1); err != nil {
 		return err
 	}
-	err := awaitAnswer(ctx, store, syncDone, func(done []byte) bool { return bytes.Equal(done, nonce) })
+	err = awaitAnswer(ctx, store, syncDone, func(done []byte) bool { return bytes.Equal(done, nonce) })
 	if err != nil {
 		return fmt.Errorf("waiting for the daemon's sync: %w", err)
 	}
 	return nil
 }
 
-// signalDaemon sends sig to store's daemon.
-func signalDaemon(store string, sig syscall.Signal) error {
-	b, err := os.ReadFile(filepath.Join(store, daemonPid))
-	if err != nil {
-		return fmt.Errorf("finding the daemon of %s: %w", store, err)
+// awaitDaemon returns the pid of store's daemon, waiting while one is starting. A starting
+// daemon (its node's container just started) has replaced the pid of the one before it with
+// daemonStarting (Prepare) and announces its pid once it listens for requests: a request sent
+// after that is neither lost nor cleared by its start.
+func awaitDaemon(ctx context.Context, store string) (int, error) {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		b, err := os.ReadFile(filepath.Join(store, daemonPid))
+		if err != nil {
+			return 0, fmt.Errorf("finding the daemon of %s: %w", store, err)
+		}
+		if got := string(bytes.TrimSpace(b)); got != daemonStarting {
+			pid, err := strconv.Atoi(got)
+			if err != nil {
+				return 0, fmt.Errorf("finding the daemon of %s: %q is not a pid", store, b)
+			}
+			return pid, nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("finding the daemon of %s: it is still starting: %w", store, ctx.Err())
+		case <-tick.C:
+		}
 	}
-	pid, err := strconv.Atoi(string(bytes.TrimSpace(b)))
-	if err != nil {
-		return fmt.Errorf("finding the daemon of %s: %q is not a pid", store, b)
-	}
+}
+
+// signalDaemon sends sig to the daemon's pid.
+func signalDaemon(pid int, sig syscall.Signal) error {
 	if err := syscall.Kill(pid, sig); err != nil {
 		return fmt.Errorf("signalling the daemon (pid %d): %w", pid, err)
 	}
