@@ -15,6 +15,12 @@ import (
 type Step struct {
 	At, For time.Duration
 	Fault   Fault
+	// Serial steps come one at a time: one is injected no sooner than Recover after the step
+	// before it was healed, however late that heal returned (a node's start takes longer on a
+	// loaded machine), so that a fault never lands on a node still coming back from the one
+	// before.
+	Serial  bool
+	Recover time.Duration
 }
 
 func (s Step) String() string {
@@ -129,7 +135,7 @@ func (r Random) Plan(seed int64, length time.Duration) (Plan, error) {
 		if _, none := f.(None); quiet || none {
 			continue
 		}
-		p = append(p, Step{At: at, For: min(r.hold(), length-at), Fault: f})
+		p = append(p, Step{At: at, For: min(r.hold(), length-at), Fault: f, Serial: true, Recover: r.Interval - r.hold()})
 	}
 	return p, nil
 }
@@ -137,10 +143,10 @@ func (r Random) Plan(seed int64, length time.Duration) (Plan, error) {
 // Run carries out plan from now: each step's fault is injected at its time, with random
 // choices from a source seeded by the nemesis seed and the step's index (so overlapping steps
 // do not change each other's choices), and healed when its time is up. Waits are timers on
-// ctx; a step does not wait for the ones before it. A step that cannot be injected (no leader
-// at that moment, say) is logged and skipped, and the run goes on; Run returns those errors
-// joined once every step is done. When ctx ends, steps still to come are dropped and faults
-// still in place are left to Recover, which is called once Run has returned.
+// ctx; a step does not wait for the ones before it unless it is Serial. A step that cannot be
+// injected (no leader at that moment, say) is logged and skipped, and the run goes on; Run
+// returns those errors joined once every step is done. When ctx ends, steps still to come are
+// dropped and faults still in place are left to Recover, which is called once Run has returned.
 func (n *Nemesis) Run(ctx context.Context, plan Plan) error {
 	var unavailable []error
 	for _, s := range plan {
@@ -160,10 +166,19 @@ func (n *Nemesis) Run(ctx context.Context, plan Plan) error {
 		errs = append(errs, err)
 		mu.Unlock()
 	}
+	// done[i] closes once step i is over (healed, skipped or dropped), at ended[i].
+	done, ended := make([]chan struct{}, len(plan)), make([]time.Time, len(plan))
+	for i := range done {
+		done[i] = make(chan struct{})
+	}
 	var wg sync.WaitGroup
 	for i, s := range plan {
 		wg.Go(func() {
+			defer func() { ended[i] = time.Now(); close(done[i]) }()
 			if !waitUntil(ctx, start.Add(s.At)) {
+				return
+			}
+			if s.Serial && i > 0 && !n.afterPrevious(ctx, i, s, done[i-1], &ended[i-1]) {
 				return
 			}
 			inj, err := n.inject(ctx, s.Fault, n.randFor(1<<32|uint64(i)))
@@ -183,6 +198,20 @@ func (n *Nemesis) Run(ctx context.Context, plan Plan) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// afterPrevious holds serial step i until the step before it is over (done) and s.Recover has
+// passed since (at *ended, set before done closes), and reports false if ctx ended first.
+func (n *Nemesis) afterPrevious(ctx context.Context, i int, s Step, done <-chan struct{}, ended *time.Time) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-done:
+	}
+	if late := time.Until(ended.Add(s.Recover)); late > 0 {
+		n.log.Info("nemesis step held: the step before it was healed late", "step", i, "fault", s.Fault.String(), "by", late.Round(time.Millisecond))
+	}
+	return waitUntil(ctx, ended.Add(s.Recover))
 }
 
 // inPlaceOr is when the fault took effect, or def when it did nothing.

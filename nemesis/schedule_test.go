@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -55,6 +56,8 @@ func TestRandomPlanShape(t *testing.T) {
 		require.Zero(t, s.At%r.Interval, "steps start on interval boundaries")
 		require.GreaterOrEqual(t, s.At, r.Interval, "the first interval is left alone")
 		require.Equal(t, r.Interval/2, s.For, "default hold")
+		require.True(t, s.Serial, "one at a time")
+		require.Equal(t, r.Interval-s.For, s.Recover, "the rest of the interval to recover")
 		require.NotEqual(t, "none", s.Fault.Name(), "none is a quiet slot, not a step")
 		if i > 0 {
 			require.GreaterOrEqual(t, s.At-p[i-1].At, r.Interval, "one fault per interval")
@@ -187,4 +190,73 @@ func TestRandomRunIsReproducible(t *testing.T) {
 	a := run(5)
 	require.Equal(t, a, run(5))
 	require.NotEqual(t, a, run(6))
+}
+
+// slowHeal is a fault whose heal returns only once release is closed, as a node's start does
+// on a loaded machine; it notes when each of its injections and heals happened.
+type slowHeal struct {
+	name    string
+	release chan struct{}
+	log     *timeLog
+}
+
+type timeLog struct {
+	mu sync.Mutex
+	at map[string]time.Time
+}
+
+func (l *timeLog) note(what string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.at[what] = time.Now()
+}
+
+func (f slowHeal) Name() string            { return f.name }
+func (f slowHeal) String() string          { return f.name }
+func (f slowHeal) Available(Cluster) error { return nil }
+func (f slowHeal) Inject(context.Context, *Env) (any, error) {
+	f.log.note(f.name + " injected")
+	return f.name, nil
+}
+func (f slowHeal) Heal(ctx context.Context, _ *Env, _ any) error {
+	if f.release != nil {
+		select {
+		case <-f.release:
+		case <-ctx.Done():
+		}
+	}
+	f.log.note(f.name + " healed")
+	return nil
+}
+
+// A serial step (a periodic schedule's) waits for the heal of the step before it, however late,
+// and then its recovery time; a step that is not serial does not.
+func TestSerialStepsWaitForTheHealBefore(t *testing.T) {
+	_, _, n, _ := setup(t, 3, false)
+	log := &timeLog{at: map[string]time.Time{}}
+	release := make(chan struct{})
+	const gap = 20 * time.Millisecond
+	plan := Plan{
+		{At: 0, For: time.Millisecond, Fault: slowHeal{"first", release, log}, Serial: true, Recover: gap},
+		{At: 5 * time.Millisecond, For: time.Millisecond, Fault: slowHeal{"second", nil, log}, Serial: true, Recover: gap},
+		{At: 5 * time.Millisecond, For: time.Millisecond, Fault: slowHeal{"other", nil, log}},
+	}
+	ran := make(chan error, 1)
+	go func() { ran <- n.Run(t.Context(), plan) }()
+	// "other" does not wait: once it has healed, the first step's heal is let go.
+	require.Eventually(t, func() bool {
+		log.mu.Lock()
+		defer log.mu.Unlock()
+		_, ok := log.at["other healed"]
+		return ok
+	}, time.Minute, time.Millisecond)
+	log.mu.Lock()
+	_, early := log.at["second injected"]
+	log.mu.Unlock()
+	require.False(t, early, "the second serial step was injected while the first was still healing")
+	close(release)
+	require.NoError(t, <-ran)
+	require.GreaterOrEqual(t, log.at["second injected"].Sub(log.at["first healed"]), gap,
+		"the second serial step came %s after the first's heal, want its recovery time %s at least",
+		log.at["second injected"].Sub(log.at["first healed"]), gap)
 }
