@@ -21,10 +21,11 @@ type endedSession struct {
 func (s endedSession) Context() context.Context { return s.ctx }
 
 // After a transaction that did not commit, a member replays what it had handed out, but not
-// from a session that is over: it reads the session's end instead, so that it joins again
-// rather than commit, forever, under a generation the coordinator fences.
+// from a session sarama ended because the coordinator dropped the member: it reads the
+// session's end instead, so that it joins again rather than commit, forever, under a generation
+// the coordinator fences.
 func TestNoReplayFromAnEndedSession(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancelCause(context.Background())
 	sess := endedSession{ctx: ctx}
 	off := int64(7)
 	rec := kclient.Event{Kind: kclient.EventRecord, Record: history.Record{Topic: "i", Partition: 0, Offset: &off}}
@@ -36,13 +37,21 @@ func TestNoReplayFromAnEndedSession(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []kclient.Event{rec}, got, "a live session replays what it handed out")
 
+	// A session sarama ended for a rebalance still replays: its generation commits until the
+	// rebalance completes.
+	rctx, rcancel := context.WithCancelCause(context.Background())
+	rcancel(sarama.ErrRebalanceInProgress)
+	m.sess = endedSession{ctx: rctx}
 	require.NoError(t, m.Rewind(history.Fail))
-	cancel()
-	go func() {
-		events <- groupEvent{kind: evRecord, sess: sess}
-		events <- groupEvent{kind: evCleanup, sess: sess}
-	}()
+	got, err = m.Poll(context.Background(), 10, time.Time{})
+	require.NoError(t, err)
+	require.Equal(t, []kclient.Event{rec}, got, "a session ended for a rebalance replays")
+
+	m.sess = sess
+	require.NoError(t, m.Rewind(history.Fail))
+	cancel(sarama.ErrUnknownMemberId)
+	go func() { events <- groupEvent{kind: evCleanup, sess: sess} }()
 	got, err = m.Poll(context.Background(), 10, time.Now().Add(time.Minute))
 	require.NoError(t, err)
-	require.Equal(t, []kclient.Event{{Kind: kclient.EventRevoked}}, got, "an ended session's end, not its records")
+	require.Equal(t, []kclient.Event{{Kind: kclient.EventRevoked}}, got, "a dropped member's session ends, no replay")
 }
