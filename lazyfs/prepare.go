@@ -42,15 +42,6 @@ func Cut(store string) error {
 // dropped to last-drop.json and removes the mark. Otherwise the machine kept its page cache (a
 // first start, a clean stop, a killed process): it makes durable an exact copy of live.
 func Prepare(store string, uid, gid int) (Drop, error) {
-	// The daemon before this one is gone (one daemon per store): a request signalled to its pid
-	// would reach nothing, or, as its node's container starts again, this daemon before it
-	// listens. Requesters wait while the store says a daemon is starting (awaitDaemon).
-	if err := os.MkdirAll(store, 0o755); err != nil {
-		return Drop{}, fmt.Errorf("preparing the lazy filesystem store: %w", err)
-	}
-	if err := writeAtomic(store, daemonPid, []byte(daemonStarting+"\n")); err != nil {
-		return Drop{}, fmt.Errorf("preparing the lazy filesystem store: %w", err)
-	}
 	live, durable := filepath.Join(store, liveDir), filepath.Join(store, durableDir)
 	for _, d := range []string{live, durable} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -59,6 +50,13 @@ func Prepare(store string, uid, gid int) (Drop, error) {
 		if err := os.Lchown(d, uid, gid); err != nil {
 			return Drop{}, fmt.Errorf("preparing the lazy filesystem store: %w", err)
 		}
+	}
+	// The daemon before this one is gone (one daemon per store): a request signalled to its pid
+	// would reach nothing, or, as its node's container starts again, this daemon before it
+	// listens. Requesters wait while the store says a daemon is starting (awaitDaemon), from
+	// before the copies below, which take longest.
+	if err := writeAtomic(store, daemonPid, []byte(daemonStarting+"\n")); err != nil {
+		return Drop{}, fmt.Errorf("preparing the lazy filesystem store: %w", err)
 	}
 	mark := filepath.Join(store, cutMark)
 	if _, err := os.Lstat(mark); errors.Is(err, fs.ErrNotExist) {

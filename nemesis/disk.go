@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/verity-kafka/verity/harness"
 	"github.com/verity-kafka/verity/history"
@@ -69,14 +70,23 @@ func (f DiskFault) Inject(ctx context.Context, e *Env) (any, error) {
 		return nil, err
 	}
 	t := Targets{Nodes: nodes, Role: role, DiskRules: f.Rules.Rules}
+	st := diskState{nodes: nodes, since: time.Now()}
 	err = e.Do(ctx, f.Fault, t, func(ctx context.Context) error {
 		return parallel(nodes, func(id int) error { return e.Cluster.SetDiskFaults(ctx, id, f.Rules) })
 	})
-	return nodes, err
+	return st, err
+}
+
+// diskState is what a disk fault's Heal needs: its nodes, and when it began to set its rules
+// (a node whose set failed reports the rules set before, which are not this fault's).
+type diskState struct {
+	nodes []int
+	since time.Time
 }
 
 func (f DiskFault) Heal(ctx context.Context, e *Env, state any) error {
-	nodes, _ := state.([]int)
+	ds, _ := state.(diskState)
+	nodes := ds.nodes
 	if len(nodes) == 0 {
 		return nil
 	}
@@ -98,20 +108,20 @@ func (f DiskFault) Heal(ctx context.Context, e *Env, state any) error {
 	if err != nil {
 		return err
 	}
-	if err := restartFailed(ctx, e, f.Fault, nodes, status); err != nil {
+	if err := restartFailed(ctx, e, f.Fault, ds, status); err != nil {
 		return err
 	}
 	// A broker the fault stopped (its log directory failed) is started with its data, as
 	// after a crash.
-	return startAgain(ctx, e, f.Fault, state, nil)
+	return startAgain(ctx, e, f.Fault, nodes, nil)
 }
 
-// restartFailed restarts the running nodes whose disk rules failed a call (status), so that
-// the log directory Kafka took offline comes back.
-func restartFailed(ctx context.Context, e *Env, fault string, nodes []int, status map[int]control.FaultStatus) error {
+// restartFailed restarts the running nodes whose disk rules, set by this fault, failed a call
+// (status), so that the log directory Kafka took offline comes back.
+func restartFailed(ctx context.Context, e *Env, fault string, ds diskState, status map[int]control.FaultStatus) error {
 	var failed []int
-	for _, id := range nodes {
-		if failedACall(status[id]) && e.Cluster.NodeStates()[id] == harness.NodeRunning {
+	for _, id := range ds.nodes {
+		if failedACall(status[id], ds.since) && e.Cluster.NodeStates()[id] == harness.NodeRunning {
 			failed = append(failed, id)
 		}
 	}
@@ -129,8 +139,12 @@ func restartFailed(ctx context.Context, e *Env, fault string, nodes []int, statu
 	})
 }
 
-// failedACall reports whether a rule of st failed a call (a delay fails none).
-func failedACall(st control.FaultStatus) bool {
+// failedACall reports whether a rule of st, set at or after since, failed a call (a delay
+// fails none).
+func failedACall(st control.FaultStatus, since time.Time) bool {
+	if set, err := time.Parse(time.RFC3339Nano, st.SetAt); err != nil || set.Before(since) {
+		return false
+	}
 	for _, r := range st.Rules {
 		if r.Hits > 0 && r.Rule.Kind != control.KindSlow {
 			return true

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/IBM/sarama"
 
@@ -41,6 +42,8 @@ type fakeCluster struct {
 	drops       map[int]harness.Drop
 	diskHalts   map[int]bool // the nodes whose broker a disk fault stops
 	diskRules   map[int]control.Faults
+	diskSetAt   map[int]time.Time
+	diskSetFail bool // SetDiskFaults fails, leaving the rules set before
 	images      harness.Images
 }
 
@@ -208,11 +211,14 @@ func (f *fakeCluster) SetDiskFaults(_ context.Context, id int, rules control.Fau
 	if !f.powerLoss {
 		return errors.New("no lazy filesystem")
 	}
+	if f.diskSetFail {
+		return errors.New("the daemon did not answer")
+	}
 	f.mu.Lock()
 	if f.diskRules == nil {
-		f.diskRules = map[int]control.Faults{}
+		f.diskRules, f.diskSetAt = map[int]control.Faults{}, map[int]time.Time{}
 	}
-	f.diskRules[id] = rules
+	f.diskRules[id], f.diskSetAt[id] = rules, time.Now()
 	f.mu.Unlock()
 	return f.log("disk-faults %d %d rules", id, len(rules.Rules))
 }
@@ -225,7 +231,7 @@ func (f *fakeCluster) ClearDiskFaults(_ context.Context, id int) (control.FaultS
 	if f.diskHalts[id] {
 		f.states[id] = harness.NodeStopped
 	}
-	st := control.FaultStatus{ClearedAt: "t"}
+	st := control.FaultStatus{ClearedAt: "t", SetAt: f.diskSetAt[id].UTC().Format(time.RFC3339Nano)}
 	for _, r := range f.diskRules[id].Rules {
 		st.Rules = append(st.Rules, control.RuleStatus{Rule: r, Hits: int64(id), Paths: []string{"t-0/0.log"}})
 	}

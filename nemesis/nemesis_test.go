@@ -381,6 +381,16 @@ func TestDiskLossAndRollingBounce(t *testing.T) {
 		require.NoError(t, n.Heal(ctx, inj))
 		require.Equal(t, []string{"invoke slow-disk [1]", "ok slow-disk [1]", "invoke heal [1]", "ok heal [1]"},
 			short(h.events(t)[12:]), "a delay fails nothing: no restart")
+
+		// A set that failed leaves the node reporting the rules of the fault before (on node 2,
+		// which failed calls): they are not this fault's, and the node is not restarted.
+		fc.diskSetFail = true
+		_, err = n.Inject(ctx, DiskFault{Fault: "disk-error", Target: Node(2), Rules: rules})
+		require.Error(t, err, "the inject fails, and heals what it may have set")
+		require.Equal(t, []string{"invoke disk-error [2]", "info disk-error [2]", "invoke heal [2]", "ok heal [2]"}, short(h.events(t)[16:]))
+		for _, e := range h.events(t)[16:] {
+			require.NotEqual(t, "start", e.F, "a restart for the rules of an earlier fault")
+		}
 	})
 	t.Run("rolling upgrade: brokers then controllers, gated, then metadata.version finalized", func(t *testing.T) {
 		fc, _, n, h := setup(t, 3, true)

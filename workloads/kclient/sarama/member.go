@@ -40,6 +40,8 @@ type member struct {
 	handed []kclient.Event
 	added  int
 	replay []kclient.Event
+	// dropped: the last commit failed because the coordinator had dropped the member.
+	dropped bool
 }
 
 // OpenMember opens the transactional producer (initialising its id) and the consumer group
@@ -117,12 +119,6 @@ func (m *member) Poll(ctx context.Context, max int, until time.Time) ([]kclient.
 		defer t.Stop()
 		due = t.C
 	}
-	if m.sess != nil && fenced(m.sess) {
-		// The coordinator dropped the member: replaying the session's records would go on
-		// committing under a generation it fences, so the session's end is read first, and the
-		// next session starts from the committed offsets.
-		m.replay = nil
-	}
 	if n := min(max, len(m.replay)); n > 0 && m.sess != nil {
 		out := slices.Clone(m.replay[:n])
 		m.replay = m.replay[n:]
@@ -183,15 +179,11 @@ func (m *member) Poll(ctx context.Context, max int, until time.Time) ([]kclient.
 	}
 }
 
-// fenced reports whether sarama ended s because the coordinator no longer knows the member or
-// its generation (a heartbeat's UNKNOWN_MEMBER_ID or ILLEGAL_GENERATION). A session ended for a
-// rebalance (REBALANCE_IN_PROGRESS) is not: its generation still commits until the rebalance
-// completes. Reading the end of every ended session before the replay made the group
-// rebalance every few seconds for minutes after a coordinator's power cut
-// (explore-txn-read-every-fault, seed 3, twice; why is not known); this narrower rule did not.
-func fenced(s sarama.ConsumerGroupSession) bool {
-	cause := context.Cause(s.Context())
-	return errors.Is(cause, sarama.ErrUnknownMemberId) || errors.Is(cause, sarama.ErrIllegalGeneration)
+// droppedBy reports whether err, a commit's, says the coordinator no longer knows the member or
+// its generation: the group has gone on without it.
+func droppedBy(err error) bool {
+	var k sarama.KError
+	return errors.As(err, &k) && (k == sarama.ErrUnknownMemberId || k == sarama.ErrIllegalGeneration)
 }
 
 // AddOffsets sends the offsets after in with the session's generation (KIP-447), so that a
@@ -217,7 +209,8 @@ func (m *member) AddOffsets(in []history.Record) error {
 // Commit commits the transaction; once it has, the records whose offsets it carried are behind
 // the committed offsets, and no rewind hands them out again.
 func (m *member) Commit() (history.Type, string) {
-	t, text := m.Txn.Commit()
+	t, text, err := m.Txn.commit()
+	m.dropped = droppedBy(err)
 	if t == history.OK {
 		m.handed = slices.Delete(m.handed, 0, m.added)
 	}
@@ -233,9 +226,14 @@ func (m *member) Commit() (history.Type, string) {
 // delivered them in order from there. Ending the session instead would make the member join
 // again, which rebalances the whole group and aborts every other member's transaction, whose
 // rewinds would do the same. After an unknown outcome (info) the committed offsets are not
-// known here: the session ends, and the next one's offsets come from the group coordinator.
+// known here: the session ends, and the next one's offsets come from the group coordinator. So
+// it does after a commit refused because the coordinator dropped the member: its session's
+// generation can commit nothing more, whatever sarama's heartbeat has seen, and it must join
+// again.
 func (m *member) Rewind(t history.Type) error {
-	if t == history.Fail && m.sess != nil {
+	dropped := m.dropped
+	m.dropped = false
+	if t == history.Fail && m.sess != nil && !dropped {
 		m.replay = append(m.handed, m.replay...)
 		m.handed, m.added = nil, 0
 		return nil

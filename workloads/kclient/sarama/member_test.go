@@ -2,6 +2,7 @@ package sarama
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -11,47 +12,41 @@ import (
 	"github.com/verity-kafka/verity/workloads/kclient"
 )
 
-// endedSession is a group session whose context is done, as sarama leaves it when a heartbeat
-// finds the member dropped (UNKNOWN_MEMBER_ID).
-type endedSession struct {
-	sarama.ConsumerGroupSession
-	ctx context.Context
-}
+// liveSession is a group session sarama has not ended.
+type liveSession struct{ sarama.ConsumerGroupSession }
 
-func (s endedSession) Context() context.Context { return s.ctx }
+func (liveSession) Context() context.Context { return context.Background() }
 
-// After a transaction that did not commit, a member replays what it had handed out, but not
-// from a session sarama ended because the coordinator dropped the member: it reads the
-// session's end instead, so that it joins again rather than commit, forever, under a generation
-// the coordinator fences.
-func TestNoReplayFromAnEndedSession(t *testing.T) {
-	ctx, cancel := context.WithCancelCause(context.Background())
-	sess := endedSession{ctx: ctx}
+// After a transaction that did not commit, a member replays what it had handed out, from the
+// same session; but after a commit the coordinator refused because it had dropped the member,
+// it ends the session instead, so that it joins again rather than commit, forever, under a
+// generation the coordinator fences.
+func TestNoReplayOnceDropped(t *testing.T) {
 	off := int64(7)
 	rec := kclient.Event{Kind: kclient.EventRecord, Record: history.Record{Topic: "i", Partition: 0, Offset: &off}}
-	events := make(chan groupEvent)
-	m := &member{events: events, running: true, errc: make(chan error, 1), cancel: func() {}, sess: sess,
-		handed: []kclient.Event{rec}}
+	m := &member{sess: liveSession{}, handed: []kclient.Event{rec}}
 	require.NoError(t, m.Rewind(history.Fail))
 	got, err := m.Poll(context.Background(), 10, time.Time{})
 	require.NoError(t, err)
-	require.Equal(t, []kclient.Event{rec}, got, "a live session replays what it handed out")
+	require.Equal(t, []kclient.Event{rec}, got, "an abort replays what the session handed out")
 
-	// A session sarama ended for a rebalance still replays: its generation commits until the
-	// rebalance completes.
-	rctx, rcancel := context.WithCancelCause(context.Background())
-	rcancel(sarama.ErrRebalanceInProgress)
-	m.sess = endedSession{ctx: rctx}
+	// The session's Consume returns once cancelled.
+	m.running, m.cancel, m.errc = true, func() {}, make(chan error, 1)
+	m.errc <- context.Canceled
+	m.dropped = true
 	require.NoError(t, m.Rewind(history.Fail))
-	got, err = m.Poll(context.Background(), 10, time.Time{})
-	require.NoError(t, err)
-	require.Equal(t, []kclient.Event{rec}, got, "a session ended for a rebalance replays")
+	require.Nil(t, m.sess, "the dropped member's session ended")
+	require.Empty(t, m.replay, "nothing replayed from it")
+	require.False(t, m.dropped, "the next commit decides anew")
+}
 
-	m.sess = sess
-	require.NoError(t, m.Rewind(history.Fail))
-	cancel(sarama.ErrUnknownMemberId)
-	go func() { events <- groupEvent{kind: evCleanup, sess: sess} }()
-	got, err = m.Poll(context.Background(), 10, time.Now().Add(time.Minute))
-	require.NoError(t, err)
-	require.Equal(t, []kclient.Event{{Kind: kclient.EventRevoked}}, got, "a dropped member's session ends, no replay")
+// A commit's error names the drop however sarama wrapped it; other errors do not.
+func TestDroppedBy(t *testing.T) {
+	for _, err := range []error{sarama.ErrUnknownMemberId, sarama.ErrIllegalGeneration,
+		fmt.Errorf("committing: %w", sarama.ErrUnknownMemberId), sarama.Wrap(sarama.ErrTxnUnableToParseResponse, sarama.ErrIllegalGeneration)} {
+		require.True(t, droppedBy(err), "%v", err)
+	}
+	for _, err := range []error{nil, sarama.ErrRebalanceInProgress, sarama.ErrNotCoordinatorForConsumer, fmt.Errorf("EOF")} {
+		require.False(t, droppedBy(err), "%v", err)
+	}
 }

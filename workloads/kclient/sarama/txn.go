@@ -144,23 +144,29 @@ func (t *Txn) Abort() error { return t.prod.AbortTxn() }
 // Commit: ok, fail (never requested, or aborted after a failed commit) or info (a failed commit
 // that may have been prepared).
 func (t *Txn) Commit() (history.Type, string) {
+	out, txt, _ := t.commit()
+	return out, txt
+}
+
+// commit is Commit, with the error the commit itself returned (nil when it was not sent).
+func (t *Txn) commit() (history.Type, string, error) {
 	if st := t.prod.TxnStatus(); st&sarama.ProducerTxnFlagInError != 0 {
 		// In this state sarama's CommitTxn returns the earlier error without sending
 		// EndTxn: the coordinator was never asked to commit.
 		aerr := t.Abort()
-		return history.Fail, kclient.TxnNotSent + "the producer was in error (" + st.String() + ")" + kclient.AbortNote(text(aerr))
+		return history.Fail, kclient.TxnNotSent + "the producer was in error (" + st.String() + ")" + kclient.AbortNote(text(aerr)), nil
 	}
 	err := t.prod.CommitTxn()
 	if err == nil {
-		return history.OK, ""
+		return history.OK, "", nil
 	}
 	// The coordinator accepts EndTxn(abort) only for a transaction that is still open (or
 	// already aborting): once a commit is prepared it answers INVALID_TXN_STATE. A confirmed
 	// abort therefore proves that the commit did not happen.
 	if aerr := t.Abort(); aerr == nil {
-		return history.Fail, kclient.TxnAbortConfirmed + text(err)
+		return history.Fail, kclient.TxnAbortConfirmed + text(err), err
 	}
-	return history.Info, "commit: " + text(err)
+	return history.Info, "commit: " + text(err), err
 }
 
 // Ready: sarama's ready flag set, and not in error; otherwise its status flags say why.
