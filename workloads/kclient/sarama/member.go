@@ -229,13 +229,18 @@ func (m *member) Commit() (history.Type, string) {
 // known here: the session ends, and the next one's offsets come from the group coordinator. So
 // it does after a commit refused because the coordinator dropped the member: its session's
 // generation can commit nothing more, whatever sarama's heartbeat has seen, and it must join
-// again.
+// again. An abort between sessions rewinds nothing: the next session starts from the committed
+// offsets, which an abort leaves as they were. Ending the join under way instead makes the member
+// join again, and the group rebalance, at each abort; since a join waits for every other member,
+// a member that aborts more often than a join takes never gets a session again.
 func (m *member) Rewind(t history.Type) error {
 	dropped := m.dropped
 	m.dropped = false
-	if t == history.Fail && m.sess != nil && !dropped {
-		m.replay = append(m.handed, m.replay...)
-		m.handed, m.added = nil, 0
+	if t == history.Fail && !dropped {
+		if m.sess != nil {
+			m.replay = append(m.handed, m.replay...)
+			m.handed, m.added = nil, 0
+		}
 		return nil
 	}
 	m.end()

@@ -40,6 +40,24 @@ func TestNoReplayOnceDropped(t *testing.T) {
 	require.False(t, m.dropped, "the next commit decides anew")
 }
 
+// An abort while the member has no session (a join under way) leaves the join alone: ending it
+// would make the member join again, and the whole group rebalance, at each abort.
+func TestAbortLeavesAJoinAlone(t *testing.T) {
+	cancelled := false
+	// The join's Consume returns once cancelled.
+	m := &member{running: true, cancel: func() { cancelled = true }, errc: make(chan error, 1)}
+	m.errc <- context.Canceled
+	require.NoError(t, m.Rewind(history.Fail))
+	require.False(t, cancelled, "the join under way was cancelled")
+	require.True(t, m.running, "the join under way ended")
+	require.Empty(t, m.replay, "nothing to replay without a session")
+
+	// An unknown outcome still ends it: the committed offsets are not known here.
+	require.NoError(t, m.Rewind(history.Info))
+	require.True(t, cancelled, "an unknown outcome ends the join under way")
+	require.False(t, m.running)
+}
+
 // A commit's error names the drop however sarama wrapped it; other errors do not.
 func TestDroppedBy(t *testing.T) {
 	for _, err := range []error{sarama.ErrUnknownMemberId, sarama.ErrIllegalGeneration,
