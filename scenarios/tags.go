@@ -58,7 +58,7 @@ func TagSpecs() []TagSpec {
 		{TagExplore, "a search for what is not known yet: faults drawn at random"},
 		{TagUpgrade, "a rolling upgrade of the cluster under load"},
 		{TagSlow, "workloads that run 2 minutes or more"},
-		{TagChance, "a regression whose bad side finds its bug in most runs, not every run: a nightly of one run per cell leaves it out (--skip-tag chance)"},
+		{TagChance, "a scenario that finds the bug it provokes in most runs, not every run (a regression's bad side, an expected fail): a nightly of one run per cell leaves it out (--skip-tag chance)"},
 	}
 }
 

@@ -222,6 +222,8 @@ type want struct {
 	permitted bool
 	// ops, when set, must all appear in the first example's ops.
 	ops []int64
+	// known, when set, is the known issue that must explain every forbidden finding.
+	known guarantee.KnownIssue
 }
 
 type tcase struct {
@@ -258,6 +260,12 @@ func runCases(t *testing.T, cases []tcase) {
 				}
 				if permitted := a.Judgement != guarantee.Forbidden; a.Count > 0 && permitted != w.permitted {
 					t.Errorf("%s: judged %s, want permitted %t (why: %s)", name, a.Judgement, w.permitted, a.Why)
+				}
+				if w.known != "" && (a.Known != a.ForbiddenCount() || !slices.Equal(a.KnownIssues, []guarantee.KnownIssue{w.known})) {
+					t.Errorf("%s: %d of %d forbidden explained by %v, want all by %s", name, a.Known, a.ForbiddenCount(), a.KnownIssues, w.known)
+				}
+				if w.known == "" && a.Known > 0 {
+					t.Errorf("%s: %d explained by known issue %v, want none", name, a.Known, a.KnownIssues)
 				}
 				if len(w.ops) > 0 && len(a.Examples) > 0 {
 					for _, o := range w.ops {

@@ -92,7 +92,7 @@ func (s *isrState) observe(c *Checker, op *history.Op, ord uint32) {
 	if ev.Leader != nil && ev.LeaderEpoch != nil {
 		c.meta.observe(c, tp, *ev.Leader, *ev.LeaderEpoch, ord)
 		if c.share.on {
-			c.share.leader(tp, *ev.LeaderEpoch, op.Time)
+			c.share.leader(tp, *ev.Leader, *ev.LeaderEpoch, op.Time)
 		}
 	}
 	if int(tp) >= len(s.parts) {

@@ -32,6 +32,7 @@ type finding struct {
 	sink      uint8  // effect-*: the sink's mode, c.sinks.modes[sink-1]; 0 none
 	cause     uint8  // resume-*: what reset the member's positions (resumeCause)
 	note      note
+	share     shareCirc           // share group findings: what happened while their ops ran
 	judgement guarantee.Judgement // once judged
 	known     guarantee.KnownIssue
 }
@@ -43,9 +44,6 @@ const (
 	noteChanged
 	noteInputMissing
 	noteOutputMissing
-	// noteDisturbed: a fault took effect, or the partition's leader changed, while a share
-	// group finding's ops ran (share.go).
-	noteDisturbed
 )
 
 func (c *Checker) find(f finding) { c.findings.push(f) }
@@ -173,10 +171,11 @@ type judgeKey struct {
 	iso    int8
 	sink   uint8
 	note   note
+	share  shareCirc
 }
 
 func (c *Checker) judge(f *finding, table guarantee.Table, cache map[judgeKey]guarantee.Decision) guarantee.Decision {
-	k := judgeKey{a: f.a, writer: -1, weak: -1, tp: f.tp, iso: f.iso, sink: f.sink, note: f.note}
+	k := judgeKey{a: f.a, writer: -1, weak: -1, tp: f.tp, iso: f.iso, sink: f.sink, note: f.note, share: f.share}
 	if f.tp2 != f.tp {
 		k.tp2 = f.tp2
 	}
@@ -194,7 +193,8 @@ func (c *Checker) judge(f *finding, table guarantee.Table, cache map[judgeKey]gu
 	if d, ok := cache[k]; ok {
 		return d
 	}
-	facts := guarantee.Facts{Faults: c.faultsOf(k.tp, k.tp2), Isolation: isoName(f.iso), Disturbed: f.note == noteDisturbed}
+	facts := guarantee.Facts{Faults: c.faultsOf(k.tp, k.tp2), Isolation: isoName(f.iso)}
+	f.share.facts(&facts)
 	if f.a.OfShareGroups() {
 		// A share group's state lives in __share_group_state, wherever its leader is: every
 		// fault of the run may have reached it.

@@ -81,9 +81,11 @@ type shareFinal struct {
 	ord uint32
 }
 
-type shareEpoch struct {
-	t     int64
-	epoch int32
+// shareLeader is an observation of a share partition's leader: kept when it changes.
+type shareLeader struct {
+	t      int64
+	leader int32
+	epoch  int32
 }
 
 // shareState is what the checker keeps of a history's share group.
@@ -94,7 +96,7 @@ type shareState struct {
 	recs    map[shareKey]*shareRec
 	pending map[uint32]history.ShareAck // share-ack invokes by ordinal, awaiting completion
 	crashes map[int32][]int64           // crash invokes of each process, in order
-	epochs  map[uint32][]shareEpoch     // leader epochs observed per partition, in order
+	leaders map[uint32][]shareLeader    // leaders and epochs observed per partition, in order
 	starts  map[uint32]shareStart
 	finals  map[uint32][]shareFinal
 	topics  map[string]bool
@@ -118,7 +120,7 @@ func (s *shareState) init(cfg *history.ShareConfig) {
 	s.recs = map[shareKey]*shareRec{}
 	s.pending = map[uint32]history.ShareAck{}
 	s.crashes = map[int32][]int64{}
-	s.epochs = map[uint32][]shareEpoch{}
+	s.leaders = map[uint32][]shareLeader{}
 	s.starts = map[uint32]shareStart{}
 	s.finals = map[uint32][]shareFinal{}
 	s.topics = map[string]bool{}
@@ -145,11 +147,11 @@ func (s *shareState) nemesis(op *history.Op) {
 	s.end = max(s.end, op.Time)
 }
 
-// leader notes an observed leader epoch of tp.
-func (s *shareState) leader(tp uint32, epoch int32, t int64) {
-	es := s.epochs[tp]
-	if n := len(es); n == 0 || es[n-1].epoch != epoch {
-		s.epochs[tp] = append(es, shareEpoch{t: t, epoch: epoch})
+// leader notes an observed leader and leader epoch of tp.
+func (s *shareState) leader(tp uint32, leader, epoch int32, t int64) {
+	ls := s.leaders[tp]
+	if n := len(ls); n == 0 || ls[n-1].epoch != epoch || ls[n-1].leader != leader {
+		s.leaders[tp] = append(ls, shareLeader{t: t, leader: leader, epoch: epoch})
 	}
 }
 
@@ -288,8 +290,50 @@ func (s *shareState) disturbed(tp uint32, from, to int64, faults []faultspan.Int
 			return true
 		}
 	}
-	for _, e := range s.epochs[tp][min(1, len(s.epochs[tp])):] {
-		if e.t >= from && e.t <= to {
+	for _, l := range s.leaders[tp][min(1, len(s.leaders[tp])):] {
+		if l.t >= from && l.t <= to {
+			return true
+		}
+	}
+	return false
+}
+
+// shareLeaderGrace is how long after a finding's last op the ISR watch may take to show a
+// leader change made before it: the watch samples every 500 ms and at once after each
+// injection and heal, and a loaded machine delays a sample by seconds at most.
+const shareLeaderGrace = 5 * time.Second
+
+// leaderLost reports whether tp's share-partition leader may have lost its memory of the
+// record's acquisitions between from and to (KIP-932: acquisitions are not persisted, and
+// "in the unlikely event of a share-partition leader crash, memory of the in-flight delivery
+// will be lost"): the watch showed another leader or leader epoch by to (or within
+// shareLeaderGrace after it: a change it saw late), or a fault acted on the process of the
+// node that led tp (kill, stop, pause, power or disk: faults that name no links), which may
+// restart the broker without a new epoch. A history whose watch had not shown tp's leader by
+// from cannot tell: any fault in between counts.
+func (s *shareState) leaderLost(tp uint32, from, to int64, faults []faultspan.Interval) bool {
+	ls := s.leaders[tp]
+	i := -1
+	for j, l := range ls {
+		if l.t > from {
+			break
+		}
+		i = j
+	}
+	if i < 0 {
+		return s.disturbed(tp, from, to, faults)
+	}
+	at := ls[i]
+	for _, l := range ls[i+1:] {
+		if l.t > to+int64(shareLeaderGrace) {
+			break
+		}
+		if l.leader != at.leader || l.epoch != at.epoch {
+			return true
+		}
+	}
+	for _, f := range faults {
+		if f.Start <= to && f.End >= from && len(f.Links) == 0 && slices.Contains(f.Nodes, int(at.leader)) {
 			return true
 		}
 	}
@@ -329,12 +373,44 @@ func (c *Checker) checkShare() {
 	c.shareLost(limit)
 }
 
-func (c *Checker) shareFinding(a guarantee.Anomaly, k shareKey, proc int32, disturbed bool, ops ...uint32) {
-	f := finding{a: a, tp: k.tp, off: k.off, off2: -1, proc: proc, ops: [4]uint32{none, none, none, none}}
-	copy(f.ops[:], ops)
-	if disturbed {
-		f.note = noteDisturbed
+// shareCirc is what happened while a share finding's ops ran, as the guarantee table reads it
+// (guarantee.Facts).
+type shareCirc uint8
+
+const (
+	// shareDisturbed: a fault took effect, or the partition's leader changed.
+	shareDisturbed shareCirc = 1 << iota
+	// shareLeaderLost: the share-partition leader changed or its node's process was faulted
+	// (leaderLost), so its memory of acquisitions may be gone.
+	shareLeaderLost
+	// shareHolderLeft: a member that held an earlier delivery of the record crashed before the
+	// later one.
+	shareHolderLeft
+)
+
+func (sc shareCirc) facts(f *guarantee.Facts) {
+	f.Disturbed, f.LeaderLost, f.HolderLeft = sc&shareDisturbed != 0, sc&shareLeaderLost != 0, sc&shareHolderLeft != 0
+}
+
+// circ is what happened to tp between from and to, for a finding about the deliveries of the
+// record whose earlier one was holder's (-1: none).
+func (s *shareState) circ(tp uint32, from, to int64, holder int32, faults []faultspan.Interval) shareCirc {
+	var sc shareCirc
+	if s.disturbed(tp, from, to, faults) {
+		sc |= shareDisturbed
 	}
+	if s.leaderLost(tp, from, to, faults) {
+		sc |= shareLeaderLost
+	}
+	if holder >= 0 && s.crashedBetween(holder, from, to) {
+		sc |= shareHolderLeft
+	}
+	return sc
+}
+
+func (c *Checker) shareFinding(a guarantee.Anomaly, k shareKey, proc int32, sc shareCirc, ops ...uint32) {
+	f := finding{a: a, tp: k.tp, off: k.off, off2: -1, proc: proc, ops: [4]uint32{none, none, none, none}, share: sc}
+	copy(f.ops[:], ops)
 	c.find(f)
 }
 
@@ -353,7 +429,11 @@ func (c *Checker) shareRegressed(k shareKey, r *shareRec, faults []faultspan.Int
 			persisted := slices.ContainsFunc(r.acks, func(x shareAckEv) bool {
 				return x.proc == a.proc && x.typ == history.AckRelease && x.out == history.OK && x.inv > a.ok && x.done < b.inv
 			})
-			c.shareFinding(guarantee.ShareCountRegressed, k, b.proc, !persisted && c.share.disturbed(k.tp, a.invT, b.okT, faults), a.ok, b.ok)
+			var sc shareCirc
+			if !persisted {
+				sc = c.share.circ(k.tp, a.invT, b.okT, a.proc, faults)
+			}
+			c.shareFinding(guarantee.ShareCountRegressed, k, b.proc, sc, a.ok, b.ok)
 			return
 		}
 	}
@@ -370,10 +450,14 @@ func (c *Checker) shareOverDelivered(k shareKey, r *shareRec, limit int32, fault
 	for i, d := range r.dels {
 		switch {
 		case d.count > limit:
-			c.shareFinding(guarantee.ShareOverDelivered, k, d.proc, false, first.ok, d.ok)
+			c.shareFinding(guarantee.ShareOverDelivered, k, d.proc, 0, first.ok, d.ok)
 			return
 		case int32(i+1) > limit:
-			c.shareFinding(guarantee.ShareOverDelivered, k, d.proc, c.share.disturbed(k.tp, first.invT, d.okT, faults), first.ok, d.ok)
+			sc := c.share.circ(k.tp, first.invT, d.okT, -1, faults)
+			if slices.ContainsFunc(r.dels[:i], func(e shareDelivery) bool { return c.share.crashedBetween(e.proc, e.invT, d.okT) }) {
+				sc |= shareHolderLeft
+			}
+			c.shareFinding(guarantee.ShareOverDelivered, k, d.proc, sc, first.ok, d.ok)
 			return
 		}
 	}
@@ -388,7 +472,7 @@ func (c *Checker) shareRedelivered(k shareKey, r *shareRec, faults []faultspan.I
 		}
 		for _, d := range r.dels {
 			if d.inv > a.done {
-				c.shareFinding(guarantee.ShareRedelivered, k, d.proc, c.share.disturbed(k.tp, a.doneT, d.okT, faults), a.done, d.ok)
+				c.shareFinding(guarantee.ShareRedelivered, k, d.proc, c.share.circ(k.tp, a.doneT, d.okT, -1, faults), a.done, d.ok)
 				return
 			}
 		}
@@ -432,7 +516,7 @@ func (c *Checker) shareDoubleAcquire(k shareKey, r *shareRec, lock time.Duration
 		if released {
 			continue
 		}
-		c.shareFinding(guarantee.ShareDoubleAcquire, k, b.proc, c.share.disturbed(k.tp, from, b.okT, faults), a.ok, b.ok, renew)
+		c.shareFinding(guarantee.ShareDoubleAcquire, k, b.proc, c.share.circ(k.tp, from, b.okT, -1, faults), a.ok, b.ok, renew)
 		return
 	}
 }
@@ -480,7 +564,7 @@ func (c *Checker) shareLost(limit int32) {
 			if r != nil && len(r.dels) > 0 {
 				last = r.dels[len(r.dels)-1].ok
 			}
-			c.shareFinding(guarantee.ShareLost, shareKey{tp, f.off}, -1, false, f.ord, st.ord, last)
+			c.shareFinding(guarantee.ShareLost, shareKey{tp, f.off}, -1, 0, f.ord, st.ord, last)
 		}
 	}
 }
@@ -619,8 +703,14 @@ func (c *Checker) describeShare(f *finding, at func(int) string) string {
 	case guarantee.ShareCountRegressed:
 		text = fmt.Sprintf("%s was delivered with delivery count %d (%s), then by a later poll with delivery count %d (%s)", where, a.count, at(0), b.count, at(1))
 	}
-	if f.note == noteDisturbed {
+	switch {
+	case f.share&shareLeaderLost != 0:
+		text += "; the partition's leader changed, or a fault acted on its node, in between"
+	case f.share&shareDisturbed != 0:
 		text += "; a fault took effect, or the partition's leader changed, in between"
+	}
+	if f.share&shareHolderLeft != 0 {
+		text += "; a member that held an earlier delivery crashed in between"
 	}
 	return text
 }

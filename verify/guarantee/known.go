@@ -15,12 +15,15 @@ type KnownIssue string
 const (
 	// ResendAfterSnapshotReload: see KnownIssues.
 	ResendAfterSnapshotReload KnownIssue = "resend-after-snapshot-reload"
+	// ShareCountForgotten: see KnownIssues.
+	ShareCountForgotten KnownIssue = "share-count-forgotten"
 )
 
 // Known is one known issue: the forbidden findings it explains and why they happen.
 type Known struct {
-	Issue   KnownIssue
-	Anomaly Anomaly
+	Issue KnownIssue
+	// Anomalies are the families whose findings it explains.
+	Anomalies []Anomaly
 	// When is the condition in words, for listings; Match is it in code, over the same Facts
 	// the table's rows read.
 	When  string
@@ -34,10 +37,10 @@ type Known struct {
 // first whose Anomaly and Match fit it.
 func KnownIssues() []Known {
 	return []Known{{
-		Issue:   ResendAfterSnapshotReload,
-		Anomaly: Duplicate,
-		When:    "an idempotent send with more than one request in flight, to a partition every replica of which lost power at once",
-		Match:   resendAfterReload,
+		Issue:     ResendAfterSnapshotReload,
+		Anomalies: []Anomaly{Duplicate},
+		When:      "an idempotent send with more than one request in flight, to a partition every replica of which lost power at once",
+		Match:     resendAfterReload,
 		About: "a leader that starts after every replica lost power recovers its producer state from the log and " +
 			"reloads it from a producer snapshot, which keeps only each producer's last batch where memory kept five; " +
 			"a retry of an earlier batch that was appended but not acknowledged is then answered " +
@@ -46,8 +49,26 @@ func KnownIssues() []Known {
 			"from sequence 0, so those already in the log are appended twice; with one request in flight the only " +
 			"unanswered batch is the last, which the snapshot keeps",
 		Shown: "power-loss-all-replicas-flush1 under Kafka's Java client (docs/evidence/catalogue-java-seed4)",
+	}, {
+		Issue:     ShareCountForgotten,
+		Anomalies: []Anomaly{ShareCountRegressed, ShareOverDelivered},
+		When:      "a share group's delivery count that did not rise, or deliveries past the limit, after a member holding the record crashed, in a run with faults, the share partition's leader unchanged",
+		Match:     shareCountForgotten,
+		About: "a share-partition leader drops a group's share partitions when the group's last member on that broker " +
+			"disconnects (onGroupEmpty), at once, while the release of that member's records is still being written to " +
+			"__share_group_state; a write that failed with a retriable error (the share coordinator down, moving, or cut " +
+			"off) waits its back-off first. The next fetch rebuilds the share partition from the group's state without the " +
+			"release, and acquisitions are never persisted, so the crashed member's records come back with the count " +
+			"before their last delivery: a poison record that crashes its consumer goes round past the delivery limit",
+		Shown: "share-power-loss and share-coordinator-kill on Kafka 4.3.1 (docs/evidence/kafka-share-count-repeat-after-crash), " +
+			"provoked by share-release-write-fails",
 	}}
 }
+
+// shareCountForgotten: a share finding about deliveries with a crash of a member that held the
+// record in between, in a run whose faults could fail a state write, the leader unchanged (a
+// change would have permitted it).
+func shareCountForgotten(f Facts) bool { return f.HolderLeft && len(f.Faults.Kinds) > 0 }
 
 // resendAfterReload: a plain idempotent send with more than one request in flight, on a
 // partition whose every replica lost its power in one event.
@@ -59,7 +80,7 @@ func resendAfterReload(f Facts) bool {
 // knownFor is the known issue that explains a forbidden finding of a under f; "" when none does.
 func knownFor(a Anomaly, f Facts) KnownIssue {
 	for _, k := range KnownIssues() {
-		if k.Anomaly == a && k.Match(f) {
+		if slices.Contains(k.Anomalies, a) && k.Match(f) {
 			return k.Issue
 		}
 	}

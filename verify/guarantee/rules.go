@@ -201,8 +201,11 @@ type Facts struct {
 	// Sink is the mode of the sink whose side effects a finding is about; empty otherwise.
 	Sink sink.Mode
 	// Disturbed: a fault took effect, or the partition's leader changed, while the ops of a
-	// share group finding ran.
-	Disturbed bool
+	// share group finding ran. LeaderLost: of those, the partition's leader changed, or a fault
+	// acted on the process of the node that led it (its memory of acquisitions may be gone).
+	// HolderLeft: the member that held the earlier of the finding's deliveries crashed before
+	// the later one.
+	Disturbed, LeaderLost, HolderLeft bool
 }
 
 // Rule is one row of the guarantee table: when Match holds for a finding's Facts, the anomaly
@@ -284,6 +287,10 @@ func sinkModeUnknown(f Facts) bool { _, ok := f.Sink.Info(); return !ok }
 // disturbed: something that releases a share group's locks (or loses the in-memory state of its
 // acquired records) happened while the finding's ops ran.
 func disturbed(f Facts) bool { return f.Disturbed }
+
+// leaderLost: the share-partition leader, which alone keeps the counts of acquisitions (they are
+// not persisted), changed or was crashed while the finding's ops ran.
+func leaderLost(f Facts) bool { return f.LeaderLost }
 
 func sinkDedupes(f Facts) bool { in, _ := f.Sink.Info(); return in.Dedupes }
 
@@ -457,10 +464,11 @@ func Rules() Table {
 		{ShareDoubleAcquire, "a fault or leader change in between", disturbed, Permitted, "a fault took effect, or the partition's leader changed, while both acquisitions ran: an acquisition is not persisted, so a new share-partition leader makes the record available at once, and a closed share session (a lost connection) releases its member's records"},
 		{ShareDoubleAcquire, "otherwise", always, Forbidden, "an acquired record stays with its member until it acknowledges it, its share session ends, or its acquisition lock (record lock duration) expires (KIP-932): no other poll acquires it meanwhile"},
 		{ShareOverDelivered, "share state may be lost", stateLoss, Permitted, "a disk loss, or a power cut of {power_nodes} brokers at once: delivery counts persisted to __share_group_state may be lost, and a record delivered again past the limit"},
-		{ShareOverDelivered, "a fault or leader change in between", disturbed, Permitted, "a fault took effect, or the partition's leader changed, during the record's deliveries: an acquisition's count is not persisted (KIP-932: \"memory of the in-flight delivery will be lost\"), so across a new leader a record may be delivered more times than the limit, though no delivery reports a count past it"},
+		{ShareOverDelivered, "the share-partition leader changed or crashed in between", leaderLost, Permitted, "the partition's leader changed, or a fault acted on its node's process, during the record's deliveries: an acquisition's count is not persisted (KIP-932: \"in the unlikely event of a share-partition leader crash, memory of the in-flight delivery will be lost\"), so across a new leader a record may be delivered more times than the limit, though no delivery reports a count past it"},
 		{ShareOverDelivered, "otherwise", always, Forbidden, "a record delivered delivery-limit times that is not accepted is archived, and never delivered again; no delivery count passes the limit (KIP-932, group.share.delivery.count.limit)"},
-		{ShareCountRegressed, "a fault or leader change in between", disturbed, Permitted, "a fault took effect, or the partition's leader changed, between the deliveries, and no acknowledgement persisted the earlier count: a new leader counts from the last persisted delivery count, so one count may repeat (KIP-932: an acquired record is recorded as available with the count before it)"},
-		{ShareCountRegressed, "otherwise", always, Forbidden, "every acquisition raises a record's delivery count by one, and a count persisted to the group's state never goes back (KIP-932)"},
+		{ShareCountRegressed, "share state may be lost", stateLoss, Permitted, "a disk loss, or a power cut of {power_nodes} brokers at once: a delivery count persisted to __share_group_state (acks=all, min ISR 2, no fsync per append) may be lost with the replicas' page caches"},
+		{ShareCountRegressed, "the share-partition leader changed or crashed in between", leaderLost, Permitted, "the partition's leader changed, or a fault acted on its node's process, between the deliveries, and no acknowledgement persisted the earlier count: a new leader counts from the last persisted delivery count, so one count may repeat (KIP-932: an acquired record is recorded as available with the count before it, and \"in the unlikely event of a share-partition leader crash, memory of the in-flight delivery will be lost\")"},
+		{ShareCountRegressed, "otherwise", always, Forbidden, "every acquisition raises a record's delivery count by one; the share-partition leader keeps the counts of acquired records in memory and persists them with each acknowledgement or release, so only a crash or change of that leader may lose one that was not persisted, and a count persisted to the group's state never goes back (KIP-932)"},
 	}
 }
 

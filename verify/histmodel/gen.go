@@ -401,7 +401,11 @@ func (m *Model) nemesisStep() {
 		m.restart()
 		return
 	}
-	n := 1 + m.rng.IntN(nodes)
+	m.kill(1 + m.rng.IntN(nodes))
+}
+
+// kill kills broker n, none being down.
+func (m *Model) kill(n int) {
 	m.nemesisOp("kill", n)
 	m.killed = n
 	if !m.opts.ISR {
