@@ -34,7 +34,7 @@ type Known struct {
 }
 
 // KnownIssues lists every known issue. A finding the table judges forbidden is explained by the
-// first whose Anomaly and Match fit it.
+// first that lists its family and whose Match fits it.
 func KnownIssues() []Known {
 	return []Known{{
 		Issue:     ResendAfterSnapshotReload,
@@ -60,8 +60,8 @@ func KnownIssues() []Known {
 			"off) waits its back-off first. The next fetch rebuilds the share partition from the group's state without the " +
 			"release, and acquisitions are never persisted, so the crashed member's records come back with the count " +
 			"before their last delivery: a poison record that crashes its consumer goes round past the delivery limit",
-		Shown: "share-power-loss and share-coordinator-kill on Kafka 4.3.1 (docs/evidence/kafka-share-count-repeat-after-crash), " +
-			"provoked by share-release-write-fails",
+		Shown: "share-power-loss on Kafka 4.3.1, then the built-in share-count-forgotten on 4.2.2, 4.3.1 and 4.4.0 " +
+			"(docs/evidence/kafka-share-count-repeat-after-crash)",
 	}}
 }
 
